@@ -1,0 +1,221 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// chanConn is one end of an in-memory HandshakeConn pair; closing its out
+// channel is hanging up.
+type chanConn struct {
+	in  <-chan []byte
+	out chan<- []byte
+}
+
+func (c chanConn) WriteMsg(p []byte) error {
+	c.out <- bytes.Clone(p)
+	return nil
+}
+
+func (c chanConn) ReadMsg() ([]byte, error) {
+	p, ok := <-c.in
+	if !ok {
+		return nil, fmt.Errorf("%w: hung up", ErrPeerClosed)
+	}
+	return p, nil
+}
+
+func connPair() (d, l chanConn) {
+	a, b := make(chan []byte, 8), make(chan []byte, 8)
+	return chanConn{in: a, out: b}, chanConn{in: b, out: a}
+}
+
+type hsOutcome struct {
+	dres, lres HandshakeResult
+	derr, lerr error
+	release    func()
+}
+
+// runHandshake runs both sides; each hangs up when its side returns.
+func runHandshake(dc DialConfig, lc ListenConfig) hsOutcome {
+	d, l := connPair()
+	var o hsOutcome
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(l.out)
+		o.lres, o.release, o.lerr = ListenHandshake(context.Background(), l, lc)
+	}()
+	o.dres, o.derr = DialHandshake(context.Background(), d, dc)
+	close(d.out)
+	<-done
+	return o
+}
+
+func TestHandshakeRoundTrip(t *testing.T) {
+	tests := []struct{ recD, maxD, recL, maxL, want int }{
+		{0, 0, 0, 0, 1},
+		{4, 8, 2, 8, 4},
+		{2, 8, 6, 6, 6},
+		{8, 16, 4, 3, 3},
+		{MaxStreams, 0, MaxStreams, 0, MaxStreams},
+		{5000, 5000, 1, 1, 1},
+	}
+	for _, tc := range tests {
+		var released atomic.Int32
+		var admitN int
+		lc := ListenConfig{Secret: []byte("s"), Name: "worker", RecStreams: tc.recL, MaxStreams: tc.maxL,
+			Admit: func(p PeerInfo, n int) (int, func(), error) {
+				admitN = n
+				return n, func() { released.Add(1) }, nil
+			}}
+		dc := DialConfig{Secret: []byte("s"), Name: "server", RecStreams: tc.recD, MaxStreams: tc.maxD}
+		o := runHandshake(dc, lc)
+		if o.derr != nil || o.lerr != nil {
+			t.Fatalf("%+v: errors %v / %v", tc, o.derr, o.lerr)
+		}
+		if o.dres.Streams != tc.want || o.lres.Streams != tc.want || admitN != tc.want {
+			t.Errorf("%+v: streams %d/%d admit %d, want %d", tc, o.dres.Streams, o.lres.Streams, admitN, tc.want)
+		}
+		if o.dres.Peer.Name != "worker" || o.lres.Peer.Name != "server" {
+			t.Errorf("peer names %q / %q", o.dres.Peer.Name, o.lres.Peer.Name)
+		}
+		if released.Load() != 0 {
+			t.Errorf("release called during the handshake")
+		}
+		o.release()
+		if released.Load() != 1 {
+			t.Errorf("release not wired through")
+		}
+	}
+}
+
+func TestHandshakeGrantFewer(t *testing.T) {
+	lc := ListenConfig{Secret: []byte("s"), RecStreams: 8, MaxStreams: 8,
+		Admit: func(_ PeerInfo, n int) (int, func(), error) { return 3, nil, nil }}
+	o := runHandshake(DialConfig{Secret: []byte("s"), RecStreams: 8, MaxStreams: 8}, lc)
+	if o.derr != nil || o.lerr != nil || o.dres.Streams != 3 || o.lres.Streams != 3 {
+		t.Fatalf("got %d/%d streams, errors %v / %v; want 3", o.dres.Streams, o.lres.Streams, o.derr, o.lerr)
+	}
+	o.release() // a nil release from Admit becomes a no-op
+}
+
+func TestHandshakeWrongSecret(t *testing.T) {
+	for _, side := range []string{"dialer", "listener"} {
+		dsec, lsec := []byte("right"), []byte("right")
+		if side == "dialer" {
+			dsec = []byte("wrong")
+		} else {
+			lsec = []byte("wrong")
+		}
+		admitted := false
+		lc := ListenConfig{Secret: lsec, Admit: func(_ PeerInfo, n int) (int, func(), error) {
+			admitted = true
+			return n, nil, nil
+		}}
+		o := runHandshake(DialConfig{Secret: dsec}, lc)
+		if !errors.Is(o.derr, ErrAuth) || !errors.Is(o.lerr, ErrAuth) {
+			t.Errorf("%s has the wrong secret: errors %v / %v, want ErrAuth on both sides", side, o.derr, o.lerr)
+		}
+		if admitted {
+			t.Errorf("%s has the wrong secret: Admit was called", side)
+		}
+	}
+}
+
+func TestHandshakeNoSecret(t *testing.T) {
+	if _, err := DialHandshake(context.Background(), chanConn{}, DialConfig{}); !errors.Is(err, ErrAuth) {
+		t.Errorf("dial without secret: %v", err)
+	}
+	if _, _, err := ListenHandshake(context.Background(), chanConn{}, ListenConfig{}); !errors.Is(err, ErrAuth) {
+		t.Errorf("listen without secret: %v", err)
+	}
+}
+
+func TestHandshakeRefused(t *testing.T) {
+	released := false
+	lc := ListenConfig{Secret: []byte("s"), Admit: func(PeerInfo, int) (int, func(), error) {
+		return 0, func() { released = true }, errors.New("no free threads " + strings.Repeat("x", 600))
+	}}
+	o := runHandshake(DialConfig{Secret: []byte("s")}, lc)
+	if !errors.Is(o.derr, ErrRefused) || !strings.Contains(o.derr.Error(), "no free threads") {
+		t.Errorf("dialer error %v, want ErrRefused with the reason", o.derr)
+	}
+	if !errors.Is(o.lerr, ErrRefused) {
+		t.Errorf("listener error %v, want ErrRefused", o.lerr)
+	}
+	if released {
+		t.Error("release called for a refused association")
+	}
+}
+
+func TestHandshakeAdmitOutOfRange(t *testing.T) {
+	var released atomic.Int32
+	lc := ListenConfig{Secret: []byte("s"), Admit: func(_ PeerInfo, n int) (int, func(), error) {
+		return n + 1, func() { released.Add(1) }, nil
+	}}
+	o := runHandshake(DialConfig{Secret: []byte("s")}, lc)
+	if o.lerr == nil || o.derr == nil {
+		t.Errorf("errors %v / %v, want both to fail", o.derr, o.lerr)
+	}
+	if released.Load() != 1 {
+		t.Errorf("release called %d times, want 1", released.Load())
+	}
+}
+
+// scriptConn replays messages and swallows writes.
+type scriptConn struct{ msgs [][]byte }
+
+func (s *scriptConn) WriteMsg([]byte) error { return nil }
+
+func (s *scriptConn) ReadMsg() ([]byte, error) {
+	if len(s.msgs) == 0 {
+		return nil, ErrPeerClosed
+	}
+	p := s.msgs[0]
+	s.msgs = s.msgs[1:]
+	return p, nil
+}
+
+// splitMsgs cuts data into messages, each led by a one-byte length.
+func splitMsgs(data []byte) [][]byte {
+	var msgs [][]byte
+	for len(data) > 0 {
+		n := min(int(data[0]), len(data)-1)
+		msgs = append(msgs, data[1:1+n])
+		data = data[1+n:]
+	}
+	return msgs
+}
+
+func FuzzHandshake(f *testing.F) {
+	o, _ := normOffer(2, 4, "seed")
+	hello := appendOffer(nil, hsHello, o)
+	chal := appendOffer(nil, hsChallenge, o)
+	chal = append(chal, make([]byte, hsMacLen)...)
+	f.Add(hello)
+	f.Add(chal)
+	f.Add([]byte("BRD1\x05reason"))
+	f.Add(binary.BigEndian.AppendUint16([]byte("BRD1\x04"), 3))
+	f.Add(append([]byte{byte(len(hello))}, hello...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		parseOffer(data, hsHello)
+		parseOffer(data, hsChallenge)
+		parseHeader(data, hsAccept)
+		lc := ListenConfig{Secret: []byte("s"), Admit: func(_ PeerInfo, n int) (int, func(), error) {
+			t.Fatal("Admit called for an unauthenticated peer")
+			return n, nil, nil
+		}}
+		ctx := context.Background()
+		ListenHandshake(ctx, &scriptConn{msgs: splitMsgs(data)}, lc)
+		ListenHandshake(ctx, &scriptConn{msgs: [][]byte{data, data}}, lc)
+		DialHandshake(ctx, &scriptConn{msgs: splitMsgs(data)}, DialConfig{Secret: []byte("s")})
+		DialHandshake(ctx, &scriptConn{msgs: [][]byte{data, data}}, DialConfig{Secret: []byte("s")})
+	})
+}

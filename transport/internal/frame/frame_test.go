@@ -1,0 +1,104 @@
+package frame
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/braidhq/braid/transport"
+)
+
+func TestRoundTrip(t *testing.T) {
+	msgs := map[uint16][]byte{0: bytes.Repeat([]byte("a"), 3*MaxPayload+5), 1: []byte("hello"), 2: {}}
+	var wire []byte
+	for s, m := range msgs {
+		for off := 0; ; {
+			n := min(len(m)-off, MaxPayload)
+			h := Header{Type: Data, Stream: s, Len: uint32(n), MsgLen: uint32(len(m))}
+			if off+n == len(m) {
+				h.Flags = FlagEnd
+			}
+			wire = append(h.Append(wire), m[off:off+n]...)
+			if off += n; off == len(m) {
+				break
+			}
+		}
+	}
+	wire = Header{Type: Close}.Append(wire)
+	r := NewReader(bytes.NewReader(wire), 3)
+	got := map[uint16][]byte{}
+	for {
+		h, msg, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Type == Close {
+			break
+		}
+		if msg != nil {
+			got[h.Stream] = msg
+		}
+	}
+	for s, m := range msgs {
+		if !bytes.Equal(got[s], m) {
+			t.Errorf("stream %d: got %d bytes, want %d", s, len(got[s]), len(m))
+		}
+	}
+	if _, _, err := r.Next(); err != io.EOF {
+		t.Errorf("after the last frame: %v, want io.EOF", err)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	bad := []Header{
+		{Type: 9},
+		{Type: Data, Stream: 4, Len: 1, MsgLen: 1, Flags: FlagEnd},
+		{Type: Data, Len: 1, MsgLen: 1, Flags: 0x80},
+		{Type: Data, Len: MaxPayload + 1, MsgLen: MaxPayload + 1},
+		{Type: Data, Len: 2, MsgLen: 1},
+		{Type: Data, Len: 0, MsgLen: 5},
+		{Type: Close, Len: 1},
+		{Type: Abort, Len: MaxReason + 1},
+	}
+	for _, h := range bad {
+		if _, err := Parse(h.Append(nil), 4); !errors.Is(err, transport.ErrProtocol) {
+			t.Errorf("%+v: %v, want ErrProtocol", h, err)
+		}
+	}
+	h := Header{Type: Data, Len: 1, MsgLen: transport.MaxMessageSize + 1}
+	if _, err := Parse(h.Append(nil), 4); !errors.Is(err, transport.ErrMessageTooLarge) {
+		t.Errorf("oversize message: %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(Header{Type: Data, Stream: 1, Len: 5, MsgLen: 5, Flags: FlagEnd}.Append(nil))
+	f.Add(Header{Type: Abort, Len: 3}.Append(nil))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, err := Parse(data, 8)
+		if err != nil {
+			return
+		}
+		if got := h.Append(nil); !bytes.Equal(got, data[:HeaderLen]) {
+			t.Fatalf("re-encoding %x gives %x", data[:HeaderLen], got)
+		}
+	})
+}
+
+func FuzzReader(f *testing.F) {
+	f.Add(append(Header{Type: Data, Stream: 1, Len: 5, MsgLen: 5, Flags: FlagEnd}.Append(nil), "hello"...))
+	f.Add(append(Header{Type: Data, Len: 2, MsgLen: 4}.Append(nil), "he"...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := NewReader(bytes.NewReader(data), 4)
+		for {
+			h, msg, err := r.Next()
+			if err != nil {
+				return
+			}
+			if h.Type == Data && msg != nil && len(msg) != int(h.MsgLen) {
+				t.Fatalf("message of %d bytes, header says %d", len(msg), h.MsgLen)
+			}
+		}
+	})
+}

@@ -1,0 +1,120 @@
+// Package frame is the wire format shared by braid's TCP transports: a
+// 12-byte header, then the payload.
+//
+//	0      type     (Data, Close, Abort)
+//	1      flags    (FlagEnd on a message's last frame)
+//	2..3   stream   big endian
+//	4..7   length   of this frame's payload
+//	8..11  msglen   total length of the message the frame belongs to
+//
+// A message over MaxPayload bytes is cut into frames, so that a sender can
+// interleave other streams' frames between them. Close (no payload) says the
+// sender will send nothing more; Abort carries a reason text.
+package frame
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/braidhq/braid/transport"
+)
+
+// Type is a frame's kind.
+type Type uint8
+
+// Frame types.
+const (
+	Data Type = iota
+	Close
+	Abort
+)
+
+// FlagEnd marks the last frame of a message.
+const FlagEnd uint8 = 1
+
+const (
+	// HeaderLen is the size of an encoded header.
+	HeaderLen = 12
+	// MaxPayload is the largest payload of one frame.
+	MaxPayload = 64 << 10
+	// MaxReason bounds an Abort frame's reason.
+	MaxReason = 1024
+)
+
+// Header is a decoded frame header.
+type Header struct {
+	Type   Type
+	Flags  uint8
+	Stream uint16
+	Len    uint32
+	MsgLen uint32
+}
+
+// Put encodes h into b, which must hold HeaderLen bytes.
+func (h Header) Put(b []byte) {
+	_ = b[HeaderLen-1]
+	b[0], b[1] = byte(h.Type), h.Flags
+	binary.BigEndian.PutUint16(b[2:], h.Stream)
+	binary.BigEndian.PutUint32(b[4:], h.Len)
+	binary.BigEndian.PutUint32(b[8:], h.MsgLen)
+}
+
+// Append appends h's encoding to b.
+func (h Header) Append(b []byte) []byte {
+	var buf [HeaderLen]byte
+	h.Put(buf[:])
+	return append(b, buf[:]...)
+}
+
+// End reports whether h ends a message.
+func (h Header) End() bool { return h.Flags&FlagEnd != 0 }
+
+// Parse decodes and validates a header for an association of streams
+// streams. Errors wrap transport.ErrProtocol or transport.ErrMessageTooLarge.
+func Parse(b []byte, streams int) (Header, error) {
+	if len(b) < HeaderLen {
+		return Header{}, fmt.Errorf("%w: frame header truncated (%d bytes)", transport.ErrProtocol, len(b))
+	}
+	h := Header{
+		Type:   Type(b[0]),
+		Flags:  b[1],
+		Stream: binary.BigEndian.Uint16(b[2:]),
+		Len:    binary.BigEndian.Uint32(b[4:]),
+		MsgLen: binary.BigEndian.Uint32(b[8:]),
+	}
+	return h, h.validate(streams)
+}
+
+func (h Header) validate(streams int) error {
+	switch h.Type {
+	case Data:
+		return h.validateData(streams)
+	case Close:
+		if h.Flags != 0 || h.Stream != 0 || h.Len != 0 || h.MsgLen != 0 {
+			return fmt.Errorf("%w: malformed close frame", transport.ErrProtocol)
+		}
+	case Abort:
+		if h.Flags != 0 || h.Stream != 0 || h.Len > MaxReason || h.MsgLen != 0 {
+			return fmt.Errorf("%w: malformed abort frame", transport.ErrProtocol)
+		}
+	default:
+		return fmt.Errorf("%w: unknown frame type %d", transport.ErrProtocol, h.Type)
+	}
+	return nil
+}
+
+func (h Header) validateData(streams int) error {
+	switch {
+	case int(h.Stream) >= streams:
+		return fmt.Errorf("%w: frame for stream %d of %d", transport.ErrProtocol, h.Stream, streams)
+	case h.Flags&^FlagEnd != 0:
+		return fmt.Errorf("%w: unknown frame flags %#x", transport.ErrProtocol, h.Flags)
+	case h.MsgLen > transport.MaxMessageSize:
+		return fmt.Errorf("%w: peer announced %d bytes", transport.ErrMessageTooLarge, h.MsgLen)
+	case h.Len > MaxPayload || h.Len > h.MsgLen:
+		return fmt.Errorf("%w: frame of %d bytes in a %d-byte message", transport.ErrProtocol, h.Len, h.MsgLen)
+	case h.Len == 0 && h.MsgLen != 0:
+		return fmt.Errorf("%w: empty frame", transport.ErrProtocol)
+	}
+	return nil
+}

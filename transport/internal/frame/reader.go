@@ -1,0 +1,91 @@
+package frame
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/braidhq/braid/transport"
+)
+
+// maxPrealloc bounds what a reader allocates for a message before its bytes
+// arrive, so that a peer announcing huge messages cannot reserve memory for
+// free.
+const maxPrealloc = 4 << 20
+
+// Reader reads frames from a connection and reassembles messages. It is
+// used by one goroutine.
+type Reader struct {
+	r       *bufio.Reader
+	streams int
+	hdr     [HeaderLen]byte
+	partial [][]byte // per stream: the message being reassembled, or nil
+	msgLen  []uint32
+}
+
+// NewReader returns a Reader for an association of streams streams.
+func NewReader(r io.Reader, streams int) *Reader {
+	return &Reader{
+		r:       bufio.NewReaderSize(r, 4<<10),
+		streams: streams,
+		partial: make([][]byte, streams),
+		msgLen:  make([]uint32, streams),
+	}
+}
+
+// Next reads the next frame. For a Data frame that completes a message, msg
+// is that message (owned by the caller, never nil); for other Data frames
+// msg is nil. For an Abort frame msg is the reason. I/O errors are returned
+// as they are; malformed input wraps transport.ErrProtocol.
+func (r *Reader) Next() (h Header, msg []byte, err error) {
+	if _, err := io.ReadFull(r.r, r.hdr[:]); err != nil {
+		return h, nil, err
+	}
+	if h, err = Parse(r.hdr[:], r.streams); err != nil {
+		return h, nil, err
+	}
+	switch h.Type {
+	case Data:
+		msg, err = r.data(h)
+	case Abort:
+		msg = make([]byte, h.Len)
+		_, err = io.ReadFull(r.r, msg)
+	}
+	return h, msg, unexpectedEOF(err)
+}
+
+// data reads a data frame's payload into its stream's message.
+func (r *Reader) data(h Header) ([]byte, error) {
+	s := h.Stream
+	buf := r.partial[s]
+	if buf == nil {
+		buf = make([]byte, 0, min(h.MsgLen, maxPrealloc))
+		r.msgLen[s] = h.MsgLen
+	}
+	if h.MsgLen != r.msgLen[s] || uint64(len(buf))+uint64(h.Len) > uint64(h.MsgLen) {
+		return nil, fmt.Errorf("%w: stream %d: frame does not fit its message", transport.ErrProtocol, s)
+	}
+	n := len(buf)
+	buf = slices.Grow(buf, int(h.Len))[:n+int(h.Len)]
+	if _, err := io.ReadFull(r.r, buf[n:]); err != nil {
+		return nil, err
+	}
+	complete := len(buf) == int(h.MsgLen)
+	if complete != h.End() {
+		return nil, fmt.Errorf("%w: stream %d: end flag at %d of %d bytes", transport.ErrProtocol, s, len(buf), h.MsgLen)
+	}
+	if !complete {
+		r.partial[s] = buf
+		return nil, nil
+	}
+	r.partial[s] = nil
+	return buf, nil
+}
+
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}

@@ -1,0 +1,186 @@
+// Package mux is the association core shared by braid's TCP transports: a
+// set of streams carried over one or more connections ("links") in the
+// frame format of transport/internal/frame.
+//
+// With one link every stream is multiplexed onto it (transport "tcp"); with
+// one link per stream each stream has its own connection and its own receive
+// goroutine (transport "tcpn"). Each link has a dedicated receive goroutine
+// that reassembles messages into bounded per-stream queues; a full queue
+// blocks that goroutine, and so every stream of its link.
+package mux
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/msgq"
+)
+
+// Conn is a link's connection; TCP connections qualify.
+type Conn interface {
+	net.Conn
+	CloseWrite() error
+}
+
+// Config describes an association to New.
+type Config struct {
+	// Streams is the negotiated stream count: 1 link carries them all, or
+	// there is one link per stream.
+	Streams int
+	Peer    transport.PeerInfo
+	// Release, if set, is called once when the association has ended.
+	Release func()
+	// QueueBytes bounds each stream's receive queue.
+	QueueBytes int
+	// CloseTimeout bounds how long Close waits for the peer.
+	CloseTimeout time.Duration
+}
+
+// Assoc implements transport.Association over links.
+type Assoc struct {
+	cfg     Config
+	links   []*link
+	queues  []*msgq.Queue
+	ssem    []chan struct{} // per stream, cap 1: held while a message is sent
+	lclosed chan struct{}   // closed by Close or Abort
+	done    chan struct{}   // closed when the association has ended
+	live    atomic.Int32    // receive goroutines still running
+	closing atomic.Bool     // peer sent Close on some link
+
+	mu          sync.Mutex // guards err and localClosed
+	err         error      // why the association ended (first cause)
+	localClosed bool
+}
+
+var _ transport.Association = (*Assoc)(nil)
+
+// New starts an association over conns (1, or one per stream) and its
+// receive goroutines. Cancelling is by Close or Abort; either way the
+// goroutines have exited once Done is closed.
+func New(conns []Conn, cfg Config) *Assoc {
+	if len(conns) != 1 && len(conns) != cfg.Streams {
+		panic(fmt.Sprintf("mux: %d links for %d streams", len(conns), cfg.Streams))
+	}
+	a := &Assoc{
+		cfg:     cfg,
+		lclosed: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	for range cfg.Streams {
+		a.queues = append(a.queues, msgq.New(cfg.QueueBytes, 4096))
+		a.ssem = append(a.ssem, make(chan struct{}, 1))
+	}
+	for _, c := range conns {
+		a.links = append(a.links, &link{conn: c, wsem: make(chan struct{}, 1)})
+	}
+	a.live.Store(int32(len(conns)))
+	for i := range a.links {
+		go a.readLoop(i)
+	}
+	return a
+}
+
+// linkOf returns the link carrying stream s.
+func (a *Assoc) linkOf(s int) *link {
+	if len(a.links) == 1 {
+		return a.links[0]
+	}
+	return a.links[s]
+}
+
+// Streams returns the negotiated stream count.
+func (a *Assoc) Streams() int { return a.cfg.Streams }
+
+// Done is closed when the association has ended.
+func (a *Assoc) Done() <-chan struct{} { return a.done }
+
+// Peer is what the handshake learned about the peer.
+func (a *Assoc) Peer() transport.PeerInfo { return a.cfg.Peer }
+
+// LocalAddr is the first link's local address.
+func (a *Assoc) LocalAddr() net.Addr { return a.links[0].conn.LocalAddr() }
+
+// RemoteAddr is the first link's remote address.
+func (a *Assoc) RemoteAddr() net.Addr { return a.links[0].conn.RemoteAddr() }
+
+// Err tells why the association ended; nil while it is open.
+func (a *Assoc) Err() error {
+	select {
+	case <-a.done:
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.err
+	default:
+		return nil
+	}
+}
+
+// setErr records err as the cause unless one is recorded already.
+func (a *Assoc) setErr(err error) {
+	a.mu.Lock()
+	if a.err == nil {
+		a.err = err
+	}
+	a.mu.Unlock()
+}
+
+func (a *Assoc) cause() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err == nil {
+		return transport.ErrPeerClosed
+	}
+	return a.err
+}
+
+// sendErr is why a Send must fail now, or nil.
+func (a *Assoc) sendErr() error {
+	select {
+	case <-a.lclosed:
+		return transport.ErrClosed
+	case <-a.done:
+		return a.cause()
+	default:
+	}
+	if a.closing.Load() {
+		return a.cause()
+	}
+	return nil
+}
+
+func (a *Assoc) checkStream(s int) error {
+	if s < 0 || s >= a.cfg.Streams {
+		return fmt.Errorf("%w: stream %d of %d", transport.ErrBadStream, s, a.cfg.Streams)
+	}
+	return nil
+}
+
+// fail ends the association because of err: links are closed, so that the
+// receive goroutines exit and finish runs.
+func (a *Assoc) fail(err error) {
+	a.setErr(err)
+	a.closeLinks()
+}
+
+func (a *Assoc) closeLinks() {
+	for _, l := range a.links {
+		l.conn.Close()
+	}
+}
+
+// finish runs once, after the last receive goroutine has exited.
+func (a *Assoc) finish() {
+	err := a.cause()
+	for _, q := range a.queues {
+		q.End(err)
+	}
+	a.closeLinks()
+	if a.cfg.Release != nil {
+		a.cfg.Release()
+	}
+	close(a.done)
+}

@@ -1,0 +1,100 @@
+package mux
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/frame"
+)
+
+// markClosed records a local Close or Abort; it reports false if one came
+// before.
+func (a *Assoc) markClosed(err error) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.localClosed {
+		return false
+	}
+	a.localClosed = true
+	if a.err == nil {
+		a.err = err
+	}
+	close(a.lclosed)
+	return true
+}
+
+// Close closes gracefully: each link gets a close frame after the frames
+// already written, then a half-close; the links are closed once the peer has
+// closed its side too, or after CloseTimeout.
+func (a *Assoc) Close() error {
+	if !a.markClosed(transport.ErrClosed) {
+		<-a.done
+		return nil
+	}
+	deadline := time.Now().Add(a.cfg.CloseTimeout)
+	for _, l := range a.links {
+		a.sendClose(l, deadline)
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-a.done:
+	case <-t.C:
+		a.closeLinks()
+		<-a.done
+	}
+	return nil
+}
+
+// sendClose writes a close frame on l and half-closes it.
+func (a *Assoc) sendClose(l *link, deadline time.Time) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case l.wsem <- struct{}{}:
+	case <-a.done:
+		return
+	case <-t.C:
+		return
+	}
+	defer func() { <-l.wsem }()
+	l.conn.SetWriteDeadline(deadline)
+	var hdr [frame.HeaderLen]byte
+	frame.Header{Type: frame.Close}.Put(hdr[:])
+	if _, err := l.conn.Write(hdr[:]); err == nil {
+		l.conn.CloseWrite()
+	}
+}
+
+// Abort tears the association down at once. The peer is told reason when
+// the link is free to carry an abort frame.
+func (a *Assoc) Abort(reason error) {
+	if reason == nil {
+		reason = fmt.Errorf("aborted")
+	}
+	if a.markClosed(fmt.Errorf("%w: aborted: %v", transport.ErrClosed, reason)) {
+		a.tryAbortFrames(reason.Error())
+	}
+	a.closeLinks()
+	<-a.done
+}
+
+// tryAbortFrames writes an abort frame on every link whose writer is idle,
+// with a short deadline; it never waits for a busy link.
+func (a *Assoc) tryAbortFrames(reason string) {
+	if len(reason) > frame.MaxReason {
+		reason = reason[:frame.MaxReason]
+	}
+	msg := frame.Header{Type: frame.Abort, Len: uint32(len(reason))}.Append(nil)
+	msg = append(msg, reason...)
+	for _, l := range a.links {
+		select {
+		case l.wsem <- struct{}{}:
+			l.conn.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+			l.conn.Write(msg)
+			<-l.wsem
+		default:
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package mux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/frame"
+)
+
+// Recv returns the next message on stream s.
+func (a *Assoc) Recv(ctx context.Context, s int) ([]byte, error) {
+	if err := a.checkStream(s); err != nil {
+		return nil, err
+	}
+	select {
+	case <-a.lclosed:
+		return nil, transport.ErrClosed
+	default:
+	}
+	return a.queues[s].Pop(ctx, a.lclosed)
+}
+
+// readLoop is link i's receive goroutine; the last one to exit finishes the
+// association.
+func (a *Assoc) readLoop(i int) {
+	defer func() {
+		if a.live.Add(-1) == 0 {
+			a.finish()
+		}
+	}()
+	if err := a.demux(i); err != nil {
+		a.fail(err)
+	}
+}
+
+// demux reads link i until it ends. It returns nil for an orderly end and
+// otherwise the association's failure.
+func (a *Assoc) demux(i int) error {
+	l := a.links[i]
+	r := frame.NewReader(l.conn, a.cfg.Streams)
+	for {
+		h, msg, err := r.Next()
+		if err != nil {
+			return a.readErr(err)
+		}
+		switch h.Type {
+		case frame.Data:
+			if err := a.deliver(i, h, msg); err != nil {
+				return err
+			}
+		case frame.Close:
+			a.peerClosed(i)
+			return nil
+		case frame.Abort:
+			return fmt.Errorf("%w: peer aborted: %q", transport.ErrPeerClosed, msg)
+		}
+	}
+}
+
+// deliver queues a complete message; frames for another link's stream are
+// a protocol violation.
+func (a *Assoc) deliver(i int, h frame.Header, msg []byte) error {
+	if len(a.links) > 1 && int(h.Stream) != i {
+		return fmt.Errorf("%w: frame for stream %d on the link of stream %d", transport.ErrProtocol, h.Stream, i)
+	}
+	if msg != nil {
+		a.queues[h.Stream].Push(msg, a.lclosed) // dropped after a local close
+	}
+	return nil
+}
+
+// readErr classifies the error that ended a link's reader.
+func (a *Assoc) readErr(err error) error {
+	select {
+	case <-a.lclosed:
+		return nil // we closed: the peer's EOF or our own Close ends the read
+	default:
+	}
+	if errors.Is(err, transport.ErrProtocol) || errors.Is(err, transport.ErrMessageTooLarge) {
+		a.tryAbortFrames(err.Error())
+		return err
+	}
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: connection closed without a close frame", transport.ErrPeerClosed)
+	}
+	return fmt.Errorf("%w: connection lost: %v", transport.ErrPeerClosed, err)
+}
+
+// peerClosed handles the peer's Close on link i: no more messages will come
+// on its streams, and we will send nothing more on it.
+func (a *Assoc) peerClosed(i int) {
+	a.closing.Store(true)
+	a.setErr(transport.ErrPeerClosed)
+	for s := range a.cfg.Streams {
+		if a.linkOf(s) == a.links[i] {
+			a.queues[s].End(transport.ErrPeerClosed)
+		}
+	}
+	a.links[i].conn.Close()
+}

@@ -1,0 +1,177 @@
+package mux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/frame"
+)
+
+// link is one connection of an association.
+type link struct {
+	conn Conn
+	wsem chan struct{} // cap 1: held while a frame is written to conn
+
+	// Guarded by wsem: scratch space for a frame's writev.
+	hdr  [frame.HeaderLen]byte
+	iov  [2][]byte
+	bufs net.Buffers
+
+	dlMu  sync.Mutex // guards gen and armed, which let a ctx interrupt one write
+	gen   uint64
+	armed bool
+}
+
+var longAgo = time.Unix(1, 0)
+
+// write sends one frame. If ctx ends meanwhile, the write is interrupted by
+// a past deadline and the returned count tells how much went out.
+func (l *link) write(ctx context.Context, h frame.Header, payload []byte) (int64, error) {
+	h.Put(l.hdr[:])
+	l.iov[0], l.iov[1] = l.hdr[:], payload
+	l.bufs = l.iov[:]
+	if ctx.Done() == nil {
+		return l.bufs.WriteTo(l.conn)
+	}
+	gen := l.arm()
+	stop := context.AfterFunc(ctx, func() { l.interrupt(gen) })
+	n, err := l.bufs.WriteTo(l.conn)
+	if !l.disarm() || !stop() {
+		l.conn.SetWriteDeadline(time.Time{})
+	}
+	return n, err
+}
+
+func (l *link) arm() uint64 {
+	l.dlMu.Lock()
+	defer l.dlMu.Unlock()
+	l.gen++
+	l.armed = true
+	return l.gen
+}
+
+// disarm reports whether no interrupt happened.
+func (l *link) disarm() bool {
+	l.dlMu.Lock()
+	defer l.dlMu.Unlock()
+	ok := l.armed
+	l.armed = false
+	return ok
+}
+
+// interrupt fails the write of generation gen, if it is still under way.
+func (l *link) interrupt(gen uint64) {
+	l.dlMu.Lock()
+	defer l.dlMu.Unlock()
+	if l.armed && l.gen == gen {
+		l.armed = false
+		l.conn.SetWriteDeadline(longAgo)
+	}
+}
+
+// acquire takes sem, or fails when ctx ends or the association closes.
+func (a *Assoc) acquire(ctx context.Context, sem chan struct{}) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-a.lclosed:
+		return transport.ErrClosed
+	case <-a.done:
+		return a.cause()
+	}
+}
+
+// Send sends p as one message on stream s, cut into frames that may
+// interleave with other streams' frames on the same link.
+func (a *Assoc) Send(ctx context.Context, s int, p []byte) error {
+	if err := a.checkStream(s); err != nil {
+		return err
+	}
+	if len(p) > transport.MaxMessageSize {
+		return fmt.Errorf("%w: %d bytes", transport.ErrMessageTooLarge, len(p))
+	}
+	if err := a.sendErr(); err != nil {
+		return err
+	}
+	if err := a.acquire(ctx, a.ssem[s]); err != nil {
+		return err
+	}
+	defer func() { <-a.ssem[s] }()
+	l := a.linkOf(s)
+	h := frame.Header{Type: frame.Data, Stream: uint16(s), MsgLen: uint32(len(p))}
+	for off := 0; ; {
+		n := min(len(p)-off, frame.MaxPayload)
+		h.Len, h.Flags = uint32(n), 0
+		if off+n == len(p) {
+			h.Flags = frame.FlagEnd
+		}
+		if err := a.writeFrame(ctx, l, h, p[off:off+n], off > 0); err != nil {
+			return err
+		}
+		if off += n; off == len(p) {
+			return nil
+		}
+	}
+}
+
+// writeFrame writes one frame of a message; mid tells that earlier frames of
+// the message are on the wire already.
+func (a *Assoc) writeFrame(ctx context.Context, l *link, h frame.Header, payload []byte, mid bool) error {
+	if err := a.acquire(ctx, l.wsem); err != nil {
+		if mid {
+			a.abortCancelled(ctx)
+		}
+		return err
+	}
+	if err := a.sendErr(); err != nil {
+		<-l.wsem
+		return err
+	}
+	n, err := l.write(ctx, h, payload)
+	<-l.wsem
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil && isTimeout(err) {
+		if n > 0 || mid {
+			a.abortCancelled(ctx)
+		}
+		return cerr
+	}
+	return a.writeErr(err)
+}
+
+// abortCancelled tears the association down after a cancelled Send left a
+// partial message on the wire: the byte stream cannot be resynchronised.
+func (a *Assoc) abortCancelled(ctx context.Context) {
+	if ctx.Err() != nil {
+		go a.Abort(fmt.Errorf("send cancelled mid-message: %w", ctx.Err()))
+	}
+}
+
+// writeErr maps a failed write to the association's state.
+func (a *Assoc) writeErr(err error) error {
+	if serr := a.sendErr(); serr != nil {
+		return serr
+	}
+	err = fmt.Errorf("%w: connection lost: %v", transport.ErrPeerClosed, err)
+	a.fail(err)
+	return err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

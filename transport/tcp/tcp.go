@@ -1,0 +1,115 @@
+// Package tcp is braid's baseline transport: one TCP connection per
+// association, its streams multiplexed by framing.
+//
+// Messages are cut into frames of at most 64 KiB so that a large message on
+// one stream does not hold the connection against the others' frames. One
+// receive goroutine per association demultiplexes frames into bounded
+// per-stream queues; when a stream's queue is full that goroutine blocks, and
+// with it every other stream: this transport shows head-of-line blocking and
+// says so in its Capabilities.
+package tcp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/frame"
+	"github.com/braidhq/braid/transport/internal/mux"
+	"github.com/braidhq/braid/transport/internal/tcpconn"
+)
+
+// Config configures the transport. The zero value is ready to use.
+type Config struct {
+	// HandshakeTimeout bounds connecting plus the braid handshake, so that
+	// a silent peer cannot hold a goroutine. Zero means 10 s.
+	HandshakeTimeout time.Duration
+	// CloseTimeout bounds how long Close waits for the peer to acknowledge.
+	// Zero means 5 s.
+	CloseTimeout time.Duration
+	// QueueBytes bounds each stream's receive queue. Zero means 4 MiB.
+	QueueBytes int
+}
+
+func (c Config) withDefaults() Config {
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.CloseTimeout <= 0 {
+		c.CloseTimeout = 5 * time.Second
+	}
+	if c.QueueBytes <= 0 {
+		c.QueueBytes = 4 << 20
+	}
+	return c
+}
+
+// Transport is the "tcp" transport.
+type Transport struct {
+	cfg Config
+}
+
+var (
+	_ transport.Transport = (*Transport)(nil)
+	_ transport.Describer = (*Transport)(nil)
+)
+
+// New returns a tcp Transport.
+func New(cfg Config) *Transport {
+	return &Transport{cfg: cfg.withDefaults()}
+}
+
+// Name returns "tcp".
+func (t *Transport) Name() string { return "tcp" }
+
+// Capabilities reports that streams share one connection and so block
+// each other.
+func (t *Transport) Capabilities() transport.Capabilities {
+	return transport.Capabilities{IndependentStreams: false}
+}
+
+// Dial connects to addr and runs the handshake as the dialer.
+func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
+	defer cancel()
+	c, err := tcpconn.DialConn(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("tcp: dial %s: %w", addr, err)
+	}
+	stop := tcpconn.InterruptOn(ctx, c)
+	res, err := transport.DialHandshake(ctx, frame.HandshakeConn{C: c}, cfg)
+	if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
+		return nil, fmt.Errorf("tcp: dial %s: %w", addr, err)
+	}
+	return mux.New([]mux.Conn{c}, t.muxConfig(res, nil)), nil
+}
+
+func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux.Config {
+	return mux.Config{
+		Streams:      res.Streams,
+		Peer:         res.Peer,
+		Release:      release,
+		QueueBytes:   t.cfg.QueueBytes,
+		CloseTimeout: t.cfg.CloseTimeout,
+	}
+}
+
+// Listen binds addr and accepts tcp associations.
+func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
+	setup := func(ctx context.Context, c *net.TCPConn) (transport.Association, error) {
+		stop := tcpconn.InterruptOn(ctx, c)
+		res, release, err := transport.ListenHandshake(ctx, frame.HandshakeConn{C: c}, cfg)
+		if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
+			release()
+			return nil, err
+		}
+		return mux.New([]mux.Conn{c}, t.muxConfig(res, release)), nil
+	}
+	l, err := tcpconn.Listen("tcp", addr, t.cfg.HandshakeTimeout, cfg.Logf, setup)
+	if err != nil {
+		return nil, fmt.Errorf("tcp: listen %s: %w", addr, err)
+	}
+	return l, nil
+}

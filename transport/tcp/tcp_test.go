@@ -1,0 +1,21 @@
+package tcp_test
+
+import (
+	"testing"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/tcp"
+	"github.com/braidhq/braid/transport/transporttest"
+)
+
+func TestConformance(t *testing.T) {
+	transporttest.Run(t, func(t *testing.T) transport.Transport {
+		return tcp.New(tcp.Config{})
+	}, "127.0.0.1:0", transporttest.Options{Garbage: transporttest.TCPGarbage})
+}
+
+func BenchmarkTransport(b *testing.B) {
+	transporttest.Bench(b, func(b *testing.B) transport.Transport {
+		return tcp.New(tcp.Config{})
+	}, "127.0.0.1:0")
+}

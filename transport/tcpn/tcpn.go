@@ -1,0 +1,146 @@
+// Package tcpn is braid's strong baseline transport: one TCP connection per
+// stream.
+//
+// The first connection carries the braid handshake. The listener then sends
+// the dialer a random association token, and the dialer opens the other N-1
+// connections, each introducing itself with {token, stream index,
+// HMAC(secret, token || index)}. The listener matches them to the pending
+// association before a deadline and drops (and logs) anything that does not
+// fit. Every stream has its own connection and receive goroutine, so a stream
+// whose reader stops cannot stall the others.
+package tcpn
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/frame"
+	"github.com/braidhq/braid/transport/internal/mux"
+	"github.com/braidhq/braid/transport/internal/tcpconn"
+)
+
+// Config configures the transport. The zero value is ready to use.
+type Config struct {
+	// HandshakeTimeout bounds connecting, the handshake and the joining of
+	// all the association's connections. Zero means 10 s.
+	HandshakeTimeout time.Duration
+	// CloseTimeout bounds how long Close waits for the peer. Zero means 5 s.
+	CloseTimeout time.Duration
+	// QueueBytes bounds each stream's receive queue. Zero means 4 MiB.
+	QueueBytes int
+}
+
+func (c Config) withDefaults() Config {
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.CloseTimeout <= 0 {
+		c.CloseTimeout = 5 * time.Second
+	}
+	if c.QueueBytes <= 0 {
+		c.QueueBytes = 4 << 20
+	}
+	return c
+}
+
+// Transport is the "tcpn" transport.
+type Transport struct {
+	cfg Config
+}
+
+var (
+	_ transport.Transport = (*Transport)(nil)
+	_ transport.Describer = (*Transport)(nil)
+)
+
+// New returns a tcpn Transport.
+func New(cfg Config) *Transport {
+	return &Transport{cfg: cfg.withDefaults()}
+}
+
+// Name returns "tcpn".
+func (t *Transport) Name() string { return "tcpn" }
+
+// Capabilities reports independent streams: one connection each.
+func (t *Transport) Capabilities() transport.Capabilities {
+	return transport.Capabilities{IndependentStreams: true}
+}
+
+func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux.Config {
+	return mux.Config{
+		Streams:      res.Streams,
+		Peer:         res.Peer,
+		Release:      release,
+		QueueBytes:   t.cfg.QueueBytes,
+		CloseTimeout: t.cfg.CloseTimeout,
+	}
+}
+
+// Dial connects to addr, runs the handshake on the first connection and
+// opens one more connection per extra stream.
+func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
+	defer cancel()
+	c, err := tcpconn.DialConn(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("tcpn: dial %s: %w", addr, err)
+	}
+	stop := tcpconn.InterruptOn(ctx, c)
+	hc := frame.HandshakeConn{C: c}
+	res, err := transport.DialHandshake(ctx, hc, cfg)
+	var token [tokenLen]byte
+	if err == nil {
+		token, err = readToken(hc)
+	}
+	if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
+		return nil, fmt.Errorf("tcpn: dial %s: %w", addr, err)
+	}
+	conns := []mux.Conn{c}
+	for i := 1; i < res.Streams; i++ {
+		jc, err := dialJoin(ctx, addr, cfg.Secret, token, i)
+		if err != nil {
+			closeAll(conns)
+			return nil, fmt.Errorf("tcpn: dial %s: stream %d: %w", addr, i, err)
+		}
+		conns = append(conns, jc)
+	}
+	return mux.New(conns, t.muxConfig(res, nil)), nil
+}
+
+// dialJoin opens the connection of stream i and joins it to the association.
+func dialJoin(ctx context.Context, addr string, secret []byte, token [tokenLen]byte, i int) (mux.Conn, error) {
+	c, err := tcpconn.DialConn(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	stop := tcpconn.InterruptOn(ctx, c)
+	hc := frame.HandshakeConn{C: c}
+	err = hc.WriteMsg(appendJoin(nil, secret, token, i))
+	if err == nil {
+		err = readAck(hc)
+	}
+	if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func closeAll(conns []mux.Conn) {
+	for _, c := range conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+// Listen binds addr and accepts tcpn associations.
+func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
+	s := &server{t: t, cfg: cfg, pending: make(map[[tokenLen]byte]*pending)}
+	l, err := tcpconn.Listen("tcpn", addr, t.cfg.HandshakeTimeout, cfg.Logf, s.setup)
+	if err != nil {
+		return nil, fmt.Errorf("tcpn: listen %s: %w", addr, err)
+	}
+	return l, nil
+}

@@ -1,0 +1,173 @@
+package transporttest
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+)
+
+func testNegotiate(t *testing.T, s *suite) {
+	// want = min(max(rec_d, rec_l), max_d, max_l); zero rec means 1, zero max means MaxStreams.
+	tests := []struct{ recD, maxD, recL, maxL, want int }{
+		{1, 1, 1, 1, 1},
+		{2, 8, 4, 8, 4},
+		{6, 8, 2, 3, 3},
+		{0, 0, 3, 0, 3},
+		{5, 5, 1, 16, 5},
+	}
+	for _, tc := range tests {
+		want := tc.want
+		lc, _ := listenCfg(t, tc.recL, tc.maxL)
+		var admitted atomic.Int64
+		lc.Admit = func(p transport.PeerInfo, n int) (int, func(), error) {
+			admitted.Store(int64(n))
+			if p.Name != "dialer" {
+				t.Errorf("Admit peer name %q, want %q", p.Name, "dialer")
+			}
+			return n, nil, nil
+		}
+		d, l := s.connect(t, s.listen(t, lc), dialCfg(tc.recD, tc.maxD))
+		if d.Streams() != want || l.Streams() != want || admitted.Load() != int64(want) {
+			t.Errorf("offers %+v: streams dialer=%d listener=%d admit n=%d, want %d",
+				tc, d.Streams(), l.Streams(), admitted.Load(), want)
+		}
+		if d.Peer().Name != "listener" || l.Peer().Name != "dialer" {
+			t.Errorf("peer names: dialer sees %q, listener sees %q", d.Peer().Name, l.Peer().Name)
+		}
+		if d.Err() != nil || l.Err() != nil {
+			t.Errorf("Err on open association: %v / %v", d.Err(), l.Err())
+		}
+		if d.LocalAddr() == nil || d.RemoteAddr() == nil || l.LocalAddr() == nil || l.RemoteAddr() == nil {
+			t.Errorf("nil addresses")
+		}
+		d.Abort(errTestDone)
+		l.Abort(errTestDone)
+	}
+}
+
+func testAdmitCaps(t *testing.T, s *suite) {
+	lc, _ := listenCfg(t, 6, 6)
+	var released atomic.Int64
+	lc.Admit = func(_ transport.PeerInfo, n int) (int, func(), error) {
+		return n - 4, func() { released.Add(1) }, nil
+	}
+	d, l := s.connect(t, s.listen(t, lc), dialCfg(6, 6))
+	if d.Streams() != 2 || l.Streams() != 2 {
+		t.Fatalf("streams dialer=%d listener=%d, want 2 granted", d.Streams(), l.Streams())
+	}
+	echoOnce(t, d, l, 1)
+	if err := d.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	waitDone(t, l, 5*time.Second)
+	waitCount(t, &released, 1, "release calls")
+}
+
+func testAdmitRefuses(t *testing.T, s *suite) {
+	lc, lg := listenCfg(t, 2, 2)
+	var released, admits atomic.Int64
+	lc.Admit = func(transport.PeerInfo, int) (int, func(), error) {
+		if admits.Add(1) == 1 {
+			return 0, func() { released.Add(1) }, errors.New("no free threads")
+		}
+		return 1, nil, nil
+	}
+	ln := s.listen(t, lc)
+	ctx := timeoutCtx(t, 10*time.Second)
+	a, err := s.tr.Dial(ctx, ln.Addr().String(), dialCfg(2, 2))
+	if err == nil {
+		a.Abort(errTestDone)
+		t.Fatal("Dial succeeded although Admit refused")
+	}
+	if !errors.Is(err, transport.ErrRefused) {
+		t.Errorf("Dial error %v, want one wrapping ErrRefused", err)
+	}
+	if !lg.waitFor(transport.ErrRefused.Error(), 3*time.Second) {
+		t.Errorf("listener did not log the refusal")
+	}
+	// The listener keeps serving.
+	d, l := s.connect(t, ln, dialCfg(2, 2))
+	echoOnce(t, d, l, 0)
+	if released.Load() != 0 {
+		t.Errorf("release called %d times for a refused association", released.Load())
+	}
+}
+
+func testWrongSecret(t *testing.T, s *suite) {
+	lc, lg := listenCfg(t, 2, 2)
+	var admits atomic.Int64
+	lc.Admit = func(_ transport.PeerInfo, n int) (int, func(), error) {
+		admits.Add(1)
+		return n, nil, nil
+	}
+	ln := s.listen(t, lc)
+	accepted := make(chan transport.Association, 1)
+	actx, cancel := context.WithCancel(context.Background())
+	go func() {
+		a, err := ln.Accept(actx)
+		if err == nil {
+			accepted <- a
+		}
+		close(accepted)
+	}()
+	dc := dialCfg(2, 2)
+	dc.Secret = []byte("some other secret")
+	a, err := s.tr.Dial(timeoutCtx(t, 10*time.Second), ln.Addr().String(), dc)
+	if err == nil {
+		a.Abort(errTestDone)
+		t.Error("Dial with a wrong secret succeeded")
+	} else if !errors.Is(err, transport.ErrAuth) {
+		t.Errorf("Dial error %v, want one wrapping ErrAuth", err)
+	}
+	if !lg.waitFor(transport.ErrAuth.Error(), 3*time.Second) {
+		t.Errorf("listener did not log an error wrapping ErrAuth")
+	}
+	cancel()
+	if a, ok := <-accepted; ok {
+		a.Abort(errTestDone)
+		t.Error("Accept returned an unauthenticated association")
+	}
+	if admits.Load() != 0 {
+		t.Errorf("Admit called %d times for an unauthenticated peer", admits.Load())
+	}
+}
+
+// echoOnce sends one message each way on stream s.
+func echoOnce(t testing.TB, d, l transport.Association, s int) {
+	t.Helper()
+	ctx := timeoutCtx(t, 5*time.Second)
+	for _, p := range [][2]transport.Association{{d, l}, {l, d}} {
+		if err := p[0].Send(ctx, s, []byte("ping")); err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+		m, err := p[1].Recv(ctx, s)
+		if err != nil || string(m) != "ping" {
+			t.Fatalf("Recv = %q, %v; want ping", m, err)
+		}
+	}
+}
+
+func waitDone(t testing.TB, a transport.Association, d time.Duration) {
+	t.Helper()
+	select {
+	case <-a.Done():
+	case <-time.After(d):
+		t.Fatalf("Done not closed within %v", d)
+	}
+}
+
+func waitCount(t testing.TB, c *atomic.Int64, want int64, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Load() < want && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if got := c.Load(); got != want {
+		t.Errorf("%s: %d, want %d", what, got, want)
+	}
+}

@@ -1,0 +1,252 @@
+package transporttest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+)
+
+func testClose(t *testing.T, s *suite) {
+	for _, closerIsDialer := range []bool{true, false} {
+		name := map[bool]string{true: "dialer closes", false: "listener closes"}[closerIsDialer]
+		t.Run(name, func(t *testing.T) { closeCase(t, s, closerIsDialer) })
+	}
+}
+
+func closeCase(t *testing.T, s *suite, closerIsDialer bool) {
+	const n, count = 3, 50
+	lc, _ := listenCfg(t, n, n)
+	var released atomic.Int64
+	lc.Admit = func(_ transport.PeerInfo, n int) (int, func(), error) {
+		return n, func() { released.Add(1) }, nil
+	}
+	d, l := s.connect(t, s.listen(t, lc), dialCfg(n, n))
+	closer, peer := d, l
+	if !closerIsDialer {
+		closer, peer = l, d
+	}
+	ctx := timeoutCtx(t, 10*time.Second)
+	msgs := [][]byte{pattern(1<<20, 1)}
+	for i := range count {
+		msgs = append(msgs, pattern(1000+i, uint64(i)))
+	}
+	var wg sync.WaitGroup
+	for st := range n { // receive while sending: flow-control windows may be small
+		wg.Go(func() { drainUntilClosed(ctx, t, peer, st, len(msgs)) })
+	}
+	for st := range n {
+		for _, m := range msgs {
+			if err := closer.Send(ctx, st, m); err != nil {
+				t.Fatalf("Send: %v", err)
+			}
+		}
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- closer.Close() }()
+	wg.Wait()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return within 5s")
+	}
+	waitDone(t, closer, 5*time.Second)
+	waitDone(t, peer, 5*time.Second)
+	if !errors.Is(peer.Err(), transport.ErrPeerClosed) {
+		t.Errorf("peer Err() = %v, want ErrPeerClosed", peer.Err())
+	}
+	if closer.Err() == nil {
+		t.Errorf("closer Err() = nil after Close")
+	}
+	if err := closer.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	peer.Close()
+	waitCount(t, &released, 1, "release calls")
+}
+
+// drainUntilClosed receives count messages on stream st, then expects
+// ErrPeerClosed.
+func drainUntilClosed(ctx context.Context, t *testing.T, peer transport.Association, st, count int) {
+	for i := range count {
+		if _, err := peer.Recv(ctx, st); err != nil {
+			t.Errorf("stream %d: message %d sent before Close was lost: %v", st, i, err)
+			return
+		}
+	}
+	if _, err := peer.Recv(ctx, st); !errors.Is(err, transport.ErrPeerClosed) {
+		t.Errorf("stream %d: Recv after peer's Close = %v, want ErrPeerClosed", st, err)
+	}
+}
+
+func testAbort(t *testing.T, s *suite) {
+	for _, dialerAborts := range []bool{true, false} {
+		name := map[bool]string{true: "dialer aborts", false: "listener aborts"}[dialerAborts]
+		t.Run(name, func(t *testing.T) { abortCase(t, s, dialerAborts) })
+	}
+}
+
+func abortCase(t *testing.T, s *suite, dialerAborts bool) {
+	lc, _ := listenCfg(t, 2, 2)
+	var released atomic.Int64
+	lc.Admit = func(_ transport.PeerInfo, n int) (int, func(), error) {
+		return n, func() { released.Add(1) }, nil
+	}
+	d, l := s.connect(t, s.listen(t, lc), dialCfg(2, 2))
+	ab, peer := d, l
+	if !dialerAborts {
+		ab, peer = l, d
+	}
+	localRecv := make(chan error, 1)
+	go func() {
+		_, err := ab.Recv(context.Background(), 1)
+		localRecv <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	ab.Abort(errors.New("transporttest: deliberate abort"))
+	ctx := timeoutCtx(t, 2*time.Second)
+	if _, err := peer.Recv(ctx, 0); !errors.Is(err, transport.ErrPeerClosed) {
+		t.Errorf("peer Recv after Abort = %v, want ErrPeerClosed promptly", err)
+	}
+	waitDone(t, peer, 2*time.Second)
+	waitDone(t, ab, 2*time.Second)
+	select {
+	case err := <-localRecv:
+		if !errors.Is(err, transport.ErrClosed) {
+			t.Errorf("blocked Recv on the aborting side = %v, want ErrClosed", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Error("Abort did not unblock a local Recv")
+	}
+	if err := ab.Send(ctx, 0, []byte("x")); !errors.Is(err, transport.ErrClosed) {
+		t.Errorf("Send after Abort = %v, want ErrClosed", err)
+	}
+	ab.Abort(nil)
+	waitCount(t, &released, 1, "release calls")
+}
+
+func testUseAfterClose(t *testing.T, s *suite) {
+	d, _ := s.pair(t, 2)
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	ctx := timeoutCtx(t, 2*time.Second)
+	if err := d.Send(ctx, 0, []byte("x")); !errors.Is(err, transport.ErrClosed) {
+		t.Errorf("Send after Close = %v, want ErrClosed", err)
+	}
+	if _, err := d.Recv(ctx, 1); !errors.Is(err, transport.ErrClosed) {
+		t.Errorf("Recv after Close = %v, want ErrClosed", err)
+	}
+}
+
+func testCancelRecv(t *testing.T, s *suite) {
+	d, l := s.pair(t, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	if _, err := l.Recv(ctx, 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("Recv with cancelled ctx = %v, want context.Canceled", err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("Recv took %v to notice cancellation", el)
+	}
+	echoOnce(t, d, l, 1)
+}
+
+func testCancelSend(t *testing.T, s *suite) {
+	d, l := s.pair(t, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	progress := make(chan struct{}, 1)
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		msg := pattern(256<<10, 3)
+		for {
+			if err := d.Send(ctx, 0, msg); err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case progress <- struct{}{}:
+			default:
+			}
+		}
+	})
+	if !waitStall(progress, 300*time.Millisecond, 10*time.Second) {
+		t.Fatal("Send never blocked although the peer does not read")
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("blocked Send after cancel = %v, want context.Canceled", err)
+		}
+	case <-time.After(2 * time.Second):
+		d.Abort(errTestDone)
+		t.Error("cancelling ctx did not unblock a blocked Send")
+	}
+	_ = l
+}
+
+func testTooLarge(t *testing.T, s *suite) {
+	d, l := s.pair(t, 1)
+	ctx := timeoutCtx(t, 5*time.Second)
+	err := d.Send(ctx, 0, make([]byte, transport.MaxMessageSize+1))
+	if !errors.Is(err, transport.ErrMessageTooLarge) {
+		t.Errorf("Send of MaxMessageSize+1 bytes = %v, want ErrMessageTooLarge", err)
+	}
+	echoOnce(t, d, l, 0)
+}
+
+func testBadStream(t *testing.T, s *suite) {
+	d, l := s.pair(t, 2)
+	ctx := timeoutCtx(t, 5*time.Second)
+	for _, st := range []int{-1, 2, 1000} {
+		if err := d.Send(ctx, st, []byte("x")); !errors.Is(err, transport.ErrBadStream) {
+			t.Errorf("Send on stream %d = %v, want ErrBadStream", st, err)
+		}
+		if _, err := l.Recv(ctx, st); !errors.Is(err, transport.ErrBadStream) {
+			t.Errorf("Recv on stream %d = %v, want ErrBadStream", st, err)
+		}
+	}
+	echoOnce(t, d, l, 1)
+}
+
+func testGarbage(t *testing.T, s *suite) {
+	if s.opts.Garbage == nil {
+		t.Skip("no Options.Garbage hook for this transport")
+	}
+	lc, _ := listenCfg(t, 2, 2)
+	var admits atomic.Int64
+	lc.Admit = func(_ transport.PeerInfo, n int) (int, func(), error) {
+		admits.Add(1)
+		return n, nil, nil
+	}
+	ln := s.listen(t, lc)
+	addr := ln.Addr().String()
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			if err := s.opts.Garbage(addr); err != nil {
+				t.Logf("garbage hook: %v", err)
+			}
+		})
+	}
+	d, l := s.connect(t, ln, dialCfg(2, 2))
+	echoOnce(t, d, l, 1)
+	wg.Wait()
+	d2, l2 := s.connect(t, ln, dialCfg(2, 2))
+	echoOnce(t, d2, l2, 0)
+	if got := admits.Load(); got != 2 {
+		t.Errorf("Admit called %d times, want 2 (garbage must never be admitted)", got)
+	}
+}

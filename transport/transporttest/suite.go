@@ -1,0 +1,279 @@
+// Package transporttest is the conformance suite every braid transport runs.
+//
+// A transport's test file calls Run with a constructor and a listen address:
+//
+//	func TestConformance(t *testing.T) {
+//		transporttest.Run(t, func(t *testing.T) transport.Transport {
+//			return tcp.New(tcp.Config{})
+//		}, "127.0.0.1:0", transporttest.Options{Garbage: transporttest.TCPGarbage})
+//	}
+//
+// Every subtest runs under a deadlock watchdog (a hang panics with a dump of
+// all goroutines instead of stalling the run) and a goroutine-leak check. A
+// transport that implements transport.Describer and reports
+// IndependentStreams == false still runs the independence check, which is then
+// expected to fail; the suite logs what it saw.
+//
+// Bench runs the same throughput and request/response benchmarks against
+// any transport:
+//
+//	func BenchmarkTransport(b *testing.B) {
+//		transporttest.Bench(b, func(b *testing.B) transport.Transport {
+//			return tcp.New(tcp.Config{})
+//		}, "127.0.0.1:0")
+//	}
+//
+// Listeners must report each dropped peer through ListenConfig.Logf with the
+// error among the arguments (formatted with %v), so that the suite can tell an
+// authentication failure from other failures.
+package transporttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+)
+
+// Options tunes Run for one transport.
+type Options struct {
+	// Garbage, if set, sends junk to a listener at addr the way a confused
+	// or hostile peer would (raw bytes over TCP, junk datagrams over UDP). It
+	// must return once the junk is sent. The suite then checks that the
+	// listener keeps accepting good associations.
+	Garbage func(addr string) error
+	// Timeout bounds each subtest before the watchdog dumps all
+	// goroutines and panics. Zero means 20 s.
+	Timeout time.Duration
+}
+
+var testSecret = []byte("transporttest cluster secret")
+
+// errTestDone is the reason given when a test tears an association down.
+var errTestDone = errors.New("transporttest: test finished")
+
+type suite struct {
+	tr   transport.Transport
+	addr string
+	opts Options
+}
+
+type testCase struct {
+	name string
+	fn   func(t *testing.T, s *suite)
+}
+
+func cases() []testCase {
+	return []testCase{
+		{"Handshake/Negotiate", testNegotiate},
+		{"Handshake/AdmitCaps", testAdmitCaps},
+		{"Handshake/AdmitRefuses", testAdmitRefuses},
+		{"Handshake/WrongSecret", testWrongSecret},
+		{"MessageBoundaries", testBoundaries},
+		{"OrderWithinStream", testOrder},
+		{"IndependentStreams", testIndependence},
+		{"ConcurrentSenders", testConcurrentSenders},
+		{"Echo", testEcho},
+		{"Close", testClose},
+		{"Abort", testAbort},
+		{"UseAfterClose", testUseAfterClose},
+		{"ContextCancel/Recv", testCancelRecv},
+		{"ContextCancel/Send", testCancelSend},
+		{"MessageTooLarge", testTooLarge},
+		{"BadStream", testBadStream},
+		{"Garbage", testGarbage},
+	}
+}
+
+// Run runs the whole suite. newT returns a fresh transport; addr is a listen
+// address such as "127.0.0.1:0".
+func Run(t *testing.T, newT func(t *testing.T) transport.Transport, addr string, opts ...Options) {
+	var o Options
+	for _, x := range opts {
+		if x.Garbage != nil {
+			o.Garbage = x.Garbage
+		}
+		if x.Timeout != 0 {
+			o.Timeout = x.Timeout
+		}
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 20 * time.Second
+	}
+	for _, c := range cases() {
+		t.Run(c.name, func(t *testing.T) {
+			checkLeaks(t)
+			watchdog(t, o.Timeout)
+			c.fn(t, &suite{tr: newT(t), addr: addr, opts: o})
+		})
+	}
+}
+
+// stacks returns a dump of all goroutines.
+func stacks() string {
+	buf := make([]byte, 4<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// watchdog panics with a goroutine dump if the test outlives d.
+func watchdog(t testing.TB, d time.Duration) {
+	name := t.Name()
+	tm := time.AfterFunc(d, func() {
+		panic(fmt.Sprintf("transporttest: deadlock watchdog: %s still running after %v\n\n%s", name, d, stacks()))
+	})
+	t.Cleanup(func() { tm.Stop() })
+}
+
+// checkLeaks fails t if goroutines started during the test outlive it by
+// more than a grace period. Register it first so that it runs last.
+func checkLeaks(t testing.TB) {
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() > before {
+			if time.Now().After(deadline) {
+				t.Errorf("goroutine leak: %d goroutines before, %d after\n%s", before, runtime.NumGoroutine(), stacks())
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
+
+// logger collects listener log lines; it stops forwarding to t when the
+// test ends, since transports may log from their own goroutines.
+type logger struct {
+	mu    sync.Mutex
+	t     testing.TB
+	done  bool
+	lines []string
+}
+
+func newLogger(t testing.TB) *logger {
+	l := &logger{t: t}
+	t.Cleanup(func() {
+		l.mu.Lock()
+		l.done = true
+		l.mu.Unlock()
+	})
+	return l
+}
+
+func (l *logger) Logf(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, line)
+	if !l.done {
+		l.t.Logf("listener: %s", line)
+	}
+}
+
+// waitFor waits up to d for a line containing sub.
+func (l *logger) waitFor(sub string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		for _, s := range l.lines {
+			if strings.Contains(s, sub) {
+				l.mu.Unlock()
+				return true
+			}
+		}
+		l.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+func dialCfg(rec, maxS int) transport.DialConfig {
+	return transport.DialConfig{Secret: testSecret, Name: "dialer", RecStreams: rec, MaxStreams: maxS}
+}
+
+func listenCfg(t testing.TB, rec, maxS int) (transport.ListenConfig, *logger) {
+	lg := newLogger(t)
+	return transport.ListenConfig{Secret: testSecret, Name: "listener", RecStreams: rec, MaxStreams: maxS, Logf: lg.Logf}, lg
+}
+
+func (s *suite) listen(t testing.TB, lc transport.ListenConfig) transport.Listener {
+	t.Helper()
+	ln, err := s.tr.Listen(s.addr, lc)
+	if err != nil {
+		t.Fatalf("Listen(%q): %v", s.addr, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// connect dials ln and accepts the association on the other side.
+func (s *suite) connect(t testing.TB, ln transport.Listener, dc transport.DialConfig) (d, l transport.Association) {
+	t.Helper()
+	d, l, err := s.tryConnect(ln, dc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		d.Abort(errTestDone)
+		l.Abort(errTestDone)
+	})
+	return d, l
+}
+
+func (s *suite) tryConnect(ln transport.Listener, dc transport.DialConfig) (d, l transport.Association, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	type result struct {
+		a   transport.Association
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		a, err := ln.Accept(ctx)
+		ch <- result{a, err}
+	}()
+	d, err = s.tr.Dial(ctx, ln.Addr().String(), dc)
+	if err != nil {
+		cancel()
+		if r := <-ch; r.a != nil {
+			r.a.Abort(errTestDone)
+		}
+		return nil, nil, fmt.Errorf("dial: %w", err)
+	}
+	r := <-ch
+	if r.err != nil {
+		d.Abort(errTestDone)
+		return nil, nil, fmt.Errorf("accept: %w", r.err)
+	}
+	return d, r.a, nil
+}
+
+// pair returns a connected association pair with n streams.
+func (s *suite) pair(t testing.TB, n int) (d, l transport.Association) {
+	t.Helper()
+	lc, _ := listenCfg(t, n, n)
+	d, l = s.connect(t, s.listen(t, lc), dialCfg(n, n))
+	if d.Streams() != n || l.Streams() != n {
+		t.Fatalf("streams: dialer %d, listener %d, want %d", d.Streams(), l.Streams(), n)
+	}
+	return d, l
+}
+
+// independent reports whether the transport claims independent streams.
+func (s *suite) independent() bool {
+	if d, ok := s.tr.(transport.Describer); ok {
+		return d.Capabilities().IndependentStreams
+	}
+	return true
+}
+
+func timeoutCtx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
