@@ -1,0 +1,127 @@
+package scheduler
+
+import "time"
+
+// Event is an input to the scheduler core. Every event is one of the types
+// below.
+type Event interface{ isEvent() }
+
+// WorkerUp says an association to Worker is open with Streams streams; each
+// stream is one slot that runs one unit at a time on the worker (the worker
+// reserved one thread per stream). Ops lists the operations it can run.
+// Threads is what the worker advertised (used by the "threads" policy; zero
+// means Streams). A second WorkerUp for the same worker replaces the first
+// (its in-flight units are requeued as by WorkerDown).
+type WorkerUp struct {
+	Worker  string
+	Streams int
+	Threads int
+	Ops     []string
+}
+
+// WorkerDown says the worker's association is gone (lost, heartbeat timeout,
+// deregistered). Its in-flight units go back to their job's queue.
+type WorkerDown struct{ Worker string }
+
+// JobAdded submits a job already split into units. Policy is one of
+// PolicyNames; Speculate turns on end-of-job speculation.
+type JobAdded struct {
+	Job       string
+	Policy    string
+	Speculate bool
+	Units     []Unit
+}
+
+// Unit is one computation unit of a job. Index is its position in the job
+// (0..n-1); Deps are indexes of units that must finish first.
+type Unit struct {
+	Index int
+	Op    string
+	Deps  []int
+}
+
+// JobCancelled drops a job's pending units; results still in flight are
+// reported as Dropped when they arrive.
+type JobCancelled struct{ Job string }
+
+// UnitFinished reports a result that came back from Worker on Stream.
+// Failed means the operation itself failed (bad input): the unit is final and
+// is not retried. Queued and Compute are the worker's own timings.
+type UnitFinished struct {
+	Job     string
+	Unit    int
+	Worker  string
+	Stream  int
+	Failed  bool
+	Queued  time.Duration
+	Compute time.Duration
+	// Attempt echoes Assignment.Attempt. When set, a result only matches
+	// the copy sent with that attempt, so a late result from a worker's
+	// previous association is dropped even if the unit was sent to the
+	// same worker stream again. Zero matches any copy on Worker/Stream.
+	Attempt int
+}
+
+// Feedback is the worker's report of its load (seed 003): queue depth and
+// measured service rate in units per second. The core shrinks or grows the
+// worker's per-stream window from it.
+type Feedback struct {
+	Worker      string
+	QueueDepth  int
+	ServiceRate float64
+}
+
+func (WorkerUp) isEvent()     {}
+func (WorkerDown) isEvent()   {}
+func (JobAdded) isEvent()     {}
+func (JobCancelled) isEvent() {}
+func (UnitFinished) isEvent() {}
+func (Feedback) isEvent()     {}
+
+// Assignment tells the caller to send unit (Job, Unit) on Worker's Stream.
+type Assignment struct {
+	Job         string
+	Unit        int
+	Worker      string
+	Stream      int
+	Attempt     int  // 1 for the first send, more after requeues and speculation
+	Speculative bool // a duplicate of a unit still running elsewhere
+}
+
+// Output is what one Step produced. The caller acts on it in order: send
+// Assign, record Accepted, discard Dropped, announce JobsDone.
+type Output struct {
+	Assign []Assignment
+	// Accepted are results counted for their job: the first result of each
+	// unit. Each unit appears here at most once over the life of the job.
+	Accepted []UnitFinished
+	// Dropped are results not counted: duplicates from speculation, results
+	// for cancelled jobs or from a worker after it was declared down.
+	Dropped []UnitFinished
+	// JobsDone lists jobs all of whose units are accepted (including failed
+	// ones), or that were cancelled.
+	JobsDone []string
+}
+
+// JobProgress is the core's view of one job.
+type JobProgress struct {
+	Total, Done, Running, Failed, Pending int
+	// Waiting is non-empty when pending units cannot be placed because no
+	// worker that is up can run their operation; it says which.
+	Waiting string
+}
+
+// Config tunes the core. Zero values mean the documented defaults.
+type Config struct {
+	// Window is the initial number of units in flight per stream (default
+	// 2: one running, one queued on the worker to hide the round trip).
+	Window int
+	// MaxWindow caps the window feedback may grow to (default 4).
+	MaxWindow int
+	// SpeculateAfter: a running unit is a straggler once it has run this
+	// many times the job's median unit time (default 1.5).
+	SpeculateAfter float64
+}
+
+// PolicyNames lists the assignment policies New understands.
+var PolicyNames = []string{"equal", "threads", "speed", "dynamic"}

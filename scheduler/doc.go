@@ -1,0 +1,87 @@
+// Package scheduler is braid's deterministic scheduling core: events and the
+// clock go in, assignments come out, and it does no I/O.
+//
+// A Core is owned by one goroutine (the server's dispatch loop), which feeds
+// it events with Step(now, ev), calls Tick(now) on a timer, and acts on each
+// Output in order: send Assign, record Accepted, discard Dropped, announce
+// JobsDone. The core reads no clock, draws no random numbers and never
+// depends on map order, so it is tested with traces (testdata/*.trace) and
+// with the simulator in package schedsim.
+//
+//	func New(cfg Config) *Core
+//	func (c *Core) Step(now time.Time, ev Event) (Output, error)
+//	func (c *Core) Tick(now time.Time) Output           // speculation timers
+//	func (c *Core) Progress(job string) (JobProgress, bool)
+//	func (c *Core) Workers() []WorkerStatus            // introspection
+//	func (c *Core) Jobs() []string
+//	func (c *Core) Forget(job string) bool             // drop a finished job
+//
+// Step returns an error for an invalid event (unknown policy, duplicate job,
+// unit index or dependency out of range, dependency cycle, bad WorkerUp,
+// WorkerDown or Feedback for a worker that is not up, cancel of an unknown
+// job; see the Err variables) and then changes nothing. A result is never
+// an error: one the core cannot count is Dropped.
+//
+// # Placement
+//
+// A slot is a (worker, stream) pair. Each stream has a window of units in
+// flight (Config.Window, default 2: one running, one queued on the worker).
+// Jobs are served FIFO by arrival: an earlier job's placeable units go
+// first, in index order; a unit is placeable when it is pending and all its
+// Deps are accepted, and goes only to an up worker whose Ops include its Op.
+// Among allowed workers with window room the core picks the one whose
+// freest stream is least loaded, then the faster, then by name. When no up
+// worker can run a pending unit's operation, Progress says so in Waiting.
+//
+// # Policies
+//
+// Splitting a job into units happens before the core (package split).
+// Assignment is a policy, one per file behind the policy interface:
+//
+//   - equal: each capable worker up when the first unit of an operation is
+//     placed gets the same share of that operation's units, computed once;
+//     rounding leftovers go to the first workers by name.
+//   - threads: shares proportional to advertised Threads.
+//   - speed: shares proportional to each worker's service rate, learned
+//     from UnitFinished.Compute (a moving average) and Feedback.ServiceRate
+//     (which wins when present); threads before anything is measured. The
+//     unsent part of the shares is re-planned when estimates move a share by
+//     two units or more.
+//   - dynamic: no shares; a pipeline in which any stream with window room
+//     takes the next pending unit.
+//
+// Static shares say how many units each worker gets; within a worker the
+// units go to whichever stream has room. Shares are only a plan: a worker
+// that goes down gives its unsent share and its in-flight units to the
+// job's common pool, which any capable worker drains once its own share is
+// used. A worker joining mid-job gets no share of already planned jobs (it
+// may drain the pool); under dynamic it simply pulls work.
+//
+// # Speculation
+//
+// With JobAdded.Speculate, once a job has no pending unit, Tick duplicates
+// straggling units onto idle streams (nothing in flight) of other capable
+// workers: a copy in flight for SpeculateAfter times the job's median
+// compute time, or one a measured idle worker would finish before the
+// copy's expected finish. At most one duplicate per unit, never onto a
+// worker known to be slower. The first result is Accepted; the other is
+// Dropped when it arrives, and its slot is freed then. Speculation is only
+// decided in Tick, so that a burst of results at one instant is seen whole.
+//
+// # Flow control
+//
+// A Feedback whose QueueDepth exceeds streams×window shrinks the worker's
+// window to 1; an empty queue grows it by one, up to MaxWindow. Units
+// already in flight are never recalled.
+//
+// # Exactly once
+//
+// Each unit is Accepted at most once. Dropped are results for unknown or
+// cancelled jobs, for unknown units, for a copy no longer in flight (the
+// worker was declared down, or replaced by a second WorkerUp, and the unit
+// requeued with Attempt+1), with a stale UnitFinished.Attempt, or for a
+// unit already accepted. Failed results are final: not retried, counted in
+// Progress.Failed; units that depend on a failed unit fail with it and are
+// reported as Accepted with Failed set and no Worker. JobCancelled puts the
+// job in JobsDone at once; its pending units are never sent.
+package scheduler

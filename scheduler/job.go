@@ -1,0 +1,178 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+type unitState uint8
+
+const (
+	unitPending unitState = iota // waiting to be sent (maybe for its deps)
+	unitRunning                  // at least one copy in flight
+	unitDone                     // result accepted
+	unitFailed                   // failed result accepted, or a dependency failed
+)
+
+// attempt is one copy of a unit in flight on a worker stream.
+type attempt struct {
+	worker string
+	stream int
+	n      int  // Attempt number
+	spec   bool // speculative duplicate
+	sent   time.Time
+	ahead  int // units already in flight on the stream when sent
+}
+
+type unit struct {
+	Unit
+	state      unitState
+	blockers   int   // unfinished dependencies
+	dependents []int // units that list this one in Deps
+	attempts   int   // last attempt number issued
+	copies     []attempt
+	duplicated bool // a speculative copy was issued
+}
+
+type job struct {
+	name      string
+	seq       int // arrival order
+	policy    policy
+	speculate bool
+	units     []unit
+	final     int // units done or failed
+	failed    int
+	pending   int // units in unitPending
+	cancelled bool
+	finished  bool
+	shares    map[string]*opShare // static policies: per operation, once planned
+	computes  []time.Duration     // Compute of accepted successful results
+}
+
+// newJob validates ev and builds the job; on error nothing is kept.
+func newJob(ev JobAdded, seq int) (*job, error) {
+	p, ok := policies[ev.Policy]
+	if !ok {
+		return nil, fmt.Errorf("%w %q for job %q (want one of %v)", ErrUnknownPolicy, ev.Policy, ev.Job, PolicyNames)
+	}
+	n := len(ev.Units)
+	if ev.Job == "" || n == 0 {
+		return nil, fmt.Errorf("%w: job %q has no name or no units", ErrBadUnit, ev.Job)
+	}
+	j := &job{name: ev.Job, seq: seq, policy: p, speculate: ev.Speculate,
+		units: make([]unit, n), pending: n, shares: map[string]*opShare{}}
+	seen := make([]bool, n)
+	for _, u := range ev.Units {
+		if err := checkUnit(u, n, seen); err != nil {
+			return nil, fmt.Errorf("%w in job %q", err, ev.Job)
+		}
+		seen[u.Index] = true
+		j.units[u.Index] = unit{Unit: Unit{Index: u.Index, Op: u.Op, Deps: slices.Clone(u.Deps)}, blockers: len(u.Deps)}
+	}
+	for i := range j.units {
+		for _, d := range j.units[i].Deps {
+			j.units[d].dependents = append(j.units[d].dependents, i)
+		}
+	}
+	if hasCycle(j.units) {
+		return nil, fmt.Errorf("%w in job %q", ErrDepCycle, ev.Job)
+	}
+	return j, nil
+}
+
+func checkUnit(u Unit, n int, seen []bool) error {
+	if u.Index < 0 || u.Index >= n || seen[u.Index] {
+		return fmt.Errorf("%w: index %d out of range or repeated (job has %d units)", ErrBadUnit, u.Index, n)
+	}
+	if u.Op == "" {
+		return fmt.Errorf("%w: unit %d has no operation", ErrBadUnit, u.Index)
+	}
+	for k, d := range u.Deps {
+		if d < 0 || d >= n || d == u.Index || slices.Contains(u.Deps[:k], d) {
+			return fmt.Errorf("%w: unit %d has bad dependency %d", ErrBadUnit, u.Index, d)
+		}
+	}
+	return nil
+}
+
+// hasCycle runs Kahn's algorithm over the dependency graph.
+func hasCycle(us []unit) bool {
+	indeg := make([]int, len(us))
+	var ready []int
+	for i, u := range us {
+		if indeg[i] = len(u.Deps); indeg[i] == 0 {
+			ready = append(ready, i)
+		}
+	}
+	seen := 0
+	for len(ready) > 0 {
+		i := ready[len(ready)-1]
+		ready = ready[:len(ready)-1]
+		seen++
+		for _, d := range us[i].dependents {
+			if indeg[d]--; indeg[d] == 0 {
+				ready = append(ready, d)
+			}
+		}
+	}
+	return seen != len(us)
+}
+
+// active reports whether the job still wants units placed.
+func (j *job) active() bool { return !j.cancelled && !j.finished }
+
+// placeable reports whether unit i can be sent now.
+func (j *job) placeable(i int) bool {
+	return j.units[i].state == unitPending && j.units[i].blockers == 0
+}
+
+// finish records unit i as final and releases its dependents; dependents
+// of a failed unit fail too (they cannot get their input). It returns the
+// indexes failed by cascade.
+func (j *job) finish(i int, failed bool) (cascaded []int) {
+	u := &j.units[i]
+	if u.state == unitPending {
+		j.pending--
+	}
+	u.state = unitDone
+	j.final++
+	if failed {
+		u.state = unitFailed
+		j.failed++
+	}
+	for _, d := range u.dependents {
+		du := &j.units[d]
+		du.blockers--
+		if failed && du.state == unitPending {
+			cascaded = append(cascaded, d)
+			cascaded = append(cascaded, j.finish(d, true)...)
+		}
+	}
+	if j.final == len(j.units) {
+		j.finished = true
+	}
+	return cascaded
+}
+
+// medianCompute is the median compute time of accepted results.
+func (j *job) medianCompute() (time.Duration, bool) {
+	if len(j.computes) == 0 {
+		return 0, false
+	}
+	s := slices.Clone(j.computes)
+	slices.Sort(s)
+	return s[len(s)/2], true
+}
+
+// dropCopy removes the copy of the unit that result f is for and reports
+// whether there was one.
+func (u *unit) dropCopy(f UnitFinished) (attempt, bool) {
+	for k, a := range u.copies {
+		if a.worker == f.Worker && a.stream == f.Stream && (f.Attempt == 0 || f.Attempt == a.n) {
+			u.copies = slices.Delete(u.copies, k, k+1)
+			return a, true
+		}
+	}
+	return attempt{}, false
+}

@@ -1,0 +1,80 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Progress reports the core's view of job; false if the job is unknown.
+// Done counts successful units; Done+Failed+Running+Pending == Total.
+func (c *Core) Progress(job string) (JobProgress, bool) {
+	j := c.jobs[job]
+	if j == nil {
+		return JobProgress{}, false
+	}
+	p := JobProgress{Total: len(j.units), Failed: j.failed, Done: j.final - j.failed, Pending: j.pending}
+	p.Running = p.Total - j.final - j.pending
+	if j.active() && j.pending > 0 {
+		p.Waiting = c.waiting(j)
+	}
+	return p, true
+}
+
+// waiting names the operations of j's pending units no up worker can run.
+func (c *Core) waiting(j *job) string {
+	var ops []string
+	for _, u := range j.units {
+		if u.state == unitPending && !slices.Contains(ops, u.Op) && len(c.capable(u.Op)) == 0 {
+			ops = append(ops, u.Op)
+		}
+	}
+	slices.Sort(ops)
+	switch len(ops) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("no registered worker can run operation %q", ops[0])
+	}
+	q := make([]string, len(ops))
+	for i, op := range ops {
+		q[i] = fmt.Sprintf("%q", op)
+	}
+	return "no registered worker can run operations " + strings.Join(q, ", ")
+}
+
+// Workers returns a snapshot of every worker the core has seen, by name.
+func (c *Core) Workers() []WorkerStatus {
+	out := make([]WorkerStatus, len(c.names))
+	for i, n := range c.names {
+		out[i] = c.workers[n].status()
+	}
+	return out
+}
+
+// Jobs lists the jobs the core holds, in arrival order.
+func (c *Core) Jobs() []string {
+	out := make([]string, len(c.all))
+	for i, j := range c.all {
+		out[i] = j.name
+	}
+	return out
+}
+
+// Forget drops a finished or cancelled job with no copy still in flight,
+// so a long-lived core does not grow without bound; results that arrive
+// for it later are Dropped. It reports whether the job was forgotten.
+func (c *Core) Forget(name string) bool {
+	j := c.jobs[name]
+	if j == nil || j.active() {
+		return false
+	}
+	for _, u := range j.units {
+		if len(u.copies) > 0 {
+			return false
+		}
+	}
+	delete(c.jobs, name)
+	c.all = slices.DeleteFunc(c.all, func(o *job) bool { return o == j })
+	return true
+}

@@ -1,0 +1,42 @@
+package scheduler
+
+// unitFinished counts a result at most once. A result is Dropped when its
+// job or unit is unknown, when no copy of the unit is in flight on that
+// worker stream with that Attempt (the worker was declared down, or the
+// copy was requeued),
+// when the job was cancelled, or when another copy's result was already
+// accepted. A matching copy frees its window slot whether it is accepted or
+// dropped. Dependents of a failed unit cannot run; they fail with it and
+// are reported as Accepted results with Failed set and no Worker.
+func (c *Core) unitFinished(ev UnitFinished, out *Output) {
+	j := c.jobs[ev.Job]
+	if j == nil || ev.Unit < 0 || ev.Unit >= len(j.units) {
+		out.Dropped = append(out.Dropped, ev)
+		return
+	}
+	u := &j.units[ev.Unit]
+	_, ok := u.dropCopy(ev)
+	if !ok {
+		out.Dropped = append(out.Dropped, ev)
+		return
+	}
+	w := c.workers[ev.Worker]
+	w.inflight[ev.Stream]--
+	if !ev.Failed && w.observe(ev.Compute) {
+		defer c.replanSpeed()
+	}
+	if !j.active() || u.state != unitRunning {
+		out.Dropped = append(out.Dropped, ev)
+		return
+	}
+	out.Accepted = append(out.Accepted, ev)
+	if !ev.Failed && ev.Compute > 0 {
+		j.computes = append(j.computes, ev.Compute)
+	}
+	for _, d := range j.finish(ev.Unit, ev.Failed) {
+		out.Accepted = append(out.Accepted, UnitFinished{Job: j.name, Unit: d, Failed: true})
+	}
+	if j.finished {
+		out.JobsDone = append(out.JobsDone, j.name)
+	}
+}

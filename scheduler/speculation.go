@@ -1,0 +1,96 @@
+package scheduler
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// speculate issues end-of-job duplicates, for jobs with Speculate set. A
+// job qualifies once it has no pending unit. Its units with a single copy
+// in flight are taken oldest send first; each may get one duplicate
+// (Speculative, next Attempt) on an idle stream (nothing in flight) of
+// another capable worker — the fastest such — when either
+//
+//   - the copy is a straggler: in flight (queued on the worker or running)
+//     for at least SpeculateAfter times the job's median unit compute
+//     time, or
+//   - both workers are measured and the idle one would finish sooner than
+//     the copy's expected finish (sent + (units ahead + 1) × unit time),
+//
+// and the idle worker is not known to be slower than the copy's worker.
+// The first result wins; the other is Dropped when it comes back and frees
+// its slot then. Only idle streams are used, and dispatch runs first, so
+// speculation never delays another job's units.
+func (c *Core) speculate(out *Output) {
+	for _, j := range c.all {
+		if !j.active() || !j.speculate || j.pending > 0 {
+			continue
+		}
+		med, hasMed := j.medianCompute()
+		for _, i := range j.speculationCandidates() {
+			u := &j.units[i]
+			w, s := c.idleSlot(u.Op, u.copies[0].worker)
+			if w != nil && c.worthDuplicating(u.copies[0], w, med, hasMed) {
+				u.duplicated = true
+				c.send(j, i, w, s, true, out)
+			}
+		}
+	}
+}
+
+// speculationCandidates lists running units with one copy and no
+// duplicate yet, oldest send first.
+func (j *job) speculationCandidates() []int {
+	var out []int
+	for i, u := range j.units {
+		if u.state == unitRunning && len(u.copies) == 1 && !u.duplicated {
+			out = append(out, i)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b int) int {
+		return j.units[a].copies[0].sent.Compare(j.units[b].copies[0].sent)
+	})
+	return out
+}
+
+// idleSlot finds the fastest up worker other than not that can run op and
+// has a stream with nothing in flight; measured workers before unmeasured.
+func (c *Core) idleSlot(op, not string) (*worker, int) {
+	var best *worker
+	for _, w := range c.capable(op) {
+		if w.name == not || w.idleStream() < 0 {
+			continue
+		}
+		if best == nil || fasterThan(w, best) {
+			best = w
+		}
+	}
+	if best == nil {
+		return nil, -1
+	}
+	return best, best.idleStream()
+}
+
+func fasterThan(a, b *worker) bool {
+	ta, oka := a.estUnitTime()
+	tb, okb := b.estUnitTime()
+	if oka != okb {
+		return oka
+	}
+	return cmp.Compare(ta, tb) < 0
+}
+
+func (c *Core) worthDuplicating(a attempt, idle *worker, med time.Duration, hasMed bool) bool {
+	idleT, idleOK := idle.estUnitTime()
+	curT, curOK := c.workers[a.worker].estUnitTime()
+	if idleOK && curOK && idleT > curT {
+		return false
+	}
+	elapsed := c.now.Sub(a.sent)
+	if hasMed && float64(elapsed) >= c.cfg.SpeculateAfter*float64(med) {
+		return true
+	}
+	expected := a.sent.Add(time.Duration(a.ahead+1) * curT)
+	return idleOK && curOK && c.now.Add(idleT).Before(expected)
+}

@@ -1,0 +1,274 @@
+package scheduler_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/scheduler"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.trace with the current output")
+
+// TestTraces replays testdata/*.trace. A trace is a list of commands
+// ("> cmd args"), each followed by what the core answered; lines starting
+// with '#' are comments. With -rewrite the answers are regenerated.
+//
+// Commands (the clock starts at 0 and only tick/advance move it):
+//
+//	worker-up W streams=N [threads=N] ops=a,b
+//	worker-down W
+//	job J policy=P units=N op=OP [speculate] [deps=2:0,1;3:2] [unit-ops=1:sobel;2:blur]
+//	cancel J
+//	finish J UNIT W STREAM [compute=DUR] [attempt=N] [failed]
+//	feedback W queue=N rate=F
+//	tick DUR      advance the clock by DUR, then Tick
+//	advance DUR   advance the clock by DUR
+//	progress J
+//	workers
+//	config [window=N] [max-window=N] [speculate-after=F]   a fresh core
+func TestTraces(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.trace")
+	if len(files) == 0 {
+		t.Fatal("no traces")
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".trace"), func(t *testing.T) {
+			old, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := replay(t, string(old))
+			if *rewrite {
+				if err := os.WriteFile(f, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if got != string(old) {
+				t.Errorf("%s differs (run with -rewrite to accept); got:\n%s", f, got)
+			}
+		})
+	}
+}
+
+type tracer struct {
+	t    *testing.T
+	core *scheduler.Core
+	now  time.Time
+}
+
+func replay(t *testing.T, src string) string {
+	tr := &tracer{t: t, core: scheduler.New(scheduler.Config{}), now: time.Unix(0, 0).UTC()}
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(src, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(line, ">"):
+			b.WriteString(line + "\n")
+			for _, o := range tr.run(strings.Fields(strings.TrimPrefix(line, ">"))) {
+				b.WriteString(o + "\n")
+			}
+		case line == "" || strings.HasPrefix(line, "#"):
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+func (tr *tracer) run(f []string) []string {
+	if len(f) == 0 {
+		return []string{"error: empty command"}
+	}
+	cmd, args, kv := f[0], positional(f[1:]), keyvals(f[1:])
+	switch cmd {
+	case "tick", "advance":
+		tr.now = tr.now.Add(tr.dur(args[0]))
+		if cmd == "advance" {
+			return []string{"now " + tr.now.Sub(time.Unix(0, 0)).String()}
+		}
+		return format(tr.core.Tick(tr.now))
+	case "progress":
+		return []string{tr.progress(args[0])}
+	case "workers":
+		return tr.workers()
+	case "config":
+		tr.core = scheduler.New(scheduler.Config{Window: tr.atoi(kv["window"]),
+			MaxWindow: tr.atoi(kv["max-window"]), SpeculateAfter: tr.float(kv["speculate-after"])})
+		return []string{"ok"}
+	}
+	ev, err := tr.event(cmd, args, kv)
+	if err != nil {
+		return []string{"bad command: " + err.Error()}
+	}
+	out, err := tr.core.Step(tr.now, ev)
+	if err != nil {
+		return []string{"error: " + err.Error()}
+	}
+	return format(out)
+}
+
+func (tr *tracer) event(cmd string, args []string, kv map[string]string) (scheduler.Event, error) {
+	switch cmd {
+	case "worker-up":
+		return scheduler.WorkerUp{Worker: args[0], Streams: tr.atoi(kv["streams"]),
+			Threads: tr.atoi(kv["threads"]), Ops: split(kv["ops"], ",")}, nil
+	case "worker-down":
+		return scheduler.WorkerDown{Worker: args[0]}, nil
+	case "job":
+		return tr.job(args[0], kv), nil
+	case "cancel":
+		return scheduler.JobCancelled{Job: args[0]}, nil
+	case "finish":
+		_, failed := kv["failed"]
+		return scheduler.UnitFinished{Job: args[0], Unit: tr.atoi(args[1]), Worker: args[2],
+			Stream: tr.atoi(args[3]), Compute: tr.dur(kv["compute"]), Failed: failed, Attempt: tr.atoi(kv["attempt"])}, nil
+	case "feedback":
+		return scheduler.Feedback{Worker: args[0], QueueDepth: tr.atoi(kv["queue"]), ServiceRate: tr.float(kv["rate"])}, nil
+	}
+	return nil, fmt.Errorf("unknown command %q", cmd)
+}
+
+func (tr *tracer) job(name string, kv map[string]string) scheduler.JobAdded {
+	_, spec := kv["speculate"]
+	units := make([]scheduler.Unit, tr.atoi(kv["units"]))
+	for i := range units {
+		units[i] = scheduler.Unit{Index: i, Op: kv["op"]}
+	}
+	for _, d := range split(kv["deps"], ";") {
+		u, deps, _ := strings.Cut(d, ":")
+		for _, dep := range split(deps, ",") {
+			units[tr.atoi(u)].Deps = append(units[tr.atoi(u)].Deps, tr.atoi(dep))
+		}
+	}
+	for _, d := range split(kv["unit-ops"], ";") {
+		u, op, _ := strings.Cut(d, ":")
+		units[tr.atoi(u)].Op = op
+	}
+	return scheduler.JobAdded{Job: name, Policy: kv["policy"], Speculate: spec, Units: units}
+}
+
+func format(out scheduler.Output) []string {
+	var lines []string
+	for _, a := range out.Assign {
+		spec := ""
+		if a.Speculative {
+			spec = " speculative"
+		}
+		lines = append(lines, fmt.Sprintf("assign %s/%d -> %s:%d attempt=%d%s", a.Job, a.Unit, a.Worker, a.Stream, a.Attempt, spec))
+	}
+	for _, f := range out.Accepted {
+		lines = append(lines, "accepted "+result(f))
+	}
+	for _, f := range out.Dropped {
+		lines = append(lines, "dropped "+result(f))
+	}
+	for _, j := range out.JobsDone {
+		lines = append(lines, "done "+j)
+	}
+	if len(lines) == 0 {
+		lines = []string{"ok"}
+	}
+	return lines
+}
+
+func result(f scheduler.UnitFinished) string {
+	s := fmt.Sprintf("%s/%d from %s:%d", f.Job, f.Unit, f.Worker, f.Stream)
+	if f.Failed {
+		s += " failed"
+	}
+	return s
+}
+
+func (tr *tracer) progress(job string) string {
+	p, ok := tr.core.Progress(job)
+	if !ok {
+		return "progress " + job + ": unknown"
+	}
+	s := fmt.Sprintf("progress %s: total=%d done=%d running=%d failed=%d pending=%d",
+		job, p.Total, p.Done, p.Running, p.Failed, p.Pending)
+	if p.Waiting != "" {
+		s += fmt.Sprintf(" waiting=%q", p.Waiting)
+	}
+	return s
+}
+
+func (tr *tracer) workers() []string {
+	var lines []string
+	for _, w := range tr.core.Workers() {
+		state := "down"
+		if w.Up {
+			state = "up"
+		}
+		lines = append(lines, fmt.Sprintf("%s %s window=%d inflight=%v unit=%v", w.Name, state, w.Window, w.InFlight, w.UnitTime))
+	}
+	return lines
+}
+
+func positional(f []string) []string {
+	var out []string
+	for _, s := range f {
+		if !strings.Contains(s, "=") && !isFlag(s) {
+			out = append(out, s)
+		}
+	}
+	return append(out, "", "", "", "") // missing arguments read as empty
+}
+
+func isFlag(s string) bool { return s == "speculate" || s == "failed" }
+
+func keyvals(f []string) map[string]string {
+	kv := map[string]string{}
+	for _, s := range f {
+		if k, v, ok := strings.Cut(s, "="); ok {
+			kv[k] = v
+		} else if isFlag(s) {
+			kv[s] = ""
+		}
+	}
+	return kv
+}
+
+func split(s, sep string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, sep)
+}
+
+func (tr *tracer) atoi(s string) int {
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		tr.t.Fatalf("bad number %q", s)
+	}
+	return n
+}
+
+func (tr *tracer) dur(s string) time.Duration {
+	if s == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		tr.t.Fatalf("bad duration %q", s)
+	}
+	return d
+}
+
+func (tr *tracer) float(s string) float64 {
+	if s == "" {
+		return 0
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		tr.t.Fatalf("bad number %q", s)
+	}
+	return f
+}
