@@ -119,7 +119,7 @@ type Config struct {
 	// MaxWindow caps the window feedback may grow to (default 4).
 	MaxWindow int
 	// SpeculateAfter: a running unit is a straggler once it has run this
-	// many times the job's median unit time (default 1.5).
+	// many times the job's median unit time (default 1.0).
 	SpeculateAfter float64
 }
 

@@ -1,0 +1,210 @@
+// Package api holds the JSON types of braid's HTTP control plane, shared by
+// the server, the worker and the client library. The OpenAPI document the
+// server serves at /v1/openapi.json describes the same shapes.
+package api
+
+import "time"
+
+// ErrorBody is the body of every non-2xx response.
+type ErrorBody struct {
+	Error Error `json:"error"`
+}
+
+// Error is a stable machine-readable code and a message for people.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Error codes. They are part of the API: never change one's meaning.
+const (
+	CodeMalformedJSON = "malformed_json"
+	CodeBadRequest    = "bad_request"
+	CodeBadParameter  = "bad_parameter"
+	CodeUnknownOp     = "unknown_operation"
+	CodeNoObject      = "object_not_found"
+	CodeBadImage      = "bad_image"
+	CodeTooLarge      = "too_large"
+	CodeNotFound      = "not_found"
+	CodeConflict      = "conflict"
+	CodeUnauthorized  = "unauthorized"
+	CodeUnavailable   = "unavailable"
+	CodeInternal      = "internal"
+)
+
+// Object describes a stored object.
+type Object struct {
+	ID      string    `json:"id"`
+	Size    int64     `json:"size"`
+	Created time.Time `json:"created"`
+}
+
+// Operation is one entry of the operations catalogue.
+type Operation struct {
+	Name     string      `json:"name"`
+	Summary  string      `json:"summary"`
+	Params   []Parameter `json:"params"`
+	Tileable bool        `json:"tileable"`
+}
+
+// Parameter documents one operation parameter.
+type Parameter struct {
+	Name    string `json:"name"`
+	Type    string `json:"type"`
+	Default string `json:"default,omitempty"`
+	Doc     string `json:"doc"`
+}
+
+// JobSpec is what a client submits. Exactly one of Repeat and Tiles may be
+// set; with neither the job is one unit on the whole input.
+type JobSpec struct {
+	Op     string            `json:"op"`
+	Input  string            `json:"input"`
+	Params map[string]string `json:"params,omitempty"`
+	// Repeat runs the op Repeat times on the whole input (the paper's
+	// workload); the result is a manifest listing each unit's output.
+	Repeat int `json:"repeat,omitempty"`
+	// Tiles "RxC" cuts the image into R×C tiles with a halo as wide as the
+	// op's reach; the result is the stitched image.
+	Tiles string `json:"tiles,omitempty"`
+	// Policy is the assignment policy: equal, threads, speed or dynamic
+	// (default).
+	Policy string `json:"policy,omitempty"`
+	// Speculate re-runs the last straggling units on idle workers (default
+	// true under dynamic and speed).
+	Speculate *bool `json:"speculate,omitempty"`
+}
+
+// Job states.
+const (
+	JobQueued    = "queued"
+	JobRunning   = "running"
+	JobDone      = "done"
+	JobFailed    = "failed"
+	JobCancelled = "cancelled"
+)
+
+// Progress counts a job's units.
+type Progress struct {
+	Total   int `json:"total"`
+	Done    int `json:"done"`
+	Running int `json:"running"`
+	Failed  int `json:"failed"`
+	Pending int `json:"pending"`
+}
+
+// Job is a job's status.
+type Job struct {
+	ID       string   `json:"id"`
+	Spec     JobSpec  `json:"spec"`
+	State    string   `json:"state"`
+	Progress Progress `json:"progress"`
+	// Waiting says why pending units are not running, e.g. that no
+	// registered worker can run the operation.
+	Waiting string `json:"waiting,omitempty"`
+	Error   string `json:"error,omitempty"`
+	// Result is the output object: a manifest for repeat jobs, the stitched
+	// image for tiled jobs, the output image for single-unit jobs.
+	Result     string     `json:"result,omitempty"`
+	ReceivedAt time.Time  `json:"received_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// MakespanMS is the time from receiving the job to receiving its last
+	// result; AvgUnitMS is MakespanMS / units, the paper's metric.
+	MakespanMS float64 `json:"makespan_ms,omitempty"`
+	AvgUnitMS  float64 `json:"avg_unit_ms,omitempty"`
+	// UnitsPerWorker counts accepted results by worker.
+	UnitsPerWorker map[string]int `json:"units_per_worker,omitempty"`
+	Units          []UnitStat     `json:"units,omitempty"`
+}
+
+// Terminal reports whether the job will not change any more.
+func (j *Job) Terminal() bool {
+	return j.State == JobDone || j.State == JobFailed || j.State == JobCancelled
+}
+
+// UnitStat is one unit's statistics.
+type UnitStat struct {
+	Index    int        `json:"index"`
+	State    string     `json:"state"` // pending, running, done, failed
+	Worker   string     `json:"worker,omitempty"`
+	Stream   int        `json:"stream"`
+	Attempts int        `json:"attempts"`
+	Sent     *time.Time `json:"sent,omitempty"`
+	Returned *time.Time `json:"returned,omitempty"`
+	// QueuedMS and ComputeMS are the worker's own timings.
+	QueuedMS  float64 `json:"queued_ms"`
+	ComputeMS float64 `json:"compute_ms"`
+	Output    string  `json:"output,omitempty"`
+	Error     string  `json:"error,omitempty"`
+}
+
+// Manifest is the result object of a repeat job.
+type Manifest struct {
+	Job   string         `json:"job"`
+	Op    string         `json:"op"`
+	Input string         `json:"input"`
+	Units []ManifestUnit `json:"units"`
+}
+
+// ManifestUnit names one unit's output object.
+type ManifestUnit struct {
+	Index  int    `json:"index"`
+	Output string `json:"output"`
+	Size   int64  `json:"size"`
+}
+
+// Endpoint is a data-plane address and the transport that serves it.
+type Endpoint struct {
+	Transport string `json:"transport"`
+	Addr      string `json:"addr"`
+}
+
+// WorkerInfo is what a worker tells servers about itself, at registration,
+// on every change, and from its GET /v1/info.
+type WorkerInfo struct {
+	Name          string     `json:"name"`
+	Cores         int        `json:"cores"`
+	ClockMHz      int        `json:"clock_mhz"`
+	RAMBytes      int64      `json:"ram_bytes"`
+	DiskFreeBytes int64      `json:"disk_free_bytes"`
+	MaxThreads    int        `json:"max_threads"`
+	FreeThreads   int        `json:"free_threads"`
+	Ops           []string   `json:"ops"`
+	Endpoints     []Endpoint `json:"endpoints"`
+	// InfoURL is the worker's own HTTP address for GET /v1/info.
+	InfoURL string `json:"info_url,omitempty"`
+}
+
+// Worker states as a server sees them.
+const (
+	WorkerConnecting = "connecting"
+	WorkerUp         = "up"
+	WorkerDown       = "down"
+)
+
+// Worker is a registered worker as a server sees it.
+type Worker struct {
+	Info         WorkerInfo `json:"info"`
+	State        string     `json:"state"`
+	Transport    string     `json:"transport,omitempty"`
+	Streams      int        `json:"streams"`
+	UnitsDone    int        `json:"units_done"`
+	Error        string     `json:"error,omitempty"`
+	RegisteredAt time.Time  `json:"registered_at"`
+	LastSeen     time.Time  `json:"last_seen"`
+}
+
+// Registration is the server's answer to a worker's registration.
+type Registration struct {
+	Name string `json:"name"`
+	// HeartbeatMS is how often the server expects a heartbeat.
+	HeartbeatMS int `json:"heartbeat_ms"`
+}
+
+// Event is one server-sent event of a job's event stream.
+type Event struct {
+	Type string `json:"type"` // progress, done
+	Job  Job    `json:"job"`
+}

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/braidhq/braid/api"
+)
+
+// maxWait bounds a long-poll.
+const maxWait = 5 * time.Minute
+
+func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	var spec api.JobSpec
+	if err := readJSON(w, r, &spec); err != nil {
+		writeError(w, err)
+		return
+	}
+	j, err := s.submit(r.Context(), spec)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/jobs/"+j.id)
+	writeJSON(w, http.StatusCreated, j.snapshot(false))
+}
+
+func (s *Server) lookupJob(w http.ResponseWriter, r *http.Request) *jobRun {
+	id := r.PathValue("id")
+	j := s.job(id)
+	if j == nil {
+		writeError(w, &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("no job %q", id)})
+	}
+	return j
+}
+
+func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
+	if j := s.lookupJob(w, r); j != nil {
+		writeJSON(w, 200, j.snapshot(r.URL.Query().Get("units") != "0"))
+	}
+}
+
+func (s *Server) handleListJobs(w http.ResponseWriter, _ *http.Request) {
+	s.jobsMu.RLock()
+	out := make([]api.Job, 0, len(s.jobs))
+	for _, j := range s.jobs {
+		out = append(out, j.snapshot(false))
+	}
+	s.jobsMu.RUnlock()
+	slices.SortFunc(out, func(a, b api.Job) int { return a.ReceivedAt.Compare(b.ReceivedAt) })
+	writeJSON(w, 200, out)
+}
+
+// handleWait long-polls until the job is terminal or ?timeout= (default 30s,
+// at most 5m) passes, then returns the status either way.
+func (s *Server) handleWait(w http.ResponseWriter, r *http.Request) {
+	j := s.lookupJob(w, r)
+	if j == nil {
+		return
+	}
+	timeout := 30 * time.Second
+	if v := r.URL.Query().Get("timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			writeError(w, badRequest(api.CodeBadParameter, "timeout %q: want a duration such as 30s", v))
+			return
+		}
+		timeout = min(d, maxWait)
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		ch, done := j.watch()
+		if done {
+			break
+		}
+		select {
+		case <-ch:
+			continue
+		case <-timer.C:
+		case <-r.Context().Done():
+			return
+		case <-s.ctx.Done():
+		}
+		break
+	}
+	writeJSON(w, 200, j.snapshot(r.URL.Query().Get("units") == "1"))
+}
+
+// handleEvents streams the job's progress as server-sent events, at most
+// ten a second, ending with a "done" event.
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	j := s.lookupJob(w, r)
+	if j == nil {
+		return
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, fmt.Errorf("streaming unsupported"))
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(200)
+	for {
+		ch, done := j.watch()
+		ev := api.Event{Type: "progress", Job: j.snapshot(false)}
+		if done {
+			ev.Type = "done"
+		}
+		b, _ := json.Marshal(ev)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, strings.TrimSpace(string(b)))
+		fl.Flush()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+			return
+		case <-s.ctx.Done():
+			return
+		}
+		select { // coalesce bursts
+		case <-time.After(100 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
+	j := s.lookupJob(w, r)
+	if j == nil {
+		return
+	}
+	var err error
+	if derr := s.disp.do(r.Context(), func() { err = s.disp.cancel(j) }); derr != nil {
+		err = derr
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, 200, j.snapshot(false))
+}

@@ -1,0 +1,85 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/ops"
+	"github.com/braidhq/braid/store"
+)
+
+func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > s.store.MaxSize() {
+		writeError(w, &apiError{status: 413, code: api.CodeTooLarge,
+			msg: fmt.Sprintf("object of %d bytes is over the limit of %d", r.ContentLength, s.store.MaxSize())})
+		return
+	}
+	info, err := s.store.Put(r.Body)
+	if errors.Is(err, store.ErrTooLarge) {
+		writeError(w, &apiError{status: 413, code: api.CodeTooLarge, msg: fmt.Sprintf("object is over the limit of %d bytes", s.store.MaxSize())})
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, api.Object(info))
+}
+
+func (s *Server) handleListObjects(w http.ResponseWriter, _ *http.Request) {
+	list, err := s.store.List()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := make([]api.Object, len(list))
+	for i, info := range list {
+		out[i] = api.Object(info)
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) handleGetObject(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	f, err := s.store.Open(id)
+	switch {
+	case errors.Is(err, store.ErrInvalidID):
+		writeError(w, badRequest(api.CodeBadRequest, "%q is not an object id (64 lowercase hex digits)", id))
+		return
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, &apiError{status: 404, code: api.CodeNoObject, msg: "no object " + id})
+		return
+	case err != nil:
+		writeError(w, err)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
+	w.Header().Set("ETag", `"`+id+`"`)
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = io.Copy(w, f)
+}
+
+func (s *Server) handleOperations(w http.ResponseWriter, _ *http.Request) {
+	var out []api.Operation
+	for _, info := range ops.Catalogue() {
+		op := api.Operation{Name: info.Name, Summary: info.Summary, Tileable: info.Tileable, Params: []api.Parameter{}}
+		for _, p := range info.Params {
+			op.Params = append(op.Params, api.Parameter(p))
+		}
+		out = append(out, op)
+	}
+	writeJSON(w, 200, out)
+}

@@ -1,0 +1,94 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/transport"
+)
+
+func validateWorker(info *api.WorkerInfo) error {
+	switch {
+	case info.Name == "" || len(info.Name) > 128 || strings.ContainsAny(info.Name, "/ \t\n"):
+		return badRequest(api.CodeBadParameter, "worker name %q: want 1-128 characters without spaces or slashes", info.Name)
+	case info.MaxThreads < 1 || info.MaxThreads > transport.MaxStreams:
+		return badRequest(api.CodeBadParameter, "max_threads %d: want 1 to %d", info.MaxThreads, transport.MaxStreams)
+	case len(info.Endpoints) == 0:
+		return badRequest(api.CodeBadParameter, "worker %s lists no data-plane endpoints", info.Name)
+	case len(info.Ops) == 0:
+		return badRequest(api.CodeBadParameter, "worker %s lists no operations", info.Name)
+	}
+	for _, ep := range info.Endpoints {
+		if ep.Addr == "" || ep.Transport == "" {
+			return badRequest(api.CodeBadParameter, "endpoint %+v: want transport and addr", ep)
+		}
+	}
+	return nil
+}
+
+// handleRegister serves POST /v1/workers and PUT /v1/workers/{name}: both
+// register the worker or replace its figures.
+func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
+	var info api.WorkerInfo
+	if err := readJSON(w, r, &info); err != nil {
+		writeError(w, err)
+		return
+	}
+	if name := r.PathValue("name"); name != "" && name != info.Name {
+		writeError(w, badRequest(api.CodeBadRequest, "path names worker %q but body names %q", name, info.Name))
+		return
+	}
+	if err := validateWorker(&info); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.disp.do(r.Context(), func() { s.disp.register(info) }); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, 200, api.Registration{Name: info.Name, HeartbeatMS: int(s.cfg.HeartbeatInterval.Milliseconds())})
+}
+
+func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
+	name, known := r.PathValue("name"), false
+	if err := s.disp.do(r.Context(), func() { known = s.disp.heartbeat(name) }); err != nil {
+		writeError(w, err)
+		return
+	}
+	if !known {
+		writeError(w, &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("worker %q is not registered; register again", name)})
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleDeregister(w http.ResponseWriter, r *http.Request) {
+	name, known := r.PathValue("name"), false
+	if err := s.disp.do(r.Context(), func() { known = s.disp.deregister(name) }); err != nil {
+		writeError(w, err)
+		return
+	}
+	if !known {
+		writeError(w, &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("worker %q is not registered", name)})
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleListWorkers(w http.ResponseWriter, r *http.Request) {
+	out := []api.Worker{}
+	err := s.disp.do(r.Context(), func() {
+		for _, wc := range s.disp.workers {
+			out = append(out, wc.status())
+		}
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	slices.SortFunc(out, func(a, b api.Worker) int { return strings.Compare(a.Info.Name, b.Info.Name) })
+	writeJSON(w, 200, out)
+}

@@ -1,0 +1,280 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/ops"
+	"github.com/braidhq/braid/ops/samples"
+)
+
+// startCluster runs a real server and workers on loopback for one test.
+func startCluster(t *testing.T, workers ...cluster.WorkerSpec) *cluster.Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := cluster.Start(ctx, cluster.Config{DataDir: t.TempDir(), Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cl.Close(); err != nil {
+			t.Errorf("cluster close: %v", err)
+		}
+	})
+	return cl
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func put(t *testing.T, c *client.Client, b []byte) string {
+	t.Helper()
+	obj, err := c.Put(testCtx(t), bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.ID
+}
+
+func runJob(t *testing.T, c *client.Client, spec api.JobSpec) api.Job {
+	t.Helper()
+	ctx := testCtx(t)
+	j, err := c.Submit(ctx, spec)
+	if err != nil {
+		t.Fatalf("submit %+v: %v", spec, err)
+	}
+	j, err = c.Wait(ctx, j.ID, nil)
+	if err != nil {
+		t.Fatalf("wait %s: %v", j.ID, err)
+	}
+	return j
+}
+
+func TestRepeatJobEndToEnd(t *testing.T) {
+	cl := startCluster(t, cluster.WorkerSpec{Threads: 2}, cluster.WorkerSpec{Threads: 2})
+	c := cl.Client
+	in := put(t, c, samples.GIF())
+	for _, policy := range []string{"equal", "threads", "speed", "dynamic"} {
+		j := runJob(t, c, api.JobSpec{Op: "blur", Input: in, Repeat: 20, Policy: policy})
+		if j.State != api.JobDone || j.Progress.Done != 20 {
+			t.Fatalf("%s: job %+v", policy, j)
+		}
+		want, err := ops.Run("blur", nil, samples.GIF())
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := 0
+		for _, n := range j.UnitsPerWorker {
+			total += n
+		}
+		if total != 20 {
+			t.Errorf("%s: units per worker %v sum to %d, want 20", policy, j.UnitsPerWorker, total)
+		}
+		for _, u := range j.Units {
+			got, err := c.GetBytes(testCtx(t), u.Output)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s: unit %d output differs from a local blur (err %v)", policy, u.Index, err)
+			}
+			if u.Returned == nil || u.Sent == nil || u.ComputeMS <= 0 {
+				t.Errorf("%s: unit %d lacks statistics: %+v", policy, u.Index, u)
+			}
+		}
+		if j.AvgUnitMS <= 0 || j.MakespanMS < j.AvgUnitMS {
+			t.Errorf("%s: paper metric missing: makespan %v avg %v", policy, j.MakespanMS, j.AvgUnitMS)
+		}
+		if policy == "equal" && (j.UnitsPerWorker["w1"] != 10 || j.UnitsPerWorker["w2"] != 10) {
+			t.Errorf("equal: units per worker %v, want 10 each", j.UnitsPerWorker)
+		}
+	}
+}
+
+func TestTiledJobEqualsWholeImage(t *testing.T) {
+	cl := startCluster(t, cluster.WorkerSpec{Threads: 2}, cluster.WorkerSpec{Threads: 1})
+	in := put(t, cl.Client, samples.PNG())
+	for _, op := range []string{"blur", "sobel", "sharpen"} {
+		tiled := runJob(t, cl.Client, api.JobSpec{Op: op, Input: in, Tiles: "3x2"})
+		whole := runJob(t, cl.Client, api.JobSpec{Op: op, Input: in})
+		if tiled.State != api.JobDone || whole.State != api.JobDone {
+			t.Fatalf("%s: tiled %s (%s), whole %s (%s)", op, tiled.State, tiled.Error, whole.State, whole.Error)
+		}
+		if tiled.Result != whole.Result {
+			t.Errorf("%s: stitched 3x2 result %s differs from whole-image result %s", op, tiled.Result, whole.Result)
+		}
+	}
+}
+
+func apiCode(err error) string {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return ""
+}
+
+func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
+	cl := startCluster(t, cluster.WorkerSpec{Threads: 1})
+	c := cl.Client
+	ctx := testCtx(t)
+	gif := put(t, c, samples.GIF())
+	cases := []struct {
+		name string
+		spec api.JobSpec
+		code string
+	}{
+		{"unknown op", api.JobSpec{Op: "teleport", Input: gif}, api.CodeUnknownOp},
+		{"missing object", api.JobSpec{Op: "blur", Input: strings.Repeat("0", 64)}, api.CodeNoObject},
+		{"not an id", api.JobSpec{Op: "blur", Input: "../etc/passwd"}, api.CodeBadRequest},
+		{"bad param", api.JobSpec{Op: "blur", Input: gif, Params: map[string]string{"sigma": "abc"}}, api.CodeBadParameter},
+		{"unknown param", api.JobSpec{Op: "blur", Input: gif, Params: map[string]string{"colour": "red"}}, api.CodeBadParameter},
+		{"bad tiles", api.JobSpec{Op: "blur", Input: gif, Tiles: "0x9"}, api.CodeBadParameter},
+		{"resize tiled", api.JobSpec{Op: "resize", Input: gif, Tiles: "2x2", Params: map[string]string{"width": "10"}}, api.CodeBadParameter},
+		{"repeat and tiles", api.JobSpec{Op: "blur", Input: gif, Tiles: "2x2", Repeat: 3}, api.CodeBadRequest},
+		{"bad policy", api.JobSpec{Op: "blur", Input: gif, Policy: "random"}, api.CodeBadParameter},
+		{"negative repeat", api.JobSpec{Op: "blur", Input: gif, Repeat: -1}, api.CodeBadParameter},
+	}
+	for _, tc := range cases {
+		_, err := c.Submit(ctx, tc.spec)
+		if got := apiCode(err); got != tc.code {
+			t.Errorf("%s: error %v (code %q), want code %q", tc.name, err, got, tc.code)
+		} else if strings.TrimSpace(err.Error()) == tc.code+":" {
+			t.Errorf("%s: error has no message", tc.name)
+		}
+	}
+	for _, body := range []string{"{", `{"op":"blur","input":1}`, `{"op":"blur"} trailing`, `{"opp":"blur"}`} {
+		resp, err := http.Post(c.URL()+"/v1/jobs", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), api.CodeMalformedJSON) {
+			t.Errorf("body %q: %d %s", body, resp.StatusCode, b)
+		}
+	}
+	if jobs, err := c.Jobs(ctx); err != nil || len(jobs) != 0 {
+		t.Errorf("rejected submissions created jobs: %v %v", jobs, err)
+	}
+	// The server still serves a good job afterwards.
+	if j := runJob(t, c, api.JobSpec{Op: "grayscale", Input: gif}); j.State != api.JobDone {
+		t.Fatalf("good job after bad input: %+v", j)
+	}
+}
+
+func TestNotAnImageFailsJobNamingUnit(t *testing.T) {
+	cl := startCluster(t, cluster.WorkerSpec{Threads: 2})
+	junk := put(t, cl.Client, []byte("this is not an image at all"))
+	j := runJob(t, cl.Client, api.JobSpec{Op: "blur", Input: junk, Repeat: 3})
+	if j.State != api.JobFailed || !strings.Contains(j.Error, "unit ") || !strings.Contains(strings.ToLower(j.Error), "image") {
+		t.Fatalf("job state %s error %q: want failed, naming the unit and the reason", j.State, j.Error)
+	}
+	in := put(t, cl.Client, samples.GIF())
+	if j := runJob(t, cl.Client, api.JobSpec{Op: "blur", Input: in}); j.State != api.JobDone {
+		t.Fatalf("good job after a failed one: %s %s", j.State, j.Error)
+	}
+}
+
+func TestOversizeUpload(t *testing.T) {
+	ctx := testCtx(t)
+	cl, err := cluster.Start(ctx, cluster.Config{DataDir: t.TempDir(), MaxObjectSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	_, err = cl.Client.Put(ctx, bytes.NewReader(make([]byte, 1001)))
+	if apiCode(err) != api.CodeTooLarge {
+		t.Fatalf("oversize upload: %v", err)
+	}
+	// Streaming body without a length: the limit still holds.
+	_, err = cl.Client.Put(ctx, io.LimitReader(zeroReader{}, 5000))
+	if apiCode(err) != api.CodeTooLarge {
+		t.Fatalf("oversize streamed upload: %v", err)
+	}
+	if objs, _ := cl.Client.Objects(ctx); len(objs) != 0 {
+		t.Fatalf("oversize upload left objects: %v", objs)
+	}
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+func TestWaitingForCapableWorker(t *testing.T) {
+	cl := startCluster(t) // no workers
+	ctx := testCtx(t)
+	in := put(t, cl.Client, samples.GIF())
+	j, err := cl.Client.Submit(ctx, api.JobSpec{Op: "sobel", Input: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err = cl.Client.Job(ctx, j.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != api.JobQueued || !strings.Contains(j.Waiting, "sobel") {
+		t.Fatalf("job with no capable worker: state %s waiting %q", j.State, j.Waiting)
+	}
+}
+
+func TestGarbageOnDataPlaneKeepsWorkerServing(t *testing.T) {
+	cl := startCluster(t, cluster.WorkerSpec{Threads: 2})
+	addr := cl.Workers[0].DataAddr().String()
+	for _, junk := range [][]byte{[]byte("GET / HTTP/1.0\r\n\r\n"), bytes.Repeat([]byte{0xff}, 4096), {}} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = conn.Write(junk)
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, _ = io.Copy(io.Discard, conn) // the worker must hang up, not hang
+		conn.Close()
+	}
+	in := put(t, cl.Client, samples.GIF())
+	if j := runJob(t, cl.Client, api.JobSpec{Op: "blur", Input: in, Repeat: 4}); j.State != api.JobDone {
+		t.Fatalf("job after garbage: %s %s", j.State, j.Error)
+	}
+}
+
+func TestWrongSecretWorkerGetsNoUnits(t *testing.T) {
+	cl := startCluster(t, cluster.WorkerSpec{Name: "good", Threads: 1},
+		cluster.WorkerSpec{Name: "intruder", Threads: 2, Secret: []byte("not the secret")})
+	ctx := testCtx(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ws, err := cl.Client.Workers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bad api.Worker
+		for _, w := range ws {
+			if w.Info.Name == "intruder" {
+				bad = w
+			}
+		}
+		if bad.State != api.WorkerUp && strings.Contains(strings.ToLower(bad.Error), "secret") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("intruder worker: state %q error %q; want not up, with an authentication error", bad.State, bad.Error)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	in := put(t, cl.Client, samples.GIF())
+	j := runJob(t, cl.Client, api.JobSpec{Op: "blur", Input: in, Repeat: 6})
+	if j.State != api.JobDone || j.UnitsPerWorker["good"] != 6 {
+		t.Fatalf("job: %s, units per worker %v", j.State, j.UnitsPerWorker)
+	}
+}

@@ -1,0 +1,239 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/scheduler"
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/wire"
+)
+
+// workerConn is a registered worker and its association. The dispatch loop
+// owns it.
+type workerConn struct {
+	info         api.WorkerInfo
+	state        string
+	transport    string
+	assoc        transport.Association
+	queues       []chan []byte // per stream: encoded units for the sender
+	gen          int           // bumped per association; stale events carry an old one
+	dialing      bool
+	retry        *time.Timer
+	registeredAt time.Time
+	lastSeen     time.Time
+	unitsDone    int
+	errText      string
+}
+
+func (w *workerConn) status() api.Worker {
+	s := api.Worker{Info: w.info, State: w.state, Transport: w.transport, UnitsDone: w.unitsDone,
+		Error: w.errText, RegisteredAt: w.registeredAt, LastSeen: w.lastSeen}
+	if w.assoc != nil {
+		s.Streams = w.assoc.Streams()
+	}
+	return s
+}
+
+// close ends the worker's association and stops its retries.
+func (w *workerConn) close(reason error) {
+	if w.retry != nil {
+		w.retry.Stop()
+	}
+	if w.assoc != nil {
+		w.assoc.Abort(reason)
+	}
+}
+
+// register adds or updates a worker (on the loop).
+func (d *dispatcher) register(info api.WorkerInfo) {
+	now := time.Now()
+	w := d.workers[info.Name]
+	if w == nil {
+		w = &workerConn{state: api.WorkerConnecting, registeredAt: now}
+		d.workers[info.Name] = w
+		d.log.Info("worker registered", "worker", info.Name, "threads", info.MaxThreads, "ops", len(info.Ops))
+	}
+	moved := !slices.Equal(w.info.Endpoints, info.Endpoints) || !slices.Equal(w.info.Ops, info.Ops)
+	w.info, w.lastSeen = info, now
+	if moved && w.assoc != nil {
+		d.workerDown(w, errors.New("worker re-registered with new endpoints or operations"))
+	}
+	d.ensureAssoc(w)
+}
+
+// heartbeat marks a worker alive; it reports false for unknown workers.
+func (d *dispatcher) heartbeat(name string) bool {
+	w := d.workers[name]
+	if w == nil {
+		return false
+	}
+	w.lastSeen = time.Now()
+	if w.state == api.WorkerDown {
+		w.state = api.WorkerConnecting
+		d.ensureAssoc(w)
+	}
+	return true
+}
+
+func (d *dispatcher) deregister(name string) bool {
+	w := d.workers[name]
+	if w == nil {
+		return false
+	}
+	d.workerDown(w, errors.New("worker deregistered"))
+	w.close(errors.New("worker deregistered"))
+	delete(d.workers, name)
+	d.log.Info("worker deregistered", "worker", name)
+	return true
+}
+
+// pickEndpoint chooses the first of the worker's endpoints whose transport
+// this server has.
+func (d *dispatcher) pickEndpoint(info api.WorkerInfo) (api.Endpoint, transport.Transport, error) {
+	for _, ep := range info.Endpoints {
+		if t, ok := d.s.cfg.Transports[ep.Transport]; ok {
+			return ep, t, nil
+		}
+	}
+	return api.Endpoint{}, nil, fmt.Errorf("no transport in common (worker offers %v)", info.Endpoints)
+}
+
+// ensureAssoc starts dialing the worker unless connected or dialing.
+func (d *dispatcher) ensureAssoc(w *workerConn) {
+	if w.assoc != nil || w.dialing || w.state == api.WorkerDown {
+		return
+	}
+	ep, t, err := d.pickEndpoint(w.info)
+	if err != nil {
+		w.errText = err.Error()
+		return
+	}
+	w.dialing, w.gen = true, w.gen+1
+	name, gen := w.info.Name, w.gen
+	cfg := transport.DialConfig{Secret: d.s.cfg.Secret, Name: d.s.cfg.Name,
+		RecStreams: max(w.info.MaxThreads, 1), MaxStreams: transport.MaxStreams}
+	d.s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(d.s.ctx, 10*time.Second)
+		defer cancel()
+		a, err := t.Dial(ctx, ep.Addr, cfg)
+		d.post(func() { d.dialed(name, gen, ep.Transport, a, err) })
+	})
+}
+
+func (d *dispatcher) dialed(name string, gen int, tname string, a transport.Association, err error) {
+	w := d.workers[name]
+	if w == nil || w.gen != gen {
+		if a != nil {
+			a.Close()
+		}
+		return
+	}
+	w.dialing = false
+	if err != nil {
+		w.errText = err.Error()
+		d.log.Warn("association to worker failed; retrying", "worker", name, "err", err)
+		w.retry = time.AfterFunc(time.Second, func() { d.post(func() { d.ensureAssoc(w) }) })
+		return
+	}
+	w.assoc, w.transport, w.state, w.errText = a, tname, api.WorkerUp, ""
+	d.startStreams(w, a)
+	d.log.Info("association up", "worker", name, "transport", tname, "streams", a.Streams())
+	d.step(scheduler.WorkerUp{Worker: name, Streams: a.Streams(), Threads: w.info.MaxThreads, Ops: w.info.Ops})
+}
+
+// startStreams starts a sender and a reader per stream, and a watcher that
+// reports the association's end to the loop.
+func (d *dispatcher) startStreams(w *workerConn, a transport.Association) {
+	name, gen := w.info.Name, w.gen
+	w.queues = make([]chan []byte, a.Streams())
+	for s := range w.queues {
+		q := make(chan []byte, 64)
+		w.queues[s] = q
+		d.s.wg.Go(func() { d.sender(a, s, q) })
+		d.s.wg.Go(func() { d.reader(a, name, gen, s) })
+	}
+	d.s.wg.Go(func() {
+		<-a.Done()
+		d.post(func() {
+			if w := d.workers[name]; w != nil && w.gen == gen {
+				d.workerDown(w, a.Err())
+			}
+		})
+	})
+}
+
+// workerDown forgets the association and gives its units back to the core.
+func (d *dispatcher) workerDown(w *workerConn, reason error) {
+	if w.assoc == nil {
+		return
+	}
+	w.assoc.Abort(reason)
+	for _, q := range w.queues {
+		close(q)
+	}
+	w.assoc, w.queues = nil, nil
+	w.state, w.gen = api.WorkerConnecting, w.gen+1
+	if reason != nil {
+		w.errText = reason.Error()
+	}
+	n := 0
+	for id, f := range d.inflight {
+		if f.worker == w.info.Name {
+			delete(d.inflight, id)
+			n++
+		}
+	}
+	d.log.Warn("association down", "worker", w.info.Name, "reason", reason, "units_requeued", n)
+	d.step(scheduler.WorkerDown{Worker: w.info.Name})
+	w.retry = time.AfterFunc(500*time.Millisecond, func() { d.post(func() { d.ensureAssoc(w) }) })
+}
+
+// sender writes queued units on one stream until the queue is closed.
+func (d *dispatcher) sender(a transport.Association, s int, q chan []byte) {
+	for msg := range q {
+		err := a.Send(d.s.ctx, s, msg)
+		putBuf(msg)
+		if err != nil {
+			a.Abort(err)
+			for msg := range q { // drain until the loop closes q
+				putBuf(msg)
+			}
+			return
+		}
+	}
+}
+
+// reader reads results from one stream, stores their outputs, and hands
+// them to the loop.
+func (d *dispatcher) reader(a transport.Association, worker string, gen, s int) {
+	for {
+		msg, err := a.Recv(d.s.ctx, s)
+		if err != nil {
+			return
+		}
+		r := resultMsg{worker: worker, gen: gen, stream: s, returned: time.Now()}
+		if r.res, err = wire.ParseResult(msg); err != nil {
+			d.log.Warn("bad result from worker; closing association", "worker", worker, "err", err)
+			a.Abort(err)
+			return
+		}
+		if r.res.Status == wire.StatusOK {
+			info, err := d.s.store.PutBytes(r.res.Output)
+			if err != nil {
+				r.res.Status, r.res.Error = wire.StatusFailed, "server could not store the output: "+err.Error()
+			}
+			r.output, r.size = info.ID, info.Size
+		}
+		r.res.Output = nil
+		select {
+		case d.results <- r:
+		case <-d.s.stopped:
+			return
+		}
+	}
+}
