@@ -1,0 +1,48 @@
+# braid — see README.md. `make demo` runs the main job; `make test` runs the checks CI runs.
+GO      ?= go
+BIN     := bin/braid
+PKGS    := ./...
+
+.PHONY: all build demo test vet lint tidy-check unit bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/braid
+
+## demo: start a server and two workers on loopback and run the sample jobs
+demo: build
+	./$(BIN) demo
+
+## test: vet, lint, go.mod tidiness, then every test with the race detector
+test: vet lint tidy-check unit
+
+vet:
+	$(GO) vet $(PKGS)
+
+lint:
+	$(GO) tool staticcheck $(PKGS)
+
+tidy-check:
+	@cp go.mod /tmp/braid-go.mod.bak; cp go.sum /tmp/braid-go.sum.bak
+	@$(GO) mod tidy
+	@if ! cmp -s go.mod /tmp/braid-go.mod.bak || ! cmp -s go.sum /tmp/braid-go.sum.bak; then \
+		cp /tmp/braid-go.mod.bak go.mod; cp /tmp/braid-go.sum.bak go.sum; \
+		echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit"; exit 1; fi
+
+unit:
+	$(GO) test -race -timeout 20m $(PKGS)
+
+## bench: a short smoke run of every Go benchmark
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 100x $(PKGS)
+
+## fuzz: a short run of each fuzz target
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./wire/
+	$(GO) test -run '^$$' -fuzz FuzzHandshake -fuzztime 30s ./transport/
+
+clean:
+	rm -rf bin demo-out
+
+-include mk/*.mk

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+)
+
+// benchCommands are the `braid bench` subcommands.
+var benchCommands = map[string]command{
+	"overhead": {"units/s of a no-op operation through the whole system", runBenchOverhead},
+}
+
+func runBench(ctx context.Context, args []string, e *env) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		benchUsage(e.stdout)
+		return nil
+	}
+	cmd, ok := benchCommands[args[0]]
+	if !ok {
+		fmt.Fprintf(e.stderr, "braid bench: unknown benchmark %q\n", args[0])
+		benchUsage(e.stderr)
+		return errUsage
+	}
+	return cmd.run(ctx, args[1:], e)
+}
+
+func benchUsage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: braid bench BENCHMARK [flags]\n\nBenchmarks:")
+	for _, name := range sortedKeys(benchCommands) {
+		fmt.Fprintf(w, "  %-10s %s\n", name, benchCommands[name].summary)
+	}
+}

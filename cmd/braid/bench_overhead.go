@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/internal/transports"
+)
+
+// overheadResult is one run of the overhead benchmark.
+type overheadResult struct {
+	Transport   string  `json:"transport"`
+	Workers     int     `json:"workers"`
+	Threads     int     `json:"threads"`
+	Units       int     `json:"units"`
+	Size        int     `json:"size"`
+	MakespanMS  float64 `json:"makespan_ms"`
+	UnitsPerSec float64 `json:"units_per_sec"`
+}
+
+func runBenchOverhead(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("bench overhead", "[--transport NAME] [--units N] [--runs N]", e)
+	tlist := fs.String("transport", transports.Default, "transports to measure, comma-separated")
+	units := fs.Int("units", 20000, "units per run")
+	runs := fs.Int("runs", 3, "runs per transport (the best and the median are reported)")
+	nWorkers := fs.Int("workers", 2, "workers")
+	threads := fs.Int("threads", 2, "threads per worker")
+	size := fs.Int("size", 19<<10, "bytes of input (and output) per unit")
+	window := fs.Int("window", 0, "units in flight per stream (0: scheduler default)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var all []overheadResult
+	for _, tname := range strings.Split(*tlist, ",") {
+		rs, err := overheadRuns(ctx, tname, *nWorkers, *threads, *units, *size, *runs, *window)
+		if err != nil {
+			return fmt.Errorf("%s: %w", tname, err)
+		}
+		all = append(all, rs...)
+	}
+	if *asJSON {
+		return printJSON(e.stdout, all)
+	}
+	return printOverhead(e, all, *runs)
+}
+
+func overheadRuns(ctx context.Context, tname string, nWorkers, threads, units, size, runs, window int) ([]overheadResult, error) {
+	specs := make([]cluster.WorkerSpec, nWorkers)
+	for i := range specs {
+		specs[i] = cluster.WorkerSpec{Threads: threads, Transport: tname}
+	}
+	cl, err := cluster.Start(ctx, cluster.Config{Workers: specs, Window: window})
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	payload := make([]byte, size)
+	_, _ = rand.Read(payload)
+	obj, err := cl.Client.Put(ctx, bytes.NewReader(payload))
+	if err != nil {
+		return nil, err
+	}
+	var out []overheadResult
+	for range runs {
+		j, err := cl.Client.Submit(ctx, api.JobSpec{Op: "noop", Input: obj.ID, Repeat: units})
+		if err != nil {
+			return nil, err
+		}
+		if j, err = cl.Client.Wait(ctx, j.ID, nil); err != nil {
+			return nil, err
+		}
+		if j.State != api.JobDone {
+			return nil, fmt.Errorf("job %s: %s %s", j.ID, j.State, j.Error)
+		}
+		out = append(out, overheadResult{Transport: tname, Workers: nWorkers, Threads: threads, Units: units,
+			Size: size, MakespanMS: j.MakespanMS, UnitsPerSec: float64(units) / (j.MakespanMS / 1000)})
+	}
+	return out, nil
+}
+
+func printOverhead(e *env, rs []overheadResult, runs int) error {
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "transport\tworkers×threads\tunits\tbytes/unit\tbest units/s\tmedian units/s\t")
+	for i := 0; i < len(rs); i += runs {
+		group := rs[i:min(i+runs, len(rs))]
+		rates := make([]float64, len(group))
+		for k, r := range group {
+			rates[k] = r.UnitsPerSec
+		}
+		slices.Sort(rates)
+		r := group[0]
+		fmt.Fprintf(w, "%s\t%d×%d\t%d\t%d\t%.0f\t%.0f\t\n", r.Transport, r.Workers, r.Threads, r.Units, r.Size,
+			rates[len(rates)-1], median(rates))
+	}
+	return w.Flush()
+}
+
+func median(sorted []float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	return sorted[len(sorted)/2]
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/scheduler"
+)
+
+func runSubmit(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("submit", "--op OP --input ID [--param k=v ...] [--repeat N | --tiles RxC] [--policy P] [--wait]", e)
+	var cf clientFlags
+	cf.register(fs, e)
+	var params multiFlag
+	op := fs.String("op", "", "operation to run (see `braid ops`)")
+	input := fs.String("input", "", "input object id (from `braid put`)")
+	fs.Var(&params, "param", "operation parameter k=v (repeatable)")
+	repeat := fs.Int("repeat", 0, "run the operation N times on the whole input")
+	tiles := fs.String("tiles", "", "cut the image into RxC tiles and stitch the result")
+	policy := fs.String("policy", "dynamic", "assignment policy: "+strings.Join(scheduler.PolicyNames, ", "))
+	speculate := fs.String("speculate", "", "re-run stragglers at the end of the job: true or false (default: policy's)")
+	wait := fs.Bool("wait", false, "wait for the job to finish")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	spec := api.JobSpec{Op: *op, Input: *input, Repeat: *repeat, Tiles: *tiles, Policy: *policy}
+	if *op == "" || *input == "" {
+		fmt.Fprintln(e.stderr, "braid submit: --op and --input are required")
+		fs.Usage()
+		return errUsage
+	}
+	for _, p := range params {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--param %q: want key=value", p)
+		}
+		if spec.Params == nil {
+			spec.Params = map[string]string{}
+		}
+		spec.Params[k] = v
+	}
+	switch *speculate {
+	case "":
+	case "true", "false":
+		b := *speculate == "true"
+		spec.Speculate = &b
+	default:
+		return fmt.Errorf("--speculate %q: want true or false", *speculate)
+	}
+	c := cf.client()
+	j, err := c.Submit(ctx, spec)
+	if err != nil {
+		return err
+	}
+	if !*wait {
+		if cf.json {
+			return printJSON(e.stdout, j)
+		}
+		_, err = fmt.Fprintln(e.stdout, j.ID)
+		return err
+	}
+	if !cf.json {
+		fmt.Fprintln(e.stderr, j.ID)
+	}
+	return waitAndReport(ctx, cf, j.ID, e)
+}
+
+func jobArg(name string, args []string, e *env) (clientFlags, string, error) {
+	fs := newFlagSet(name, "JOB", e)
+	var cf clientFlags
+	cf.register(fs, e)
+	if err := parse(fs, args); err != nil {
+		return cf, "", err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return cf, "", errUsage
+	}
+	return cf, fs.Arg(0), nil
+}
+
+func runStatus(ctx context.Context, args []string, e *env) error {
+	cf, id, err := jobArg("status", args, e)
+	if err != nil {
+		return err
+	}
+	j, err := cf.client().Job(ctx, id, cf.json)
+	if err != nil {
+		return err
+	}
+	if cf.json {
+		return printJSON(e.stdout, j)
+	}
+	printJob(e, j)
+	return nil
+}
+
+func runWait(ctx context.Context, args []string, e *env) error {
+	cf, id, err := jobArg("wait", args, e)
+	if err != nil {
+		return err
+	}
+	return waitAndReport(ctx, cf, id, e)
+}
+
+// waitAndReport waits for a job (drawing a progress bar when stderr is a
+// terminal) and prints its final status; a failed job is an error.
+func waitAndReport(ctx context.Context, cf clientFlags, id string, e *env) error {
+	var progress func(api.Job)
+	if !cf.json && isTerminal(e.stderr) {
+		progress = func(j api.Job) { drawProgress(e, j) }
+	}
+	j, err := cf.client().Wait(ctx, id, progress)
+	if progress != nil {
+		fmt.Fprintln(e.stderr)
+	}
+	if err != nil {
+		return err
+	}
+	if cf.json {
+		if err := printJSON(e.stdout, j); err != nil {
+			return err
+		}
+	} else {
+		printJob(e, j)
+	}
+	if j.State != api.JobDone {
+		return fmt.Errorf("job %s %s: %s", j.ID, j.State, j.Error)
+	}
+	return nil
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func drawProgress(e *env, j api.Job) {
+	const width = 30
+	p := j.Progress
+	filled := 0
+	if p.Total > 0 {
+		filled = width * (p.Done + p.Failed) / p.Total
+	}
+	bar := strings.Repeat("#", filled) + strings.Repeat(".", width-filled)
+	fmt.Fprintf(e.stderr, "\r%s [%s] %d/%d units, %d running, %s  ", j.ID, bar, p.Done+p.Failed, p.Total, p.Running,
+		time.Since(j.ReceivedAt).Round(100*time.Millisecond))
+	if j.Waiting != "" {
+		fmt.Fprintf(e.stderr, "(waiting: %s)", j.Waiting)
+	}
+}
+
+func printJob(e *env, j api.Job) {
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "job\t%s\n", j.ID)
+	fmt.Fprintf(w, "op\t%s %v on %s\n", j.Spec.Op, j.Spec.Params, short(j.Spec.Input))
+	fmt.Fprintf(w, "state\t%s\n", j.State)
+	p := j.Progress
+	fmt.Fprintf(w, "units\t%d total, %d done, %d running, %d failed, %d pending\n", p.Total, p.Done, p.Running, p.Failed, p.Pending)
+	if j.Waiting != "" {
+		fmt.Fprintf(w, "waiting\t%s\n", j.Waiting)
+	}
+	if j.Error != "" {
+		fmt.Fprintf(w, "error\t%s\n", j.Error)
+	}
+	if j.Result != "" {
+		fmt.Fprintf(w, "result\t%s\n", j.Result)
+	}
+	if j.MakespanMS > 0 {
+		fmt.Fprintf(w, "makespan\t%.1f ms\n", j.MakespanMS)
+		fmt.Fprintf(w, "avg per unit\t%.3f ms  (makespan / units, the paper's metric)\n", j.AvgUnitMS)
+	}
+	for _, name := range sortedKeys(j.UnitsPerWorker) {
+		fmt.Fprintf(w, "worker %s\t%d units\n", name, j.UnitsPerWorker[name])
+	}
+	w.Flush()
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func runCancel(ctx context.Context, args []string, e *env) error {
+	cf, id, err := jobArg("cancel", args, e)
+	if err != nil {
+		return err
+	}
+	j, err := cf.client().Cancel(ctx, id)
+	if err != nil {
+		return err
+	}
+	if cf.json {
+		return printJSON(e.stdout, j)
+	}
+	_, err = fmt.Fprintf(e.stdout, "%s %s\n", j.ID, j.State)
+	return err
+}

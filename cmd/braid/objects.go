@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+func runPut(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("put", "FILE", e)
+	var cf clientFlags
+	cf.register(fs, e)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errUsage
+	}
+	obj, err := cf.client().PutFile(ctx, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if cf.json {
+		return printJSON(e.stdout, obj)
+	}
+	_, err = fmt.Fprintln(e.stdout, obj.ID)
+	return err
+}
+
+func runGet(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("get", "ID [-o FILE]", e)
+	var cf clientFlags
+	cf.register(fs, e)
+	out := fs.String("o", "", "write to FILE instead of standard output")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errUsage
+	}
+	if *out == "" {
+		return cf.client().Get(ctx, fs.Arg(0), e.stdout)
+	}
+	return getToFile(ctx, cf, fs.Arg(0), *out)
+}
+
+// getToFile downloads into a temporary file and renames it into place, so a
+// failed download never leaves a partial FILE.
+func getToFile(ctx context.Context, cf clientFlags, id, path string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".braid-get-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := cf.client().Get(ctx, id, tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

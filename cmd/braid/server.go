@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/braidhq/braid/internal/transports"
+	"github.com/braidhq/braid/server"
+)
+
+func runServer(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("server", "[--listen ADDR] [--data DIR] [--secret S]", e)
+	listen := fs.String("listen", "127.0.0.1:7070", "HTTP control-plane address")
+	data := fs.String("data", "braid-data", "directory for objects and job state")
+	name := fs.String("name", "braid-server", "this server's name, as workers see it")
+	maxObj := fs.Int64("max-object", 1<<30, "largest object an upload may create, in bytes")
+	hbTimeout := fs.Duration("heartbeat-timeout", 5*time.Second, "a worker silent this long loses its units")
+	window := fs.Int("window", 0, "units in flight per stream (0: scheduler default)")
+	var sec secretFlags
+	var logs logFlags
+	var topts transports.Options
+	sec.register(fs)
+	logs.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log, err := logs.logger(e.stderr)
+	if err != nil {
+		return err
+	}
+	secret, err := sec.value(e)
+	if err != nil {
+		return err
+	}
+	if secret == nil {
+		if secret, err = loadOrMakeSecret(*data); err != nil {
+			return err
+		}
+		log.Info("no --secret given; using the data directory's secret (give workers --secret-file)",
+			"secret_file", filepath.Join(*data, "secret"))
+	}
+	ts, err := transports.All(topts)
+	if err != nil {
+		return err
+	}
+	s, err := server.New(server.Config{Listen: *listen, DataDir: *data, Secret: secret, Name: *name,
+		Transports: ts, MaxObjectSize: *maxObj, HeartbeatTimeout: *hbTimeout, Window: *window, Logger: log})
+	if err != nil {
+		return err
+	}
+	return s.Run(ctx)
+}
+
+// loadOrMakeSecret reads DIR/secret, creating it with a random secret.
+func loadOrMakeSecret(dir string) ([]byte, error) {
+	path := filepath.Join(dir, "secret")
+	b, err := os.ReadFile(path)
+	if err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return []byte(strings.TrimSpace(string(b))), nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	secret := randomSecret()
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("write secret: %w", err)
+	}
+	return []byte(secret), nil
+}
+
+func randomSecret() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/braidhq/braid/internal/transports"
+	"github.com/braidhq/braid/worker"
+)
+
+func runWorker(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("worker", "--server URL [--server URL2 ...] [--threads N] [--listen ADDR] [--transport NAME] [--name NAME]", e)
+	var servers multiFlag
+	fs.Var(&servers, "server", "server URL to register with (repeatable; default $BRAID_SERVER)")
+	threads := fs.Int("threads", 0, "processing threads (default: number of CPUs)")
+	listen := fs.String("listen", "127.0.0.1:0", "data-plane address to listen on")
+	infoListen := fs.String("info-listen", "127.0.0.1:0", "HTTP address serving GET /v1/info")
+	tname := fs.String("transport", transports.Default, "data-plane transport: "+strings.Join(transports.Names, ", "))
+	name := fs.String("name", "", "worker name (default: hostname-pid)")
+	opsList := fs.String("ops", "", "comma-separated operations this worker runs (default: all)")
+	var sec secretFlags
+	var logs logFlags
+	var topts transports.Options
+	sec.register(fs)
+	logs.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if len(servers) == 0 {
+		if v := e.getenv("BRAID_SERVER"); v != "" {
+			servers = append(servers, v)
+		}
+	}
+	log, err := logs.logger(e.stderr)
+	if err != nil {
+		return err
+	}
+	secret, err := sec.value(e)
+	if err != nil {
+		return err
+	}
+	if secret == nil {
+		return errors.New("a cluster secret is required: --secret, --secret-file or $BRAID_SECRET")
+	}
+	t, err := transports.New(*tname, topts)
+	if err != nil {
+		return err
+	}
+	var opNames []string
+	if *opsList != "" {
+		opNames = strings.Split(*opsList, ",")
+	}
+	w, err := worker.New(worker.Config{Name: *name, Servers: servers, Threads: *threads, Transport: t,
+		Listen: *listen, InfoListen: *infoListen, Secret: secret, Ops: opNames, Logger: log})
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx)
+}

@@ -1,0 +1,263 @@
+// Package e2e runs real braid processes — a server and workers started from
+// the built binary — over loopback, and kills one with SIGKILL mid-job.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/ops"
+	"github.com/braidhq/braid/ops/samples"
+)
+
+var braidBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "braid-e2e-*")
+	if err != nil {
+		panic(err)
+	}
+	braidBin = filepath.Join(dir, "braid")
+	out, err := exec.Command("go", "build", "-o", braidBin, "../cmd/braid").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building braid: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const secret = "e2e-secret"
+
+// proc is a running braid process whose stderr is kept for the test log.
+type proc struct {
+	cmd *exec.Cmd
+	mu  sync.Mutex
+	log bytes.Buffer
+}
+
+func start(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(braidBin, args...)}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Env = append(os.Environ(), "BRAID_SECRET="+secret)
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.log.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = p.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", args[0], p.logText())
+		}
+	})
+	return p
+}
+
+func (p *proc) logText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// waitLog waits for a log line matching re and returns its first group.
+func (p *proc) waitLog(t *testing.T, re *regexp.Regexp) string {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(p.logText()); m != nil {
+			return m[1]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no log line matching %s; log:\n%s", re, p.logText())
+	return ""
+}
+
+func startServer(t *testing.T) (*proc, *client.Client) {
+	srv := start(t, "server", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--heartbeat-timeout", "2s")
+	url := srv.waitLog(t, regexp.MustCompile(`msg="server listening" url=(\S+)`))
+	return srv, client.New(url)
+}
+
+func waitWorkersUp(t *testing.T, c *client.Client, n int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		ws, _ := c.Workers(context.Background())
+		up := 0
+		for _, w := range ws {
+			if w.State == api.WorkerUp {
+				up++
+			}
+		}
+		if up >= n {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("fewer than %d workers up", n)
+}
+
+func TestKillWorkerMidJob(t *testing.T) {
+	_, c := startServer(t)
+	start(t, "worker", "--server", c.URL(), "--threads", "2", "--name", "steady")
+	victim := start(t, "worker", "--server", c.URL(), "--threads", "2", "--name", "victim")
+	waitWorkersUp(t, c, 2)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	obj, err := c.Put(ctx, bytes.NewReader(samples.PNG()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := map[string]string{"sigma": "3"}
+	const units = 120
+	j, err := c.Submit(ctx, api.JobSpec{Op: "blur", Input: obj.ID, Params: params, Repeat: units, Policy: "dynamic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kill the victim once it has done some work and holds units in flight.
+	for {
+		s, err := c.Job(ctx, j.ID, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		victimDone := 0
+		for _, u := range s.Units {
+			if u.Worker == "victim" && u.State == "done" {
+				victimDone++
+			}
+		}
+		if victimDone >= 3 {
+			break
+		}
+		if s.Terminal() {
+			t.Fatalf("job finished before the victim did 3 units; make it longer")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	killed := time.Now()
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	final, err := c.Wait(ctx, j.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.State != api.JobDone || final.Progress.Done != units {
+		t.Fatalf("after kill -9: state %s, progress %+v, error %q", final.State, final.Progress, final.Error)
+	}
+	total := 0
+	for _, n := range final.UnitsPerWorker {
+		total += n
+	}
+	if total != units {
+		t.Errorf("units per worker %v sum to %d, want %d: a unit was counted twice or lost", final.UnitsPerWorker, total, units)
+	}
+	requeued := 0
+	want, _ := ops.Run("blur", ops.Params(params), samples.PNG())
+	for _, u := range final.Units {
+		if u.Attempts > 1 {
+			requeued++
+		}
+		if u.Worker == "victim" && u.Returned.After(killed) {
+			t.Errorf("unit %d credited to the killed worker after its death", u.Index)
+		}
+	}
+	got, err := c.GetBytes(ctx, final.Units[units-1].Output)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("last unit's output differs from a local blur (err %v)", err)
+	}
+	if requeued == 0 {
+		t.Errorf("no unit was requeued; the victim held none in flight?")
+	}
+	t.Logf("killed victim; %d units requeued; job finished %v after the kill; per worker %v",
+		requeued, final.FinishedAt.Sub(killed).Round(time.Millisecond), final.UnitsPerWorker)
+}
+
+// TestCLI drives the client commands as a user would.
+func TestCLI(t *testing.T) {
+	_, c := startServer(t)
+	start(t, "worker", "--server", c.URL(), "--threads", "2", "--name", "w1", "--transport", "tcp")
+	waitWorkersUp(t, c, 1)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.gif")
+	if err := os.WriteFile(in, samples.GIF(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(cli(t, c, "put", in))
+	if len(id) != 64 {
+		t.Fatalf("put printed %q, want an object id", id)
+	}
+	out := cli(t, c, "submit", "--op", "grayscale", "--input", id, "--wait", "--json")
+	var j api.Job
+	if err := json.Unmarshal([]byte(out), &j); err != nil || j.State != api.JobDone {
+		t.Fatalf("submit --wait --json: %v\n%s", err, out)
+	}
+	dst := filepath.Join(dir, "out.gif")
+	cli(t, c, "get", j.Result, "-o", dst)
+	got, _ := os.ReadFile(dst)
+	want, _ := ops.Run("grayscale", nil, samples.GIF())
+	if !bytes.Equal(got, want) {
+		t.Errorf("downloaded result differs from a local grayscale")
+	}
+	if s := cli(t, c, "status", j.ID); !strings.Contains(s, "avg per unit") {
+		t.Errorf("status lacks the paper's metric:\n%s", s)
+	}
+	if s := cli(t, c, "workers"); !strings.Contains(s, "w1") || !strings.Contains(s, "up") {
+		t.Errorf("workers:\n%s", s)
+	}
+	cmd := exec.Command(braidBin, "submit", "--server", c.URL(), "--op", "nope", "--input", id)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "unknown operation") {
+		t.Errorf("unknown op: err %v, stderr %q", err, stderr.String())
+	}
+}
+
+func cli(t *testing.T, c *client.Client, args ...string) string {
+	t.Helper()
+	args = append(args[:1:1], append([]string{"--server", c.URL()}, args[1:]...)...)
+	cmd := exec.Command(braidBin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, io.MultiWriter(&stderr)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("braid %v: %v\n%s", args, err, stderr.String())
+	}
+	return stdout.String()
+}

@@ -1,0 +1,187 @@
+// Package cluster starts a braid server and workers inside one process, on
+// loopback sockets, for the demo, the benchmarks and integration tests. Every
+// part is the real one: real HTTP, real data-plane associations, real files.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/transports"
+	"github.com/braidhq/braid/server"
+	"github.com/braidhq/braid/worker"
+)
+
+// WorkerSpec describes one worker.
+type WorkerSpec struct {
+	Name      string
+	Threads   int
+	Transport string // default transports.Default
+	// Secret overrides the cluster's secret for this worker (to test a
+	// worker that does not know it).
+	Secret []byte
+}
+
+// Config describes a cluster.
+type Config struct {
+	// DataDir is the server's data directory (default: a new temporary
+	// directory, removed by Close).
+	DataDir string
+	Workers []WorkerSpec
+	// Secret defaults to a fixed test secret.
+	Secret []byte
+	Logger *slog.Logger
+	// Window is the scheduler's units in flight per stream (0: default).
+	Window int
+	// Transports tunes the transports.
+	Transports transports.Options
+	// MaxObjectSize bounds uploads (0: the server's default).
+	MaxObjectSize int64
+}
+
+// Cluster is a running server and its workers.
+type Cluster struct {
+	Server  *server.Server
+	Client  *client.Client
+	Workers []*worker.Worker
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	tmp     string
+	errs    chan error
+}
+
+// Start starts the server and the workers, and returns once every worker's
+// association is up.
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	c := &Cluster{errs: make(chan error, len(cfg.Workers)+1)}
+	if cfg.DataDir == "" {
+		dir, err := os.MkdirTemp("", "braid-cluster-*")
+		if err != nil {
+			return nil, err
+		}
+		cfg.DataDir, c.tmp = dir, dir
+	}
+	if cfg.Secret == nil {
+		cfg.Secret = []byte("braid-cluster-secret")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ts, err := transports.All(cfg.Transports)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.New(server.Config{Listen: "127.0.0.1:0", DataDir: cfg.DataDir, Secret: cfg.Secret,
+		Transports: ts, Window: cfg.Window, MaxObjectSize: cfg.MaxObjectSize, Logger: cfg.Logger.With("role", "server")})
+	if err != nil {
+		c.cleanup()
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	c.Server, c.Client, c.cancel = srv, client.New(srv.URL()), cancel
+	c.goRun(func() error { return srv.Run(runCtx) })
+	for i, ws := range cfg.Workers {
+		if err := c.startWorker(runCtx, i, ws, cfg); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	good := 0
+	for _, ws := range cfg.Workers {
+		if ws.Secret == nil {
+			good++
+		}
+	}
+	if err := c.WaitWorkers(ctx, good); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) startWorker(ctx context.Context, i int, ws WorkerSpec, cfg Config) error {
+	if ws.Name == "" {
+		ws.Name = fmt.Sprintf("w%d", i+1)
+	}
+	if ws.Transport == "" {
+		ws.Transport = transports.Default
+	}
+	t, err := transports.New(ws.Transport, cfg.Transports)
+	if err != nil {
+		return err
+	}
+	secret := cfg.Secret
+	if ws.Secret != nil {
+		secret = ws.Secret
+	}
+	w, err := worker.New(worker.Config{Name: ws.Name, Servers: []string{c.Server.URL()}, Threads: ws.Threads,
+		Transport: t, Secret: secret, Logger: cfg.Logger.With("role", "worker", "worker", ws.Name)})
+	if err != nil {
+		return err
+	}
+	c.Workers = append(c.Workers, w)
+	c.goRun(func() error { return w.Run(ctx) })
+	return nil
+}
+
+func (c *Cluster) goRun(f func() error) {
+	c.wg.Go(func() {
+		if err := f(); err != nil {
+			c.errs <- err
+		}
+	})
+}
+
+// WaitWorkers waits until n workers have their association up.
+func (c *Cluster) WaitWorkers(ctx context.Context, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	for {
+		ws, err := c.Client.Workers(ctx)
+		up := 0
+		for _, w := range ws {
+			if w.State == api.WorkerUp {
+				up++
+			}
+		}
+		if err == nil && up >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %d of %d workers up after waiting: %w (last error: %v)", up, n, ctx.Err(), err)
+		case err := <-c.errs:
+			return fmt.Errorf("cluster: a part stopped: %w", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Close stops everything, waits for it, and removes a temporary data
+// directory.
+func (c *Cluster) Close() error {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.wg.Wait()
+	close(c.errs)
+	var errs []error
+	for err := range c.errs {
+		errs = append(errs, err)
+	}
+	c.cleanup()
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) cleanup() {
+	if c.tmp != "" {
+		os.RemoveAll(c.tmp)
+	}
+}
