@@ -57,7 +57,7 @@ func testBoundaries(t *testing.T, s *suite) {
 		msgs = append(msgs, pattern(n, uint64(i)))
 	}
 	for _, dir := range [][2]transport.Association{{d, l}, {l, d}} {
-		ctx := timeoutCtx(t, 15*time.Second)
+		ctx := timeoutCtx(t, s.opTimeout())
 		errc := sendAsync(ctx, dir[0], 1, msgs...)
 		for i, want := range msgs {
 			got, err := dir[1].Recv(ctx, 1)
@@ -74,7 +74,7 @@ func testBoundaries(t *testing.T, s *suite) {
 	}
 	big := pattern(64<<20, 99)
 	for _, dir := range [][2]transport.Association{{d, l}, {l, d}} {
-		ctx := timeoutCtx(t, 15*time.Second)
+		ctx := timeoutCtx(t, s.opTimeout())
 		errc := sendAsync(ctx, dir[0], 0, big)
 		got, err := dir[1].Recv(ctx, 0)
 		if err != nil {
@@ -92,7 +92,7 @@ func testBoundaries(t *testing.T, s *suite) {
 func testOrder(t *testing.T, s *suite) {
 	const count = 10000
 	d, l := s.pair(t, 2)
-	ctx := timeoutCtx(t, 15*time.Second)
+	ctx := timeoutCtx(t, s.opTimeout())
 	for st := range 2 {
 		errc := make(chan error, 1)
 		go func() {
@@ -201,7 +201,7 @@ func recvProbes(l transport.Association, n int, d time.Duration) error {
 func testConcurrentSenders(t *testing.T, s *suite) {
 	const senders, each = 8, 300
 	d, l := s.pair(t, 2)
-	ctx := timeoutCtx(t, 15*time.Second)
+	ctx := timeoutCtx(t, s.opTimeout())
 	var wg sync.WaitGroup
 	for g := range senders {
 		wg.Go(func() {

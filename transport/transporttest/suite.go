@@ -277,3 +277,8 @@ func timeoutCtx(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// opTimeout bounds one data exchange inside a subtest: three quarters of
+// the subtest's watchdog, so a slow transport (or one under emulation) fails
+// with a clear error before the watchdog fires.
+func (s *suite) opTimeout() time.Duration { return s.opts.Timeout * 3 / 4 }

@@ -1,0 +1,174 @@
+package ksctp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/braidhq/braid/transport"
+)
+
+// conn is one nonblocking SCTP socket parked on the runtime poller.
+type conn struct {
+	f  *os.File
+	rc syscall.RawConn
+	// wmu serialises sendmsg calls, so that a Send whose context ends can
+	// interrupt its own write with a deadline without touching others.
+	wmu sync.Mutex
+}
+
+func newConn(fd int, name string) (*conn, error) {
+	f := os.NewFile(uintptr(fd), name)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &conn{f: f, rc: rc}, nil
+}
+
+// control runs fn with the socket's descriptor.
+func (c *conn) control(fn func(fd int) error) error {
+	var err error
+	if cerr := c.rc.Control(func(fd uintptr) { err = fn(int(fd)) }); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+var aLongTimeAgo = time.Unix(1, 0)
+
+// writeMsg sends p as one SCTP message on stream sid. It returns ctx.Err()
+// if ctx ended before the kernel took the message.
+func (c *conn) writeMsg(ctx context.Context, sid uint16, ppid uint32, flags uint16, p []byte) error {
+	oob := sndInfoCmsg(sid, ppid, flags)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		c.f.SetWriteDeadline(aLongTimeAgo)
+		close(fired)
+	})
+	var serr error
+	err := c.rc.Write(func(fd uintptr) bool {
+		_, serr = unix.SendmsgN(int(fd), p, oob, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+		return serr != unix.EAGAIN
+	})
+	if !stop() {
+		<-fired
+		c.f.SetWriteDeadline(time.Time{})
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return ctx.Err()
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// piece is what one recvmsg returned.
+type piece struct {
+	n     int
+	eor   bool
+	notif bool
+	info  rcvInfo
+	hasRI bool
+}
+
+// readPiece reads the next piece of an SCTP message (or notification) into
+// buf. It returns errPeerEOF when the peer shut the association down.
+func (c *conn) readPiece(buf, oob []byte) (piece, error) {
+	var pc piece
+	var rerr error
+	err := c.rc.Read(func(fd uintptr) bool {
+		var n, oobn, flags int
+		n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), buf, oob, unix.MSG_DONTWAIT)
+		if rerr == unix.EAGAIN {
+			return false
+		}
+		if rerr == nil {
+			pc.n, pc.eor, pc.notif = n, flags&unix.MSG_EOR != 0, flags&msgNotification != 0
+			pc.info, pc.hasRI = parseRcvInfo(oob[:oobn])
+		}
+		return true
+	})
+	if err == nil {
+		err = rerr
+	}
+	if err == nil && pc.n == 0 && !pc.notif {
+		err = errPeerEOF
+	}
+	return pc, err
+}
+
+var errPeerEOF = fmt.Errorf("%w: shutdown", transport.ErrPeerClosed)
+
+// mapErr turns socket errors into the transport's sentinels.
+func mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, transport.ErrPeerClosed):
+		return err
+	case errors.Is(err, unix.ECONNRESET), errors.Is(err, unix.EPIPE),
+		errors.Is(err, unix.ENOTCONN), errors.Is(err, unix.ETIMEDOUT):
+		return fmt.Errorf("%w: %v", transport.ErrPeerClosed, err)
+	case errors.Is(err, os.ErrClosed):
+		return transport.ErrClosed
+	}
+	return err
+}
+
+// hsConn runs the braid handshake over stream 0 of a fresh conn, before
+// the receive loop starts.
+type hsConn struct{ c *conn }
+
+func (h hsConn) WriteMsg(p []byte) error {
+	return mapErr(h.c.writeMsg(context.Background(), 0, ppidHandshake, 0, p))
+}
+
+func (h hsConn) ReadMsg() ([]byte, error) {
+	buf := make([]byte, transport.MaxHandshakeMessage+1)
+	oob := make([]byte, 256)
+	for {
+		pc, err := h.c.readPiece(buf, oob)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		switch {
+		case pc.notif && pc.eor:
+			continue
+		case pc.notif || !pc.eor:
+			return nil, fmt.Errorf("%w: handshake message too long", transport.ErrProtocol)
+		case !pc.hasRI || pc.info.SID != 0 || pc.info.PPID != ppidHandshake:
+			return nil, fmt.Errorf("%w: not a handshake message", transport.ErrProtocol)
+		}
+		return buf[:pc.n], nil
+	}
+}
+
+// deadlineFor makes ctx's end interrupt all I/O on c until the returned
+// func is called.
+func (c *conn) deadlineFor(ctx context.Context) (undo func()) {
+	if d, ok := ctx.Deadline(); ok {
+		c.f.SetDeadline(d)
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		c.f.SetDeadline(aLongTimeAgo)
+		close(fired)
+	})
+	return func() {
+		if !stop() {
+			<-fired
+		}
+		c.f.SetDeadline(time.Time{})
+	}
+}
