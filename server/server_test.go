@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -276,5 +277,73 @@ func TestWrongSecretWorkerGetsNoUnits(t *testing.T) {
 	j := runJob(t, cl.Client, api.JobSpec{Op: "blur", Input: in, Repeat: 6})
 	if j.State != api.JobDone || j.UnitsPerWorker["good"] != 6 {
 		t.Fatalf("job: %s, units per worker %v", j.State, j.UnitsPerWorker)
+	}
+}
+
+func TestRestartKeepsFinishedAndResumesUnfinished(t *testing.T) {
+	dir := t.TempDir()
+	ctx := testCtx(t)
+	cl, err := cluster.Start(ctx, cluster.Config{DataDir: dir, Workers: []cluster.WorkerSpec{{Threads: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := put(t, cl.Client, samples.GIF())
+	done := runJob(t, cl.Client, api.JobSpec{Op: "grayscale", Input: in, Repeat: 3})
+	if err := cl.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A server with no workers: the new job can only wait.
+	cl, err = cluster.Start(ctx, cluster.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := cl.Client.Job(ctx, done.ID, true)
+	if err != nil || again.State != api.JobDone || again.Result != done.Result || len(again.Units) != 3 {
+		t.Fatalf("finished job after restart: %+v, %v", again, err)
+	}
+	if _, err := cl.Client.GetBytes(ctx, done.Result); err != nil {
+		t.Fatalf("result object after restart: %v", err)
+	}
+	pending, err := cl.Client.Submit(ctx, api.JobSpec{Op: "blur", Input: in, Repeat: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	cl, err = cluster.Start(ctx, cluster.Config{DataDir: dir, Workers: []cluster.WorkerSpec{{Threads: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	j, err := cl.Client.Wait(ctx, pending.ID, nil)
+	if err != nil || j.State != api.JobDone || j.Progress.Done != 5 {
+		t.Fatalf("unfinished job after restart: %+v, %v", j, err)
+	}
+}
+
+func TestWorkerInfoEndpoint(t *testing.T) {
+	cl := startCluster(t, cluster.WorkerSpec{Name: "info", Threads: 3})
+	ws, err := cl.Client.Workers(testCtx(t))
+	if err != nil || len(ws) != 1 {
+		t.Fatalf("workers: %v %v", ws, err)
+	}
+	w := ws[0]
+	if w.Streams != 3 || w.Info.MaxThreads != 3 || w.Info.Cores < 1 || w.Info.RAMBytes <= 0 || len(w.Info.Ops) < 6 {
+		t.Errorf("registered figures: %+v", w)
+	}
+	resp, err := http.Get(w.Info.InfoURL + "/v1/info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var info api.WorkerInfo
+	if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Name != "info" || info.FreeThreads != 0 || info.MaxThreads != 3 {
+		t.Errorf("GET /v1/info: %+v (all 3 threads should be reserved by the association)", info)
 	}
 }
