@@ -20,11 +20,16 @@ const (
 type Core struct {
 	cfg     Config
 	workers map[string]*worker
-	names   []string // worker names, sorted
+	names   []string  // worker names, sorted
+	byName  []*worker // workers[names[k]], for each k
 	jobs    map[string]*job
 	all     []*job // every known job, by arrival
+	live    []*job // the active jobs, by arrival
 	seq     int
 	now     time.Time
+	gen     int // bumped when a worker comes up or goes down
+	pass    int // bumped by every dispatch
+	scratch []*worker
 }
 
 // New returns an empty core; zero fields of cfg take their defaults.
@@ -39,7 +44,7 @@ func New(cfg Config) *Core {
 	if cfg.SpeculateAfter <= 0 {
 		cfg.SpeculateAfter = DefaultSpeculateAfter
 	}
-	return &Core{cfg: cfg, workers: map[string]*worker{}, jobs: map[string]*job{}}
+	return &Core{cfg: cfg, workers: map[string]*worker{}, jobs: map[string]*job{}, gen: 1}
 }
 
 // Step applies one event at time now and returns what to do about it: the
@@ -101,6 +106,11 @@ func (c *Core) workerUp(ev WorkerUp) error {
 		slices.Sort(c.names)
 	}
 	c.workers[ev.Worker] = w
+	c.byName = c.byName[:0]
+	for _, n := range c.names {
+		c.byName = append(c.byName, c.workers[n])
+	}
+	c.gen++
 	c.replanSpeed()
 	return nil
 }
@@ -120,14 +130,16 @@ func (c *Core) workerDown(ev WorkerDown) error {
 // unsent static shares go to the jobs' pools.
 func (c *Core) down(w *worker) {
 	w.up = false
+	c.gen++
 	clear(w.inflight)
-	for _, j := range c.all {
-		for i := range j.units {
-			c.requeue(j, i, w.name)
-		}
-		if j.active() {
-			for _, op := range sortedKeys(j.shares) {
-				j.shares[op].release(w.name)
+	for _, r := range w.held {
+		c.requeue(r.j, r.i, w.name)
+	}
+	w.held = nil
+	for _, j := range c.live {
+		for _, q := range j.ops {
+			if q.share != nil {
+				q.share.release(w.name)
 			}
 		}
 	}
@@ -139,12 +151,12 @@ func (c *Core) requeue(j *job, i int, w string) {
 	u := &j.units[i]
 	n := len(u.copies)
 	u.copies = slices.DeleteFunc(u.copies, func(a attempt) bool { return a.worker == w })
+	j.copies -= n - len(u.copies)
 	if len(u.copies) == n || len(u.copies) > 0 || u.state != unitRunning {
 		return
 	}
-	u.state = unitPending
-	j.pending++
-	if s := j.shares[u.Op]; s != nil {
+	j.setPending(i, true, unitPending)
+	if s := j.ops[u.oq].share; s != nil {
 		s.pool++
 	}
 }
@@ -160,6 +172,7 @@ func (c *Core) jobAdded(ev JobAdded) error {
 	c.seq++
 	c.jobs[j.name] = j
 	c.all = append(c.all, j)
+	c.live = append(c.live, j)
 	return nil
 }
 
@@ -170,6 +183,7 @@ func (c *Core) jobCancelled(ev JobCancelled, out *Output) error {
 	}
 	if j.active() {
 		j.cancelled = true
+		c.retire(j)
 		out.JobsDone = append(out.JobsDone, j.name)
 	}
 	return nil
@@ -189,7 +203,7 @@ func (c *Core) feedback(ev Feedback) error {
 // replanSpeed re-divides the unsent shares of jobs whose policy follows
 // the speed estimates.
 func (c *Core) replanSpeed() {
-	for _, j := range c.all {
+	for _, j := range c.live {
 		if j.active() && j.policy.replans() {
 			j.replan(c)
 		}
@@ -204,8 +218,8 @@ func (c *Core) estRate(w *worker) float64 {
 		return r
 	}
 	sum, threads := 0.0, 0
-	for _, n := range c.names {
-		if o := c.workers[n]; o.up && o.rate() > 0 {
+	for _, o := range c.byName {
+		if o.up && o.rate() > 0 {
 			sum += o.rate()
 			threads += o.threads
 		}
@@ -214,4 +228,9 @@ func (c *Core) estRate(w *worker) float64 {
 		return float64(w.threads)
 	}
 	return float64(w.threads) * sum / float64(threads)
+}
+
+// retire takes a job that is no longer active off the live list.
+func (c *Core) retire(j *job) {
+	c.live = slices.DeleteFunc(c.live, func(o *job) bool { return o == j })
 }

@@ -7,75 +7,103 @@ import (
 // dispatch places every placeable unit it can: jobs in arrival order, a
 // job's units in index order, each on a stream with window room of an up
 // worker that can run its operation, as the job's policy allows.
+//
+// A job's placeable units wait in per-operation heaps (opQueue), so a
+// pass costs O(log n) per unit placed plus O(operations) per job. Once a
+// unit of an operation cannot be placed, none of that operation can in
+// the same pass (room only shrinks), so the operation is skipped.
 func (c *Core) dispatch(out *Output) {
-	for _, j := range c.all {
+	c.pass++
+	for _, j := range c.live {
 		if !c.anyRoom() {
 			return
 		}
-		if !j.active() || j.pending == 0 {
-			continue
-		}
-		for i := range j.units {
-			if j.placeable(i) {
-				c.place(j, i, out)
+		for q := j.next(c.pass); q != nil; q = j.next(c.pass) {
+			if !c.place(j, q, out) {
+				q.tried = c.pass
 			}
 		}
 	}
 }
 
+// next returns the operation whose lowest placeable unit comes first, of
+// those not yet failed in this pass; nil if there is none.
+func (j *job) next(pass int) *opQueue {
+	var best *opQueue
+	for _, q := range j.ops {
+		if q.tried != pass && q.ready.len() > 0 && (best == nil || q.ready.min() < best.ready.min()) {
+			best = q
+		}
+	}
+	return best
+}
+
 func (c *Core) anyRoom() bool {
-	for _, n := range c.names {
-		if w := c.workers[n]; w.up && w.freeStream() >= 0 {
+	for _, w := range c.byName {
+		if w.up && w.freeStream() >= 0 {
 			return true
 		}
 	}
 	return false
 }
 
-// place sends unit i of j to the best allowed worker with room, if any. A
-// static policy's shares are planned here, the first time a unit of the
-// operation is placed while some capable worker is up.
-func (c *Core) place(j *job, i int, out *Output) {
-	op := j.units[i].Op
-	ws := c.capable(op)
+// place sends the first placeable unit of q to the best allowed worker
+// with room, and reports whether it could. A static policy's shares are
+// planned here, the first time a unit of the operation is placed while
+// some capable worker is up.
+func (c *Core) place(j *job, q *opQueue, out *Output) bool {
+	ws := c.capable(q)
 	if len(ws) == 0 {
-		return
+		return false
 	}
-	s := j.shares[op]
+	s := q.share
 	if s == nil {
 		if wts := j.policy.weights(c, ws); wts != nil {
-			s = j.planShares(op, ws, wts)
+			s = q.planShares(ws, wts)
 		}
 	}
-	w := c.pick(ws, func(w *worker) bool { return s == nil || s.allows(w.name) })
+	w := c.pick(ws, s)
 	if w == nil {
-		return
+		return false
 	}
 	if s != nil {
 		s.take(w.name)
 	}
-	c.send(j, i, w, w.freeStream(), false, out)
+	c.send(j, q.ready.pop(), w, w.freeStream(), false, out)
+	return true
 }
 
-// capable lists the up workers that can run op, by name.
-func (c *Core) capable(op string) []*worker {
+// capable lists the up workers that can run q's operation, by name. The
+// list is cached until a worker comes up or goes down; callers must not
+// modify it.
+func (c *Core) capable(q *opQueue) []*worker {
+	if q.wsGen == c.gen {
+		return q.ws
+	}
+	q.ws, q.wsGen = c.capableOf(q.op), c.gen
+	return q.ws
+}
+
+// capableOf lists the up workers that can run op, by name.
+func (c *Core) capableOf(op string) []*worker {
 	var ws []*worker
-	for _, n := range c.names {
-		if w := c.workers[n]; w.can(op) {
+	for _, w := range c.byName {
+		if w.can(op) {
 			ws = append(ws, w)
 		}
 	}
 	return ws
 }
 
-// pick chooses among the allowed workers with window room: the one whose
-// freest stream is least loaded (so every stream gets a unit before any
-// gets a second), then the faster per stream, then by name.
-func (c *Core) pick(ws []*worker, allowed func(*worker) bool) *worker {
+// pick chooses among the workers with window room that share s allows
+// (all of them if s is nil): the one whose freest stream is least loaded
+// (so every stream gets a unit before any gets a second), then the faster
+// per stream, then by name.
+func (c *Core) pick(ws []*worker, s *opShare) *worker {
 	var best *worker
 	var bestSpeed float64
 	for _, w := range ws {
-		if w.freeStream() < 0 || !allowed(w) {
+		if w.freeStream() < 0 || (s != nil && !s.allows(w.name)) {
 			continue
 		}
 		speed := c.estRate(w) / float64(len(w.inflight))
@@ -92,10 +120,11 @@ func (c *Core) send(j *job, i int, w *worker, stream int, spec bool, out *Output
 	u.attempts++
 	u.copies = append(u.copies, attempt{worker: w.name, stream: stream, n: u.attempts,
 		spec: spec, sent: c.now, ahead: w.inflight[stream]})
+	j.copies++
 	w.inflight[stream]++
+	w.held = append(w.held, ref{j, i})
 	if !spec {
-		u.state = unitRunning
-		j.pending--
+		j.setPending(i, false, unitRunning)
 	}
 	out.Assign = append(out.Assign, Assignment{Job: j.name, Unit: i, Worker: w.name,
 		Stream: stream, Attempt: u.attempts, Speculative: spec})

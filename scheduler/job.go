@@ -33,6 +33,7 @@ type unit struct {
 	attempts   int   // last attempt number issued
 	copies     []attempt
 	duplicated bool // a speculative copy was issued
+	oq         int  // index of the unit's operation in job.ops
 }
 
 type job struct {
@@ -44,10 +45,16 @@ type job struct {
 	final     int // units done or failed
 	failed    int
 	pending   int // units in unitPending
+	copies    int // copies in flight, over all units
 	cancelled bool
 	finished  bool
-	shares    map[string]*opShare // static policies: per operation, once planned
-	computes  []time.Duration     // Compute of accepted successful results
+	ops       []*opQueue // per operation, by first unit index
+	opIndex   map[string]int
+	opsGen    int    // bumped when an operation's pending count becomes or stops being 0
+	waiting   string // Progress.Waiting, valid for (waitGen, waitOps)
+	waitGen   int
+	waitOps   int
+	computes  median // Compute of accepted successful results
 }
 
 // newJob validates ev and builds the job; on error nothing is kept.
@@ -61,7 +68,7 @@ func newJob(ev JobAdded, seq int) (*job, error) {
 		return nil, fmt.Errorf("%w: job %q has no name or no units", ErrBadUnit, ev.Job)
 	}
 	j := &job{name: ev.Job, seq: seq, policy: p, speculate: ev.Speculate,
-		units: make([]unit, n), pending: n, shares: map[string]*opShare{}}
+		units: make([]unit, n), pending: n, opIndex: map[string]int{}}
 	seen := make([]bool, n)
 	for _, u := range ev.Units {
 		if err := checkUnit(u, n, seen); err != nil {
@@ -78,7 +85,48 @@ func newJob(ev JobAdded, seq int) (*job, error) {
 	if hasCycle(j.units) {
 		return nil, fmt.Errorf("%w in job %q", ErrDepCycle, ev.Job)
 	}
+	j.queue()
 	return j, nil
+}
+
+// queue builds the per-operation queues; every unit is pending.
+func (j *job) queue() {
+	for i := range j.units {
+		u := &j.units[i]
+		k, ok := j.opIndex[u.Op]
+		if !ok {
+			k = len(j.ops)
+			j.opIndex[u.Op] = k
+			j.ops = append(j.ops, &opQueue{op: u.Op})
+		}
+		u.oq = k
+		q := j.ops[k]
+		q.pending++
+		if u.blockers == 0 {
+			q.ready = append(q.ready, i) // ascending, so still a heap
+		}
+	}
+}
+
+// setPending moves unit i into unitPending (on, with st unitPending) or
+// out of it into st, keeping the job's and the operation's pending counts;
+// a unit entering it is queued if it is placeable.
+func (j *job) setPending(i int, on bool, st unitState) {
+	u := &j.units[i]
+	q := j.ops[u.oq]
+	d := -1
+	if on {
+		d = 1
+	}
+	j.pending += d
+	q.pending += d
+	if q.pending == 0 || (on && q.pending == 1) {
+		j.opsGen++
+	}
+	u.state = st
+	if on && u.blockers == 0 {
+		q.ready.push(i)
+	}
 }
 
 func checkUnit(u Unit, n int, seen []bool) error {
@@ -127,26 +175,31 @@ func (j *job) placeable(i int) bool {
 	return j.units[i].state == unitPending && j.units[i].blockers == 0
 }
 
-// finish records unit i as final and releases its dependents; dependents
-// of a failed unit fail too (they cannot get their input). It returns the
-// indexes failed by cascade.
+// finish records unit i as final and releases its dependents, queueing
+// those left with no unfinished dependency; dependents of a failed unit
+// fail too (they cannot get their input). It returns the indexes failed by
+// cascade.
 func (j *job) finish(i int, failed bool) (cascaded []int) {
 	u := &j.units[i]
-	if u.state == unitPending {
-		j.pending--
-	}
-	u.state = unitDone
-	j.final++
+	st := unitDone
 	if failed {
-		u.state = unitFailed
+		st = unitFailed
 		j.failed++
 	}
+	if u.state == unitPending {
+		j.setPending(i, false, st)
+	}
+	u.state = st
+	j.final++
 	for _, d := range u.dependents {
 		du := &j.units[d]
 		du.blockers--
-		if failed && du.state == unitPending {
+		switch {
+		case failed && du.state == unitPending:
 			cascaded = append(cascaded, d)
 			cascaded = append(cascaded, j.finish(d, true)...)
+		case du.blockers == 0 && du.state == unitPending:
+			j.ops[du.oq].ready.push(d)
 		}
 	}
 	if j.final == len(j.units) {
@@ -157,12 +210,8 @@ func (j *job) finish(i int, failed bool) (cascaded []int) {
 
 // medianCompute is the median compute time of accepted results.
 func (j *job) medianCompute() (time.Duration, bool) {
-	if len(j.computes) == 0 {
-		return 0, false
-	}
-	s := slices.Clone(j.computes)
-	slices.Sort(s)
-	return s[len(s)/2], true
+	m, ok := j.computes.value()
+	return time.Duration(m), ok
 }
 
 // dropCopy removes the copy of the unit that result f is for and reports

@@ -7,7 +7,10 @@ import (
 )
 
 // Progress reports the core's view of job; false if the job is unknown.
-// Done counts successful units; Done+Failed+Running+Pending == Total.
+// Done counts successful units; Done+Failed+Running+Pending == Total. It
+// costs O(1) but for Waiting, which is recomputed (in O(operations ×
+// workers)) only after a worker came up or went down or the set of the
+// job's operations with pending units changed.
 func (c *Core) Progress(job string) (JobProgress, bool) {
 	j := c.jobs[job]
 	if j == nil {
@@ -16,7 +19,10 @@ func (c *Core) Progress(job string) (JobProgress, bool) {
 	p := JobProgress{Total: len(j.units), Failed: j.failed, Done: j.final - j.failed, Pending: j.pending}
 	p.Running = p.Total - j.final - j.pending
 	if j.active() && j.pending > 0 {
-		p.Waiting = c.waiting(j)
+		if j.waitGen != c.gen || j.waitOps != j.opsGen {
+			j.waiting, j.waitGen, j.waitOps = c.waiting(j), c.gen, j.opsGen
+		}
+		p.Waiting = j.waiting
 	}
 	return p, true
 }
@@ -24,9 +30,9 @@ func (c *Core) Progress(job string) (JobProgress, bool) {
 // waiting names the operations of j's pending units no up worker can run.
 func (c *Core) waiting(j *job) string {
 	var ops []string
-	for _, u := range j.units {
-		if u.state == unitPending && !slices.Contains(ops, u.Op) && len(c.capable(u.Op)) == 0 {
-			ops = append(ops, u.Op)
+	for _, q := range j.ops {
+		if q.pending > 0 && len(c.capable(q)) == 0 {
+			ops = append(ops, q.op)
 		}
 	}
 	slices.Sort(ops)
@@ -66,13 +72,8 @@ func (c *Core) Jobs() []string {
 // for it later are Dropped. It reports whether the job was forgotten.
 func (c *Core) Forget(name string) bool {
 	j := c.jobs[name]
-	if j == nil || j.active() {
+	if j == nil || j.active() || j.copies > 0 {
 		return false
-	}
-	for _, u := range j.units {
-		if len(u.copies) > 0 {
-			return false
-		}
 	}
 	delete(c.jobs, name)
 	c.all = slices.DeleteFunc(c.all, func(o *job) bool { return o == j })

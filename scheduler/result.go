@@ -20,8 +20,10 @@ func (c *Core) unitFinished(ev UnitFinished, out *Output) {
 		out.Dropped = append(out.Dropped, ev)
 		return
 	}
+	j.copies--
 	w := c.workers[ev.Worker]
 	w.inflight[ev.Stream]--
+	w.release(ref{j, ev.Unit})
 	if !ev.Failed && w.observe(ev.Compute) {
 		defer c.replanSpeed()
 	}
@@ -31,12 +33,13 @@ func (c *Core) unitFinished(ev UnitFinished, out *Output) {
 	}
 	out.Accepted = append(out.Accepted, ev)
 	if !ev.Failed && ev.Compute > 0 {
-		j.computes = append(j.computes, ev.Compute)
+		j.computes.add(int64(ev.Compute))
 	}
 	for _, d := range j.finish(ev.Unit, ev.Failed) {
 		out.Accepted = append(out.Accepted, UnitFinished{Job: j.name, Unit: d, Failed: true})
 	}
 	if j.finished {
+		c.retire(j)
 		out.JobsDone = append(out.JobsDone, j.name)
 	}
 }

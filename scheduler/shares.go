@@ -3,7 +3,6 @@ package scheduler
 import (
 	"math"
 	"slices"
-	"sort"
 )
 
 // opShare is a static policy's plan for the units of one operation in one
@@ -18,24 +17,20 @@ import (
 // may drain the pool. So shares + pool always cover the pending units and a
 // job never strands work on a dead worker.
 type opShare struct {
-	left map[string]int
-	pool int
+	left  map[string]int
+	names []string // the keys of left, sorted
+	pool  int
 }
 
-// planShares divides the job's pending units of op among ws by weights.
-func (j *job) planShares(op string, ws []*worker, weights []float64) *opShare {
-	total := 0
-	for _, u := range j.units {
-		if u.Op == op && u.state == unitPending {
-			total++
-		}
-	}
+// planShares divides q's pending units among ws by weights.
+func (q *opQueue) planShares(ws []*worker, weights []float64) *opShare {
 	s := &opShare{left: map[string]int{}}
-	n := apportion(total, weights)
+	n := apportion(q.pending, weights)
 	for i, w := range ws {
 		s.left[w.name] = n[i]
+		s.names = append(s.names, w.name)
 	}
-	j.shares[op] = s
+	q.share = s
 	return s
 }
 
@@ -59,20 +54,26 @@ func (s *opShare) allows(w string) bool { return s.left[w] > 0 || s.pool > 0 }
 func (s *opShare) release(w string) {
 	s.pool += s.left[w]
 	delete(s.left, w)
+	s.names = slices.DeleteFunc(s.names, func(n string) bool { return n == w })
 }
 
 // replan divides the unsent shares again among their holders by the
 // policy's weights; the pool is left alone. A new plan that moves no share
 // by more than one unit is ignored, so rounding does not flap on noise.
 func (j *job) replan(c *Core) {
-	for _, s := range j.shares {
-		names := sortedKeys(s.left)
-		ws := make([]*worker, len(names))
+	for _, q := range j.ops {
+		s := q.share
+		if s == nil {
+			continue
+		}
+		names := s.names
+		ws := c.scratch[:0]
 		total := 0
-		for i, n := range names {
-			ws[i] = c.workers[n]
+		for _, n := range names {
+			ws = append(ws, c.workers[n])
 			total += s.left[n]
 		}
+		c.scratch = ws
 		n := apportion(total, j.policy.weights(c, ws))
 		if !movesEnough(s.left, names, n) {
 			continue
@@ -113,23 +114,21 @@ func apportion(total int, weights []float64) []int {
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool {
-		return exact[order[a]]-float64(out[order[a]]) > exact[order[b]]-float64(out[order[b]])+1e-9
+	rem := func(i int) float64 { return exact[i] - float64(out[i]) }
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case rem(a) > rem(b)+1e-9:
+			return -1
+		case rem(b) > rem(a)+1e-9:
+			return 1
+		}
+		return 0
 	})
 	for k := 0; given < total; k++ {
 		out[order[k%len(order)]]++
 		given++
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // movesEnough reports whether plan n differs from left by 2 or more units

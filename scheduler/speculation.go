@@ -23,14 +23,14 @@ import (
 // its slot then. Only idle streams are used, and dispatch runs first, so
 // speculation never delays another job's units.
 func (c *Core) speculate(out *Output) {
-	for _, j := range c.all {
-		if !j.active() || !j.speculate || j.pending > 0 {
+	for _, j := range c.live {
+		if !j.speculate || j.pending > 0 {
 			continue
 		}
 		med, hasMed := j.medianCompute()
-		for _, i := range j.speculationCandidates() {
+		for _, i := range c.speculationCandidates(j) {
 			u := &j.units[i]
-			w, s := c.idleSlot(u.Op, u.copies[0].worker)
+			w, s := c.idleSlot(j.ops[u.oq], u.copies[0].worker)
 			if w != nil && c.worthDuplicating(u.copies[0], w, med, hasMed) {
 				u.duplicated = true
 				c.send(j, i, w, s, true, out)
@@ -39,26 +39,32 @@ func (c *Core) speculate(out *Output) {
 	}
 }
 
-// speculationCandidates lists running units with one copy and no
-// duplicate yet, oldest send first.
-func (j *job) speculationCandidates() []int {
+// speculationCandidates lists j's running units with one copy and no
+// duplicate yet, oldest send first, then by index. It looks only at the
+// units in flight on the workers, not at the whole job.
+func (c *Core) speculationCandidates(j *job) []int {
 	var out []int
-	for i, u := range j.units {
-		if u.state == unitRunning && len(u.copies) == 1 && !u.duplicated {
-			out = append(out, i)
+	for _, w := range c.byName {
+		for _, r := range w.held {
+			if r.j != j {
+				continue
+			}
+			if u := &j.units[r.i]; u.state == unitRunning && len(u.copies) == 1 && !u.duplicated {
+				out = append(out, r.i)
+			}
 		}
 	}
-	slices.SortStableFunc(out, func(a, b int) int {
-		return j.units[a].copies[0].sent.Compare(j.units[b].copies[0].sent)
+	slices.SortFunc(out, func(a, b int) int {
+		return cmp.Or(j.units[a].copies[0].sent.Compare(j.units[b].copies[0].sent), cmp.Compare(a, b))
 	})
 	return out
 }
 
-// idleSlot finds the fastest up worker other than not that can run op and
+// idleSlot finds the fastest up worker other than not that can run q's op and
 // has a stream with nothing in flight; measured workers before unmeasured.
-func (c *Core) idleSlot(op, not string) (*worker, int) {
+func (c *Core) idleSlot(q *opQueue, not string) (*worker, int) {
 	var best *worker
-	for _, w := range c.capable(op) {
+	for _, w := range c.capable(q) {
 		if w.name == not || w.idleStream() < 0 {
 			continue
 		}

@@ -18,6 +18,7 @@ type worker struct {
 	ops      map[string]bool
 	inflight []int // units in flight per stream
 	window   int   // per-stream window, shared by all streams
+	held     []ref // the units with a copy in flight here
 
 	unitTime time.Duration // EWMA of reported compute time per unit
 	samples  int           // compute-time samples behind unitTime
@@ -45,6 +46,19 @@ func newWorker(ev WorkerUp, window int) *worker {
 		w.ops[op] = true
 	}
 	return w
+}
+
+// ref names one unit of one job.
+type ref struct {
+	j *job
+	i int
+}
+
+// release forgets one copy of unit r held here.
+func (w *worker) release(r ref) {
+	if k := slices.Index(w.held, r); k >= 0 {
+		w.held = slices.Delete(w.held, k, k+1)
+	}
 }
 
 func validateWorkerUp(ev WorkerUp) error {

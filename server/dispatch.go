@@ -22,6 +22,7 @@ type dispatcher struct {
 	ctl      chan func()
 	results  chan resultMsg
 	jobs     map[string]*jobRun
+	ended    map[string]*jobRun // terminal jobs the core still holds
 	inflight map[uint64]flight
 	workers  map[string]*workerConn
 	nextID   uint64
@@ -57,6 +58,7 @@ func newDispatcher(s *Server) *dispatcher {
 		ctl:      make(chan func(), 64),
 		results:  make(chan resultMsg, 1024),
 		jobs:     map[string]*jobRun{},
+		ended:    map[string]*jobRun{},
 		inflight: map[uint64]flight{},
 		workers:  map[string]*workerConn{},
 		nextID:   uint64(time.Now().UnixNano()),
@@ -274,6 +276,7 @@ func (d *dispatcher) failJob(j *jobRun) {
 	j.mu.Unlock()
 	d.step(scheduler.JobCancelled{Job: j.id})
 	d.s.persist(j)
+	d.ended[j.id] = j
 }
 
 // jobUnitsFinished runs when the core has every unit of j: assemble the
@@ -305,6 +308,20 @@ func (d *dispatcher) finish(j *jobRun, result string, err error) {
 	j.mu.Unlock()
 	d.log.Info("job finished", "job", j.id, "state", j.state, "units", len(j.units))
 	d.s.persist(j)
+	d.ended[j.id] = j
+}
+
+// forgetEnded drops terminal jobs with nothing in flight from the core and
+// releases their inputs; the job's status stays with the server.
+func (d *dispatcher) forgetEnded() {
+	for id, j := range d.ended {
+		if _, known := d.core.Progress(id); known && !d.core.Forget(id) {
+			continue // results still in flight
+		}
+		delete(d.ended, id)
+		delete(d.jobs, id)
+		j.inputs, j.tiles = nil, nil
+	}
 }
 
 // addJob hands a validated, split job to the core.
@@ -340,11 +357,13 @@ func (d *dispatcher) cancel(j *jobRun) error {
 	d.step(scheduler.JobCancelled{Job: j.id})
 	d.refresh(j)
 	d.s.persist(j)
+	d.ended[j.id] = j
 	return nil
 }
 
 func (d *dispatcher) onTick(now time.Time) {
 	d.apply(d.core.Tick(now))
+	d.forgetEnded()
 	for _, w := range d.workers {
 		if w.state != api.WorkerDown && now.Sub(w.lastSeen) > d.s.cfg.HeartbeatTimeout {
 			d.log.Warn("worker missed its heartbeats; taking its units back", "worker", w.info.Name,

@@ -231,21 +231,47 @@ func TestWaitingForCapableWorker(t *testing.T) {
 }
 
 func TestGarbageOnDataPlaneKeepsWorkerServing(t *testing.T) {
-	cl := startCluster(t, cluster.WorkerSpec{Threads: 2})
-	addr := cl.Workers[0].DataAddr().String()
-	for _, junk := range [][]byte{[]byte("GET / HTTP/1.0\r\n\r\n"), bytes.Repeat([]byte{0xff}, 4096), {}} {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = conn.Write(junk)
-		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-		_, _ = io.Copy(io.Discard, conn) // the worker must hang up, not hang
-		conn.Close()
+	junks := [][]byte{[]byte("GET / HTTP/1.0\r\n\r\n"), bytes.Repeat([]byte{0xff}, 4096), {}}
+	for _, tname := range []string{"tcpn", "sctp"} {
+		t.Run(tname, func(t *testing.T) {
+			cl := startCluster(t, cluster.WorkerSpec{Threads: 2, Transport: tname})
+			addr := cl.Workers[0].DataAddr().String()
+			for _, junk := range junks {
+				if tname == "sctp" {
+					sendUDP(t, addr, junk)
+				} else {
+					sendTCP(t, addr, junk)
+				}
+			}
+			in := put(t, cl.Client, samples.GIF())
+			if j := runJob(t, cl.Client, api.JobSpec{Op: "blur", Input: in, Repeat: 4}); j.State != api.JobDone {
+				t.Fatalf("job after garbage: %s %s", j.State, j.Error)
+			}
+		})
 	}
-	in := put(t, cl.Client, samples.GIF())
-	if j := runJob(t, cl.Client, api.JobSpec{Op: "blur", Input: in, Repeat: 4}); j.State != api.JobDone {
-		t.Fatalf("job after garbage: %s %s", j.State, j.Error)
+}
+
+// sendTCP writes junk and waits for the worker to hang up (not hang).
+func sendTCP(t *testing.T, addr string, junk []byte) {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = conn.Write(junk)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _ = io.Copy(io.Discard, conn)
+}
+
+// sendUDP sends junk datagrams to a UDP-based (SCTP) listener.
+func sendUDP(t *testing.T, addr string, junk []byte) {
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for range 10 {
+		_, _ = conn.Write(junk)
 	}
 }
 

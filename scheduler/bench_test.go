@@ -1,0 +1,86 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/scheduler"
+)
+
+// BenchmarkSteadyState measures one result cycle of a busy core — a
+// UnitFinished step and a Progress call, as the server makes for every
+// result — with 2 workers × 2 streams working through one job at a time
+// (a fresh job is added when one is done and the done one forgotten).
+// The cost per cycle should not depend on the job's size.
+func BenchmarkSteadyState(b *testing.B) {
+	for _, policy := range scheduler.PolicyNames {
+		for _, units := range []int{2_000, 20_000, 200_000} {
+			b.Run(fmt.Sprintf("%s/units=%d", policy, units), func(b *testing.B) {
+				benchSteadyState(b, policy, units)
+			})
+		}
+	}
+}
+
+// steady drives a core with results in the order their units were sent.
+type steady struct {
+	b       *testing.B
+	core    *scheduler.Core
+	now     time.Time
+	policy  string
+	units   []scheduler.Unit // the same for every job
+	jobs    int
+	job     string
+	flight  []scheduler.Assignment // FIFO of units in flight
+	results int
+}
+
+func benchSteadyState(b *testing.B, policy string, units int) {
+	s := &steady{b: b, core: scheduler.New(scheduler.Config{}), now: time.Unix(0, 0),
+		policy: policy, units: make([]scheduler.Unit, units)}
+	for i := range s.units {
+		s.units[i] = scheduler.Unit{Index: i, Op: "op"}
+	}
+	for _, w := range []string{"w0", "w1"} {
+		s.step(scheduler.WorkerUp{Worker: w, Streams: 2, Ops: []string{"op"}})
+	}
+	s.addJob()
+	b.ReportAllocs()
+	for b.Loop() {
+		s.cycle()
+	}
+}
+
+func (s *steady) addJob() {
+	s.job = fmt.Sprintf("j%d", s.jobs)
+	s.jobs++
+	s.step(scheduler.JobAdded{Job: s.job, Policy: s.policy, Units: s.units})
+}
+
+// cycle returns the oldest unit in flight, then asks for progress.
+func (s *steady) cycle() {
+	a := s.flight[0]
+	s.flight = s.flight[1:]
+	s.results++
+	compute := time.Millisecond + time.Duration(s.results%7)*10*time.Microsecond
+	out := s.step(scheduler.UnitFinished{Job: a.Job, Unit: a.Unit, Worker: a.Worker,
+		Stream: a.Stream, Attempt: a.Attempt, Compute: compute})
+	if _, ok := s.core.Progress(a.Job); !ok {
+		s.b.Fatalf("no progress for %s", a.Job)
+	}
+	if len(out.JobsDone) > 0 {
+		s.core.Forget(a.Job)
+		s.addJob()
+	}
+}
+
+func (s *steady) step(ev scheduler.Event) scheduler.Output {
+	s.now = s.now.Add(250 * time.Microsecond)
+	out, err := s.core.Step(s.now, ev)
+	if err != nil {
+		s.b.Fatal(err)
+	}
+	s.flight = append(s.flight, out.Assign...)
+	return out
+}
