@@ -8,7 +8,8 @@ import (
 
 // benchCommands are the `braid bench` subcommands.
 var benchCommands = map[string]command{
-	"overhead": {"units/s of a no-op operation through the whole system", runBenchOverhead},
+	"overhead":  {"units/s of a no-op operation through the whole system", runBenchOverhead},
+	"transport": {"throughput and request/response rate per transport and stream count", runBenchTransport},
 }
 
 func runBench(ctx context.Context, args []string, e *env) error {

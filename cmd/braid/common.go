@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/transports"
 )
 
 // clientFlags are the flags every client command shares.
@@ -87,4 +88,10 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// registerTransportFlags adds the flags that tune transports.
+func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
+	fs.StringVar(&o.SCTPStack, "sctp-stack", transports.StackAuto,
+		"SCTP implementation: auto (kernel SCTP where it works, else userspace over UDP), kernel or user")
 }

@@ -24,8 +24,10 @@ func runDemo(ctx context.Context, args []string, e *env) error {
 	repeat := fs.Int("repeat", 100, "units of the repeated blur")
 	tiles := fs.String("tiles", "3x3", "tiles of the tiled blur")
 	var logs logFlags
+	var topts transports.Options
 	logs.register(fs)
 	logs.level = "warn"
+	registerTransportFlags(fs, &topts)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -36,8 +38,14 @@ func runDemo(ctx context.Context, args []string, e *env) error {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "starting a server and 2 workers (2 threads each) on loopback over %s...\n", *tname)
-	cl, err := cluster.Start(ctx, cluster.Config{Logger: log, Secret: []byte(randomSecret()),
+	stack := ""
+	if *tname == "sctp" {
+		stack = map[string]string{transports.StackUser: " (userspace SCTP over UDP)",
+			transports.StackKernel: " (kernel SCTP)"}[transports.Stack(topts)]
+	}
+	fmt.Fprintf(e.stdout, "starting a server and 2 workers (2 threads each) on loopback over %s%s...\n", *tname, stack)
+	topts.Logger = log
+	cl, err := cluster.Start(ctx, cluster.Config{Logger: log, Secret: []byte(randomSecret()), Transports: topts,
 		Workers: []cluster.WorkerSpec{{Name: "w1", Threads: 2, Transport: *tname}, {Name: "w2", Threads: 2, Transport: *tname}}})
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	var topts transports.Options
 	sec.register(fs)
 	logs.register(fs)
+	registerTransportFlags(fs, &topts)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -36,6 +37,7 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
+	topts.Logger = log
 	secret, err := sec.value(e)
 	if err != nil {
 		return err

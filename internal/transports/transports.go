@@ -4,31 +4,78 @@ package transports
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/ksctp"
+	"github.com/braidhq/braid/transport/quic"
+	"github.com/braidhq/braid/transport/sctp"
 	"github.com/braidhq/braid/transport/tcp"
 	"github.com/braidhq/braid/transport/tcpn"
 )
 
 // Names lists the transports this binary has, default first.
-var Names = []string{"tcpn", "tcp"}
+var Names = []string{"sctp", "tcpn", "tcp", "quic"}
 
 // Default is what workers and the demo use unless told otherwise.
-const Default = "tcpn"
+const Default = "sctp"
+
+// SCTP stacks.
+const (
+	StackAuto   = "auto"   // the kernel's SCTP where it works, else userspace
+	StackKernel = "kernel" // the kernel's SCTP (fails where the kernel has none)
+	StackUser   = "user"   // userspace SCTP over UDP (pion/sctp)
+)
 
 // Options tune transports. The zero value means each one's defaults.
-type Options struct{}
+type Options struct {
+	// SCTPStack picks the SCTP implementation: auto (default), kernel or
+	// user.
+	SCTPStack string
+	// Logger receives transport logs (default: discard).
+	Logger *slog.Logger
+}
 
 // New builds the named transport.
-func New(name string, _ Options) (transport.Transport, error) {
+func New(name string, opts Options) (transport.Transport, error) {
 	switch name {
+	case "sctp":
+		return newSCTP(opts)
 	case "tcp":
 		return tcp.New(tcp.Config{}), nil
 	case "tcpn":
 		return tcpn.New(tcpn.Config{}), nil
+	case "quic":
+		return quic.New(quic.Config{}), nil
 	}
 	return nil, fmt.Errorf("unknown transport %q; available: %s", name, strings.Join(Names, ", "))
+}
+
+func newSCTP(opts Options) (transport.Transport, error) {
+	switch opts.SCTPStack {
+	case "", StackAuto:
+		if ksctp.Available() {
+			return ksctp.New(ksctp.Config{}), nil
+		}
+		return sctp.New(sctp.Config{Logger: opts.Logger}), nil
+	case StackKernel:
+		if !ksctp.Available() {
+			return nil, fmt.Errorf("--sctp-stack kernel: this kernel has no SCTP (socket(IPPROTO_SCTP) fails; try 'modprobe sctp' or --sctp-stack user)")
+		}
+		return ksctp.New(ksctp.Config{}), nil
+	case StackUser:
+		return sctp.New(sctp.Config{Logger: opts.Logger}), nil
+	}
+	return nil, fmt.Errorf("--sctp-stack %q: want auto, kernel or user", opts.SCTPStack)
+}
+
+// Stack reports which SCTP stack New("sctp", opts) uses.
+func Stack(opts Options) string {
+	if opts.SCTPStack == StackUser || (opts.SCTPStack != StackKernel && !ksctp.Available()) {
+		return StackUser
+	}
+	return StackKernel
 }
 
 // All builds every transport, for a server that follows whatever its

@@ -1,0 +1,162 @@
+// Package tperf is the engine behind `braid bench transport`: a throughput
+// and request/response test for any transport.Transport, in the spirit of
+// psock's testperf and iperf3.
+//
+// One side listens, the other connects; both may run in one process. The
+// connecting side drives the test. On every stream it first sends a mode
+// message ("bulk" or "rr"), then for Config.Duration either streams
+// Size-byte messages (bulk; the listener counts them) or sends Size-byte
+// requests that the listener echoes (rr; one in flight per stream). An empty
+// message ends a stream's run; the listener answers it with the byte count it
+// received, so bulk rates are measured at the receiver.
+package tperf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+)
+
+// Config describes one test.
+type Config struct {
+	Transport transport.Transport
+	// Listen and Connect are the addresses of the two roles. With only
+	// Listen, Run serves one association and reports what it received;
+	// with only Connect it drives the test against a remote listener; with
+	// neither, both run in this process on 127.0.0.1:0.
+	Listen, Connect string
+	// Streams is the stream count (default 1); Size the message size
+	// (default 64 KiB).
+	Streams int
+	Size    int
+	// Mode is "bulk" (default) or "rr".
+	Mode string
+	// Duration of the measured run (default 10 s).
+	Duration time.Duration
+	// File, if set, is read for the payload on the connecting side
+	// (successive Size-byte chunks, wrapping at the end) and written with
+	// what a listen-only side receives.
+	File string
+	// Secret is the cluster secret (default: a fixed test secret, fine
+	// for loopback).
+	Secret []byte
+}
+
+// Result is one test's outcome. Bytes counts payload bytes: received by
+// the listener in bulk mode, both directions in rr mode. CPU seconds are
+// this process's (both sides when run in one process).
+type Result struct {
+	Transport   string  `json:"transport"`
+	Streams     int     `json:"streams"`
+	Size        int     `json:"size"`
+	Mode        string  `json:"mode"`
+	Seconds     float64 `json:"seconds"`
+	Bytes       int64   `json:"bytes"`
+	Messages    int64   `json:"messages"`
+	Gbps        float64 `json:"gbps"`
+	MsgPerSec   float64 `json:"msg_per_sec"`
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	CPUSecPerGB float64 `json:"cpu_sec_per_gb"`
+}
+
+// ErrConfig is returned for an invalid Config.
+var ErrConfig = errors.New("tperf: invalid config")
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Streams <= 0 {
+		c.Streams = 1
+	}
+	if c.Size <= 0 {
+		c.Size = 64 << 10
+	}
+	if c.Mode == "" {
+		c.Mode = "bulk"
+	}
+	if c.Duration <= 0 {
+		c.Duration = 10 * time.Second
+	}
+	if len(c.Secret) == 0 {
+		c.Secret = []byte("braid tperf")
+	}
+	switch {
+	case c.Transport == nil:
+		return c, fmt.Errorf("%w: no transport", ErrConfig)
+	case c.Mode != "bulk" && c.Mode != "rr":
+		return c, fmt.Errorf("%w: mode %q (want bulk or rr)", ErrConfig, c.Mode)
+	case c.Size > transport.MaxMessageSize:
+		return c, fmt.Errorf("%w: size %d over %d", ErrConfig, c.Size, transport.MaxMessageSize)
+	case c.Streams > transport.MaxStreams:
+		return c, fmt.Errorf("%w: %d streams over %d", ErrConfig, c.Streams, transport.MaxStreams)
+	}
+	return c, nil
+}
+
+// Run runs one test; see Config for the roles.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	switch {
+	case cfg.Listen != "" && cfg.Connect == "":
+		return serveOne(ctx, cfg)
+	case cfg.Connect != "" && cfg.Listen == "":
+		return measure(ctx, cfg, func() (Result, error) { return drive(ctx, cfg, cfg.Connect) })
+	case cfg.Connect == "" && cfg.Listen == "":
+		return inProcess(ctx, cfg)
+	}
+	return Result{}, fmt.Errorf("%w: set Listen or Connect, not both", ErrConfig)
+}
+
+// inProcess runs both roles on loopback.
+func inProcess(ctx context.Context, cfg Config) (Result, error) {
+	ln, err := cfg.Transport.Listen("127.0.0.1:0", listenConfig(cfg))
+	if err != nil {
+		return Result{}, err
+	}
+	defer ln.Close()
+	srv := make(chan error, 1)
+	go func() {
+		_, err := serve(ctx, cfg, ln)
+		srv <- err
+	}()
+	res, err := measure(ctx, cfg, func() (Result, error) { return drive(ctx, cfg, ln.Addr().String()) })
+	if serr := <-srv; err == nil && serr != nil {
+		err = fmt.Errorf("tperf: listener: %w", serr)
+	}
+	return res, err
+}
+
+// measure runs f and fills in the CPU time and the rates.
+func measure(_ context.Context, cfg Config, f func() (Result, error)) (Result, error) {
+	before := cpuSeconds()
+	res, err := f()
+	res.CPUSeconds = cpuSeconds() - before
+	res.fill(cfg)
+	return res, err
+}
+
+func (r *Result) fill(cfg Config) {
+	r.Transport, r.Streams, r.Size, r.Mode = cfg.Transport.Name(), cfg.Streams, cfg.Size, cfg.Mode
+	if r.Seconds > 0 {
+		r.Gbps = float64(r.Bytes) * 8 / r.Seconds / 1e9
+		r.MsgPerSec = float64(r.Messages) / r.Seconds
+	}
+	if r.Bytes > 0 {
+		r.CPUSecPerGB = r.CPUSeconds / (float64(r.Bytes) / 1e9)
+	}
+}
+
+// cpuSeconds is this process's user plus system time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
+}

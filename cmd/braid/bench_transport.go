@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/braidhq/braid/bench/tperf"
+	"github.com/braidhq/braid/internal/transports"
+)
+
+// runBenchTransport measures transports the way psock's testperf and iperf3
+// do: one-way bulk throughput or request/response rate, per transport and
+// stream count, memory to memory or file to file.
+func runBenchTransport(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("bench transport", "[--transport LIST] [--streams LIST] [--mode bulk|rr] [--listen ADDR | --connect ADDR]", e)
+	tlist := fs.String("transport", strings.Join(transports.Names, ","), "transports, comma-separated")
+	slist := fs.String("streams", "1,4", "stream counts, comma-separated")
+	mlist := fs.String("mode", "bulk,rr", "bulk (one-way throughput) and/or rr (request/response rate)")
+	size := fs.Int("size", 0, "message size in bytes (default: 64 KiB for bulk, 19 KiB for rr)")
+	dur := fs.Duration("duration", 5*time.Second, "measured time per test")
+	listen := fs.String("listen", "", "serve one test on ADDR (the other side runs --connect)")
+	connect := fs.String("connect", "", "drive a test against a --listen side at ADDR")
+	file := fs.String("file", "", "send this file's bytes (connect side) / write what arrives to it (listen side)")
+	jsonOut := fs.String("json-out", "", "also write the results as JSON to this file")
+	var sec secretFlags
+	var topts transports.Options
+	sec.register(fs)
+	registerTransportFlags(fs, &topts)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	secret, err := sec.value(e)
+	if err != nil {
+		return err
+	}
+	streams, err := intList(*slist)
+	if err != nil {
+		return fmt.Errorf("--streams: %w", err)
+	}
+	var results []tperf.Result
+	for _, tname := range strings.Split(*tlist, ",") {
+		for _, mode := range strings.Split(*mlist, ",") {
+			for _, n := range streams {
+				t, err := transports.New(tname, topts)
+				if err != nil {
+					return err
+				}
+				cfg := tperf.Config{Transport: t, Listen: *listen, Connect: *connect, Streams: n,
+					Size: benchSize(*size, mode), Mode: mode, Duration: *dur, File: *file, Secret: secret}
+				fmt.Fprintf(e.stderr, "measuring %s %s, %d streams...\n", tname, mode, n)
+				r, err := tperf.Run(ctx, cfg)
+				if err != nil {
+					return fmt.Errorf("%s %s %d streams: %w", tname, mode, n, err)
+				}
+				results = append(results, r)
+			}
+		}
+	}
+	if err := tperf.WriteTable(e.stdout, results); err != nil {
+		return err
+	}
+	if *jsonOut == "" {
+		return nil
+	}
+	f, err := os.Create(*jsonOut)
+	if err != nil {
+		return err
+	}
+	if err := tperf.WriteJSON(f, results); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func benchSize(size int, mode string) int {
+	switch {
+	case size > 0:
+		return size
+	case mode == "rr":
+		return 19 << 10
+	}
+	return 64 << 10
+}
+
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

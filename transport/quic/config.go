@@ -1,0 +1,79 @@
+package quic
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"log/slog"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+	quicgo "github.com/quic-go/quic-go"
+)
+
+// alpn is the TLS application protocol braid speaks over QUIC.
+const alpn = "braid/1"
+
+// Config tunes the transport. Zero values mean the documented defaults.
+type Config struct {
+	// Certificate is presented by listeners. Default: an ephemeral
+	// self-signed certificate made at Listen.
+	Certificate *tls.Certificate
+	// RootCAs, if set, makes the dialer verify the listener's certificate
+	// (with ServerName, default the host in the dial address).
+	RootCAs    *x509.CertPool
+	ServerName string
+	// StreamWindow is the largest QUIC receive window of one stream.
+	// Default 16 MiB.
+	StreamWindow uint64
+	// ConnWindow is the largest receive window of a connection. Default
+	// 512 MiB, so that unread streams cannot starve the others.
+	ConnWindow uint64
+	// QueueBytes bounds the received messages waiting for Recv on one
+	// stream (one message is always admitted). Default 4 MiB.
+	QueueBytes int
+	// HandshakeTimeout bounds the QUIC and braid handshakes. Default 10 s.
+	HandshakeTimeout time.Duration
+	// CloseTimeout bounds a graceful Close. Default 5 s.
+	CloseTimeout time.Duration
+	// IdleTimeout is how long a silent peer is kept (keep-alives are sent
+	// at a third of it). Default 30 s.
+	IdleTimeout time.Duration
+	// Logger receives log lines (group "quic"); nil discards them.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	setDefault(&c.StreamWindow, 16<<20)
+	setDefault(&c.ConnWindow, 512<<20)
+	setDefault(&c.QueueBytes, 4<<20)
+	setDefault(&c.HandshakeTimeout, 10*time.Second)
+	setDefault(&c.CloseTimeout, 5*time.Second)
+	setDefault(&c.IdleTimeout, 30*time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	c.Logger = c.Logger.WithGroup("quic")
+	return c
+}
+
+// quicConfig is the quic-go configuration: large windows for bulk data and
+// room for MaxStreams streams plus the control stream.
+func (c Config) quicConfig() *quicgo.Config {
+	return &quicgo.Config{
+		HandshakeIdleTimeout:           c.HandshakeTimeout,
+		MaxIdleTimeout:                 c.IdleTimeout,
+		KeepAlivePeriod:                c.IdleTimeout / 3,
+		InitialStreamReceiveWindow:     min(c.StreamWindow, 2<<20),
+		MaxStreamReceiveWindow:         c.StreamWindow,
+		InitialConnectionReceiveWindow: min(c.ConnWindow, 32<<20),
+		MaxConnectionReceiveWindow:     c.ConnWindow,
+		MaxIncomingStreams:             transport.MaxStreams + 1,
+		MaxIncomingUniStreams:          -1,
+	}
+}
+
+func setDefault[T int | uint64 | time.Duration](p *T, def T) {
+	if *p == 0 {
+		*p = def
+	}
+}

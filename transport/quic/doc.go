@@ -1,0 +1,32 @@
+// Package quic implements transport.Transport over QUIC (quic-go), the
+// modern multi-stream yardstick for braid's SCTP transport.
+//
+// One QUIC connection carries one association. The dialer's first
+// bidirectional QUIC stream is the control stream: it carries the braid
+// handshake (2-byte length-prefixed messages) and, at the end, the graceful
+// close exchange. Then the dialer opens one long-lived bidirectional QUIC
+// stream per logical stream; its first two bytes name the logical index.
+// Messages on a stream are a 4-byte big-endian length and the payload.
+// QUIC's own per-stream flow control keeps the streams independent; the
+// connection window is set large enough that a few unread streams cannot
+// use it up.
+//
+// # TLS
+//
+// QUIC requires TLS 1.3. A Listener presents Config.Certificate or, by
+// default, an ephemeral self-signed certificate generated at Listen. The
+// dialer does not verify it unless Config.RootCAs is set: peers are
+// authenticated by the braid handshake (an HMAC over fresh nonces with the
+// cluster secret), not by a PKI that a batch cluster does not have. TLS
+// still encrypts the traffic. The handshake is not bound to the TLS
+// session, so without RootCAs an active on-path attacker who can relay the
+// handshake could read the association; set RootCAs (and a Certificate on
+// the listeners) where that matters.
+//
+// # Close
+//
+// Close finishes every stream (QUIC FIN) and the control stream, waits for
+// the peer to answer with its own FIN on the control stream (sent once its
+// readers have taken in everything), then closes the connection. A QUIC
+// CONNECTION_CLOSE alone would discard data still in flight.
+package quic

@@ -1,0 +1,173 @@
+package sctp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/pion/sctp"
+)
+
+var _ transport.Association = (*Association)(nil)
+
+// ppi is the payload protocol identifier on every braid SCTP message.
+const ppi = sctp.PayloadTypeWebRTCBinary
+
+// Association is an SCTP association carrying braid streams. See the
+// package comment for its layout.
+type Association struct {
+	cfg     *Config
+	pa      *sctp.Association
+	ctl     *sctp.Stream
+	conn    net.Conn
+	peer    transport.PeerInfo
+	send    []*sendStream
+	recv    []*recvStream
+	data    []*sctp.Stream
+	release func()
+	logf    func(format string, args ...any)
+
+	ctlMu sync.Mutex // serialises writes on the control stream
+
+	done     chan struct{} // closed when the association has ended
+	finished chan struct{} // closed when teardown is complete
+	endOnce  sync.Once
+	errMu    sync.Mutex // guards err
+	err      error
+	readers  sync.WaitGroup
+}
+
+// setup holds what an association is built from.
+type setup struct {
+	cfg     *Config
+	pa      *sctp.Association
+	ctl     *sctp.Stream
+	conn    net.Conn
+	hook    *garbageHook
+	gate    *streamGate
+	res     transport.HandshakeResult
+	release func()
+	logf    func(format string, args ...any)
+}
+
+// newAssociation opens the data streams and starts the readers.
+func newAssociation(s setup) (*Association, error) {
+	n := s.res.Streams
+	a := &Association{
+		cfg: s.cfg, pa: s.pa, ctl: s.ctl, conn: s.conn, peer: s.res.Peer, release: s.release, logf: s.logf,
+		send: make([]*sendStream, n), recv: make([]*recvStream, n), data: make([]*sctp.Stream, n),
+		done: make(chan struct{}), finished: make(chan struct{}),
+	}
+	rb := &reasmBudget{max: s.cfg.MaxReassembly}
+	for i := range n {
+		st, err := s.pa.OpenStream(uint16(i+1), ppi)
+		if err != nil {
+			return nil, fmt.Errorf("sctp: open stream %d: %w", i, err)
+		}
+		a.data[i], a.send[i], a.recv[i] = st, newSendStream(), newRecvStream(s.cfg.StreamWindow, rb)
+	}
+	s.hook.set(a.fail)
+	s.gate.set(n, a.fail)
+	a.start()
+	return a, nil
+}
+
+// start announces each stream's window and starts the reader goroutines.
+func (a *Association) start() {
+	for i, r := range a.recv {
+		if l := r.initialGrant(); l > 0 {
+			a.sendCredit(i, l)
+		}
+	}
+	a.readers.Add(len(a.recv) + 1)
+	go a.readControl()
+	for i := range a.recv {
+		go a.readData(i)
+	}
+}
+
+// Streams implements transport.Association.
+func (a *Association) Streams() int { return len(a.send) }
+
+// Peer implements transport.Association.
+func (a *Association) Peer() transport.PeerInfo { return a.peer }
+
+// LocalAddr implements transport.Association.
+func (a *Association) LocalAddr() net.Addr { return a.conn.LocalAddr() }
+
+// RemoteAddr implements transport.Association.
+func (a *Association) RemoteAddr() net.Addr { return a.conn.RemoteAddr() }
+
+// Done implements transport.Association.
+func (a *Association) Done() <-chan struct{} { return a.done }
+
+// Err implements transport.Association.
+func (a *Association) Err() error {
+	a.errMu.Lock()
+	defer a.errMu.Unlock()
+	return a.err
+}
+
+// endErr is the error for an operation that found the association ended.
+func (a *Association) endErr() error {
+	if err := a.Err(); err != nil {
+		return err
+	}
+	return transport.ErrClosed
+}
+
+// Recv implements transport.Association.
+func (a *Association) Recv(ctx context.Context, s int) ([]byte, error) {
+	if s < 0 || s >= len(a.recv) {
+		return nil, fmt.Errorf("%w: %d of %d", transport.ErrBadStream, s, len(a.recv))
+	}
+	p, l, err := a.recv[s].recv(ctx)
+	if l > 0 {
+		a.sendCredit(s, l)
+	}
+	return p, err
+}
+
+// sendCredit tells the peer its new limit on stream s.
+func (a *Association) sendCredit(s int, limit uint64) {
+	var b [ctlCreditLen]byte
+	a.ctlMu.Lock()
+	_, err := a.ctl.WriteSCTP(appendCredit(b[:0], s, limit), ppi)
+	a.ctlMu.Unlock()
+	if err != nil {
+		a.fail(fmt.Errorf("%w: control stream: %v", transport.ErrPeerClosed, err))
+	}
+}
+
+// Close implements transport.Association: pending data is delivered, then
+// the association shuts down (or is aborted after Config.CloseTimeout).
+func (a *Association) Close() error {
+	a.terminate(transport.ErrClosed, false)
+	return nil
+}
+
+// Abort implements transport.Association.
+func (a *Association) Abort(reason error) {
+	if reason == nil {
+		reason = errors.New("aborted")
+	}
+	a.terminate(fmt.Errorf("%w: %v", transport.ErrClosed, reason), true)
+}
+
+// fail aborts the association from inside (a reader or a hook) without
+// waiting for the teardown, which waits for the readers.
+func (a *Association) fail(err error) {
+	select {
+	case <-a.done:
+		return
+	default:
+	}
+	abort := errors.Is(err, transport.ErrProtocol) || errors.Is(err, transport.ErrMessageTooLarge)
+	if abort {
+		a.logf("sctp: aborting association with %s: %v", a.conn.RemoteAddr(), err)
+	}
+	go a.terminate(err, abort)
+}

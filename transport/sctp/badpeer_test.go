@@ -1,0 +1,225 @@
+package sctp
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/pion/sctp"
+)
+
+var secret = []byte("sctp test secret")
+
+// badPeer dials ln with raw pion, runs the braid handshake and returns the
+// association, ready to misbehave.
+func badPeer(t *testing.T, tr *Transport, addr string) *sctp.Association {
+	t.Helper()
+	uc, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts []sctp.ClientOption
+	for _, o := range tr.options(uc, &garbageHook{}) {
+		opts = append(opts, o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pa, err := sctp.ClientContext(ctx, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pa.Close() })
+	pa.SetMaxMessageSize(1 << 20) // lets it send oversize fragments
+	ctl, _ := pa.OpenStream(0, ppi)
+	if _, err := transport.DialHandshake(ctx, hsConn{st: ctl}, transport.DialConfig{Secret: secret, RecStreams: 2, MaxStreams: 2}); err != nil {
+		t.Fatal(err)
+	}
+	return pa
+}
+
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) Logf(f string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, strings.TrimSpace(strings.ReplaceAll(f, "%v", "")))
+	for _, a := range args {
+		if e, ok := a.(error); ok {
+			l.lines = append(l.lines, e.Error())
+		}
+	}
+}
+
+func (l *logLines) has(sub string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.lines {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestBadPeerIsAborted(t *testing.T) {
+	frag := func(h fragHeader, n int) []byte { return append(appendFragHeader(nil, h), make([]byte, n)...) }
+	cases := []struct {
+		name, want string
+		stream     uint16
+		msgs       [][]byte
+	}{
+		{"unknown message", "unknown message", 1, [][]byte{frag(fragHeader{msgID: 9, offset: 10, total: 20}, 10)}},
+		{"oversize fragment", "oversize fragment", 1, [][]byte{frag(fragHeader{total: 1 << 20}, maxFragment+1)}},
+		{"runt", "shorter than its header", 1, [][]byte{{1, 2, 3}}},
+		{"too large", "message too large", 1, [][]byte{frag(fragHeader{total: 1 << 30}, 10)}},
+		{"beyond credit", "beyond its credit", 2, manyFragments(initialCredit/maxFragment + 2)},
+		{"bad stream", "streams negotiated", 7, [][]byte{frag(fragHeader{flags: flagLast, total: 1}, 1)}},
+		{"bad control", "bad control message", 0, [][]byte{{9, 9}}},
+	}
+	tr := New(Config{StreamWindow: initialCredit})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var released atomic.Int64
+			logs := &logLines{}
+			lc := transport.ListenConfig{Secret: secret, RecStreams: 2, MaxStreams: 2, Logf: logs.Logf,
+				Admit: func(_ transport.PeerInfo, n int) (int, func(), error) { return n, func() { released.Add(1) }, nil }}
+			ln, err := tr.Listen("127.0.0.1:0", lc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			pa := badPeer(t, tr, ln.Addr().String())
+			la, err := ln.Accept(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, _ := pa.OpenStream(c.stream, ppi)
+			for _, m := range c.msgs {
+				_, _ = st.WriteSCTP(m, ppi)
+			}
+			select {
+			case <-la.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("association with a misbehaving peer was not aborted")
+			}
+			if !strings.Contains(la.Err().Error(), c.want) || !logs.has(c.want) {
+				t.Errorf("Err() = %v; logged %q; want %q", la.Err(), logs.lines, c.want)
+			}
+			la.Close()
+			if released.Load() != 1 {
+				t.Errorf("release called %d times", released.Load())
+			}
+			echo(t, tr, ln)
+		})
+	}
+}
+
+// manyFragments is n full-size messages, more than the initial credit
+// allows while the application does not read.
+func manyFragments(n int) [][]byte {
+	var out [][]byte
+	for i := range n {
+		h := fragHeader{flags: flagLast, msgID: uint32(i), total: maxFragment}
+		out = append(out, append(appendFragHeader(nil, h), make([]byte, maxFragment)...))
+	}
+	return out
+}
+
+// echo checks that ln still serves a well-behaved peer.
+func echo(t *testing.T, tr *Transport, ln transport.Listener) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	go func() {
+		if a, err := ln.Accept(ctx); err == nil {
+			defer a.Close()
+			m, _ := a.Recv(ctx, 0)
+			_ = a.Send(ctx, 0, m)
+			_, _ = a.Recv(ctx, 0)
+		}
+	}()
+	d, err := tr.Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Send(ctx, 0, []byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := d.Recv(ctx, 0); err != nil || string(m) != "ping" {
+		t.Fatalf("echo: %q, %v", m, err)
+	}
+}
+
+func FuzzParseFragment(f *testing.F) {
+	f.Add(appendFragHeader(nil, fragHeader{flags: flagLast, total: 3}), 3)
+	f.Add([]byte{0xff}, 0)
+	f.Fuzz(func(t *testing.T, p []byte, extra int) {
+		h, body, err := parseFragment(p, 1024)
+		if err != nil {
+			return
+		}
+		if len(body) > 1024 || uint64(h.offset)+uint64(len(body)) > uint64(h.total) {
+			t.Fatalf("accepted bad fragment %+v (%d bytes)", h, len(body))
+		}
+		q := append(appendFragHeader(nil, h), body...)
+		if string(q) != string(p) {
+			t.Fatal("round trip differs")
+		}
+	})
+}
+
+// TestManyStreams opens an association with the most streams the contract
+// allows and uses the last one in both directions.
+func TestManyStreams(t *testing.T) {
+	tr := New(Config{})
+	ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, RecStreams: transport.MaxStreams})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	acc := make(chan transport.Association, 1)
+	go func() {
+		a, _ := ln.Accept(ctx)
+		acc <- a
+	}()
+	d, err := tr.Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret, RecStreams: transport.MaxStreams})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	l := <-acc
+	if l == nil || l.Streams() != transport.MaxStreams {
+		t.Fatalf("listener association %v", l)
+	}
+	defer l.Close()
+	last := transport.MaxStreams - 1
+	for _, dir := range [][2]transport.Association{{d, l}, {l, d}} {
+		if err := dir[0].Send(ctx, last, []byte("far")); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := dir[1].Recv(ctx, last); err != nil || string(m) != "far" {
+			t.Fatalf("Recv on stream %d: %q, %v", last, m, err)
+		}
+	}
+}
+
+func FuzzCheckPacket(f *testing.F) {
+	f.Add([]byte{0x13, 0x88, 0x13, 0x88, 0, 0, 0, 0, 1, 2, 3, 4, 1, 0, 0, 4})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		if checkPacket(p) == nil && (len(p) < sctpCommonHeader+4 || len(p) > maxDatagram) {
+			t.Fatalf("accepted a %d-byte packet", len(p))
+		}
+		_ = isInit(p)
+	})
+}

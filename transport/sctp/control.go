@@ -1,0 +1,87 @@
+package sctp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/pion/sctp"
+)
+
+// hsConn runs the braid handshake over the control stream.
+type hsConn struct {
+	st *sctp.Stream
+}
+
+var _ transport.HandshakeConn = hsConn{}
+
+func (c hsConn) WriteMsg(p []byte) error {
+	if _, err := c.st.WriteSCTP(p, ppi); err != nil {
+		return fmt.Errorf("%w: %v", transport.ErrPeerClosed, err)
+	}
+	return nil
+}
+
+func (c hsConn) ReadMsg() ([]byte, error) {
+	buf := make([]byte, transport.MaxHandshakeMessage)
+	n, _, err := c.st.ReadSCTP(buf)
+	switch {
+	case errors.Is(err, io.ErrShortBuffer):
+		return nil, fmt.Errorf("%w: oversize handshake message", transport.ErrProtocol)
+	case errors.Is(err, io.EOF):
+		return nil, transport.ErrPeerClosed
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", transport.ErrPeerClosed, err)
+	}
+	return buf[:n], nil
+}
+
+// streamGate checks the SCTP streams the peer opens: only 1..n are valid
+// once n is negotiated. pion announces a new incoming stream on a small
+// channel and drops its data while that channel is full, so acceptLoop
+// drains it for the association's whole life.
+type streamGate struct {
+	mu    sync.Mutex // guards n, early, fail
+	n     int
+	early []uint16
+	fail  func(error)
+}
+
+func (g *streamGate) acceptLoop(pa *sctp.Association) {
+	for {
+		st, err := pa.AcceptStream()
+		if err != nil {
+			return
+		}
+		g.seen(st.StreamIdentifier())
+	}
+}
+
+func (g *streamGate) seen(id uint16) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n == 0 {
+		g.early = append(g.early, id)
+		return
+	}
+	g.checkLocked(id)
+}
+
+func (g *streamGate) checkLocked(id uint16) {
+	if int(id) > g.n {
+		g.fail(fmt.Errorf("%w: data on SCTP stream %d, %d streams negotiated", transport.ErrProtocol, id, g.n))
+	}
+}
+
+// set records the negotiated count and checks streams seen before it.
+func (g *streamGate) set(n int, fail func(error)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n, g.fail = n, fail
+	for _, id := range g.early {
+		g.checkLocked(id)
+	}
+	g.early = nil
+}

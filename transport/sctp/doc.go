@@ -1,0 +1,32 @@
+// Package sctp implements transport.Transport over SCTP, using the userspace
+// stack github.com/pion/sctp carried in UDP datagrams (this build machine has
+// no kernel SCTP).
+//
+// Each association runs over one UDP 4-tuple. A Listener serves any number of
+// associations on one UDP port: datagrams are demultiplexed by remote address
+// into per-association net.Conn wrappers, and a datagram from a new address
+// that carries an SCTP INIT starts a new server-side association (at most
+// Config.MaxHalfOpen at a time may be mid-handshake).
+//
+// Layout of an association:
+//
+//   - SCTP stream 0 is the control stream. It carries the braid handshake
+//     (transport.DialHandshake / ListenHandshake) and then credit grants.
+//   - Logical stream i is SCTP stream i+1, ordered and reliable.
+//
+// Messages larger than Config.FragmentSize are cut into fragments, each one
+// SCTP message with a 13-byte header (see frame.go), and reassembled per
+// stream. pion/sctp keeps one receive buffer per association, so on its own a
+// stream nobody reads would fill that buffer and stall the others. This
+// package therefore drains every SCTP stream into its own queue at once and
+// adds per-stream credit-based flow control on top: a sender may have at most
+// Config.StreamWindow bytes outstanding on a stream beyond what the receiving
+// application has consumed, and waits for credit otherwise. Send therefore
+// never queues without bound, and an unread stream stalls only its own
+// senders.
+//
+// A peer that breaks the framing (a malformed SCTP packet, a fragment for an
+// unknown message, an oversize fragment or message, data beyond its credit,
+// data on a stream that was not negotiated) has its association aborted with
+// a logged reason; the Listener goes on serving the others.
+package sctp

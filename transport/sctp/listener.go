@@ -1,0 +1,134 @@
+package sctp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/pion/sctp"
+)
+
+var _ transport.Listener = (*Listener)(nil)
+
+// Listener accepts SCTP associations on one UDP port.
+type Listener struct {
+	t   *Transport
+	cfg transport.ListenConfig
+	m   *mux
+
+	ready     chan *Association // handshaken, waiting for Accept
+	closed    chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup // handshake goroutines
+}
+
+// Listen implements transport.Transport.
+func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("sctp: listen %s: %w", addr, err)
+	}
+	pc, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, fmt.Errorf("sctp: listen %s: %w", addr, err)
+	}
+	setBuffers(pc, t.cfg.SocketBuffer)
+	l := &Listener{t: t, cfg: cfg, ready: make(chan *Association, t.cfg.AcceptBacklog), closed: make(chan struct{})}
+	l.m = newMux(pc, t.cfg.MaxHalfOpen, l.serve, func(msg string, args ...any) { t.cfg.Logger.Debug(msg, args...) })
+	l.m.start()
+	return l, nil
+}
+
+// Addr implements transport.Listener.
+func (l *Listener) Addr() net.Addr { return l.m.pc.LocalAddr() }
+
+// Accept implements transport.Listener.
+func (l *Listener) Accept(ctx context.Context) (transport.Association, error) {
+	select {
+	case a := <-l.ready:
+		return a, nil
+	case <-l.closed:
+		return nil, transport.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close implements transport.Listener: it stops accepting, aborts
+// associations still in their handshake or waiting for Accept, and leaves
+// accepted ones open.
+func (l *Listener) Close() error {
+	l.closeOnce.Do(func() {
+		close(l.closed)
+		l.m.close()
+		l.wg.Wait()
+		for {
+			select {
+			case a := <-l.ready:
+				a.Abort(transport.ErrClosed)
+			default:
+				return
+			}
+		}
+	})
+	return nil
+}
+
+// logf reports a refused or failed peer to the listener's Logf and logger.
+func (l *Listener) logf(format string, args ...any) {
+	if l.cfg.Logf != nil {
+		l.cfg.Logf(format, args...)
+	}
+	l.t.logf(format, args...)
+}
+
+// serve is called by the mux for an INIT from a new address.
+func (l *Listener) serve(c *pconn) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		a, err := l.establish(c)
+		l.m.established()
+		if err != nil {
+			l.logf("sctp: association from %s failed: %v", c.raddr, err)
+			return
+		}
+		select {
+		case l.ready <- a:
+		case <-l.closed:
+			a.Abort(transport.ErrClosed)
+		}
+	}()
+}
+
+// establish runs the SCTP and braid handshakes for one new peer.
+func (l *Listener) establish(c *pconn) (*Association, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.t.cfg.HandshakeTimeout)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	defer stop()
+	go func() {
+		select {
+		case <-l.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var opts []sctp.ServerOption
+	for _, o := range l.t.options(c, &c.hook) {
+		opts = append(opts, o)
+	}
+	pa, err := sctp.ServerWithOptions(opts...)
+	if err != nil {
+		_ = c.Close()
+		return nil, ctxErr(ctx, err)
+	}
+	return l.t.handshake(ctx, pa, c, &c.hook, l.logf, func(hc transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
+		return transport.ListenHandshake(ctx, hc, l.cfg)
+	})
+}

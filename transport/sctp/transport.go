@@ -1,0 +1,155 @@
+package sctp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/pion/sctp"
+)
+
+var _ transport.Transport = (*Transport)(nil)
+
+// Transport is the userspace SCTP-over-UDP transport.
+type Transport struct {
+	cfg Config
+	err error // from Config validation, returned by Dial and Listen
+}
+
+// New returns a Transport; zero Config fields take their defaults. An
+// invalid Config makes Dial and Listen fail.
+func New(cfg Config) *Transport {
+	c, err := cfg.withDefaults()
+	return &Transport{cfg: c, err: err}
+}
+
+// Name implements transport.Transport.
+func (*Transport) Name() string { return "sctp" }
+
+// options are the pion settings for one association.
+func (t *Transport) options(conn net.Conn, hook *garbageHook) []sctp.AssociationOption {
+	logs := pionLogs{log: func(m string) { t.cfg.Logger.Debug(m) }, hook: hook}
+	return []sctp.AssociationOption{
+		sctp.WithNetConn(conn),
+		sctp.WithLoggerFactory(logs),
+		sctp.WithMTU(uint32(t.cfg.mtuFor(conn.RemoteAddr()))),
+		sctp.WithMaxReceiveBufferSize(uint32(t.cfg.ReceiveBuffer)),
+		sctp.WithMaxMessageSize(uint32(fragHeaderLen + maxFragment)),
+		sctp.WithEnableZeroChecksum(t.cfg.ZeroChecksum),
+	}
+}
+
+// Dial implements transport.Transport.
+func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("sctp: dial %s: %w", addr, err)
+	}
+	uc, err := net.DialUDP("udp", nil, ua)
+	if err != nil {
+		return nil, fmt.Errorf("sctp: dial %s: %w", addr, err)
+	}
+	setBuffers(uc, t.cfg.SocketBuffer)
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
+	defer cancel()
+	conn := &dconn{UDPConn: uc}
+	conn.hook.set(func(error) { _ = uc.Close() })
+	var opts []sctp.ClientOption
+	for _, o := range t.options(conn, &conn.hook) {
+		opts = append(opts, o)
+	}
+	pa, err := sctp.ClientContext(ctx, opts...)
+	if err != nil {
+		_ = uc.Close()
+		return nil, fmt.Errorf("sctp: dial %s: %w", addr, ctxErr(ctx, err))
+	}
+	a, err := t.handshake(ctx, pa, conn, &conn.hook, t.logf, func(c transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
+		res, err := transport.DialHandshake(ctx, c, cfg)
+		return res, nil, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sctp: dial %s: %w", addr, err)
+	}
+	return a, nil
+}
+
+// hsFunc runs one side of the braid handshake.
+type hsFunc func(transport.HandshakeConn) (transport.HandshakeResult, func(), error)
+
+// handshake runs the braid handshake on stream 0 of an established pion
+// association and builds the Association. On failure pa is aborted.
+func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn net.Conn, hook *garbageHook, logf func(string, ...any), run hsFunc) (*Association, error) {
+	gate := &streamGate{}
+	go gate.acceptLoop(pa)
+	hook.set(func(error) { go pa.Abort("malformed packet during handshake") })
+	stop := context.AfterFunc(ctx, func() { pa.Abort("handshake timed out") })
+	ctl, err := pa.OpenStream(0, ppi)
+	var res transport.HandshakeResult
+	var release func()
+	if err == nil {
+		res, release, err = run(hsConn{st: ctl})
+	}
+	if !stop() && err == nil {
+		err = ctx.Err()
+		if release != nil {
+			release()
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctxErr(ctx, err)
+		}
+		t.drop(pa, conn, err)
+		return nil, err
+	}
+	_ = ctl.SetReadDeadline(time.Time{})
+	a, err := newAssociation(setup{cfg: &t.cfg, pa: pa, ctl: ctl, conn: conn, hook: hook, gate: gate, res: res, release: release, logf: logf})
+	if err != nil {
+		pa.Abort(err.Error())
+		_ = pa.Close()
+		_ = conn.Close()
+		if release != nil {
+			release()
+		}
+	}
+	return a, err
+}
+
+// drop ends an association whose handshake failed. A refusal is shut down
+// gracefully so that the reject message reaches the dialer.
+func (t *Transport) drop(pa *sctp.Association, conn net.Conn, err error) {
+	graceful := false
+	if errors.Is(err, transport.ErrRefused) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		graceful = pa.Shutdown(ctx) == nil
+		cancel()
+	}
+	if !graceful {
+		pa.Abort(err.Error())
+	}
+	_ = pa.Close()
+	_ = conn.Close()
+}
+
+// ctxErr prefers the context's error when it has ended.
+func ctxErr(ctx context.Context, err error) error {
+	if ce := ctx.Err(); ce != nil {
+		return fmt.Errorf("%w (%v)", ce, err)
+	}
+	return err
+}
+
+func (t *Transport) logf(format string, args ...any) {
+	t.cfg.Logger.Warn(fmt.Sprintf(format, args...))
+}
+
+func setBuffers(c *net.UDPConn, n int) {
+	_ = c.SetReadBuffer(n)
+	_ = c.SetWriteBuffer(n)
+}
