@@ -170,11 +170,6 @@ func hasCycle(us []unit) bool {
 // active reports whether the job still wants units placed.
 func (j *job) active() bool { return !j.cancelled && !j.finished }
 
-// placeable reports whether unit i can be sent now.
-func (j *job) placeable(i int) bool {
-	return j.units[i].state == unitPending && j.units[i].blockers == 0
-}
-
 // finish records unit i as final and releases its dependents, queueing
 // those left with no unfinished dependency; dependents of a failed unit
 // fail too (they cannot get their input). It returns the indexes failed by

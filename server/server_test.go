@@ -373,3 +373,33 @@ func TestWorkerInfoEndpoint(t *testing.T) {
 		t.Errorf("GET /v1/info: %+v (all 3 threads should be reserved by the association)", info)
 	}
 }
+
+// Every transport carries jobs, and one server drives workers on different
+// transports at once, following what each advertises.
+func TestJobsOverEveryTransport(t *testing.T) {
+	names := []string{"sctp", "tcpn", "tcp", "quic"}
+	var specs []cluster.WorkerSpec
+	for _, n := range names {
+		specs = append(specs, cluster.WorkerSpec{Name: "w-" + n, Threads: 2, Transport: n})
+	}
+	cl := startCluster(t, specs...)
+	ws, err := cl.Client.Workers(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if w.Transport != strings.TrimPrefix(w.Info.Name, "w-") || w.Streams != 2 {
+			t.Errorf("worker %s: transport %q, %d streams", w.Info.Name, w.Transport, w.Streams)
+		}
+	}
+	in := put(t, cl.Client, samples.GIF())
+	j := runJob(t, cl.Client, api.JobSpec{Op: "blur", Input: in, Repeat: 4 * len(names), Policy: "equal"})
+	if j.State != api.JobDone {
+		t.Fatalf("job: %s %s", j.State, j.Error)
+	}
+	for _, n := range names {
+		if got := j.UnitsPerWorker["w-"+n]; got != 4 {
+			t.Errorf("worker on %s ran %d units, want 4 (equal shares)", n, got)
+		}
+	}
+}
