@@ -31,6 +31,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/workers", s.handleListWorkers)
 	mux.HandleFunc("PUT /v1/workers/{name}", s.handleRegister)
 	mux.HandleFunc("POST /v1/workers/{name}/heartbeat", s.handleHeartbeat)
+	mux.HandleFunc("POST /v1/workers/{name}/refresh", s.handleRefresh)
 	mux.HandleFunc("DELETE /v1/workers/{name}", s.handleDeregister)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: 404, code: "not_found",

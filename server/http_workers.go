@@ -1,10 +1,14 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/transport"
@@ -91,4 +95,63 @@ func (s *Server) handleListWorkers(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.SortFunc(out, func(a, b api.Worker) int { return strings.Compare(a.Info.Name, b.Info.Name) })
 	writeJSON(w, 200, out)
+}
+
+// handleRefresh asks the worker itself for its current figures (its GET
+// /v1/info), records them, and returns the worker as now known.
+func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	var infoURL string
+	if err := s.disp.do(r.Context(), func() {
+		if wc := s.disp.workers[name]; wc != nil {
+			infoURL = wc.info.InfoURL
+		}
+	}); err != nil {
+		writeError(w, err)
+		return
+	}
+	if infoURL == "" {
+		writeError(w, &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("worker %q is not registered or has no info URL", name)})
+		return
+	}
+	info, err := fetchInfo(r.Context(), infoURL)
+	if err == nil && info.Name != name {
+		err = fmt.Errorf("%s answers as worker %q", infoURL, info.Name)
+	}
+	if err == nil {
+		err = validateWorker(&info)
+	}
+	if err != nil {
+		writeError(w, &apiError{status: 502, code: api.CodeUnavailable, msg: fmt.Sprintf("asking worker %s for its figures: %v", name, err)})
+		return
+	}
+	var out api.Worker
+	if err := s.disp.do(r.Context(), func() {
+		s.disp.register(info)
+		out = s.disp.workers[name].status()
+	}); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, 200, out)
+}
+
+// fetchInfo GETs a worker's /v1/info.
+func fetchInfo(ctx context.Context, base string) (api.WorkerInfo, error) {
+	var info api.WorkerInfo
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/v1/info", nil)
+	if err != nil {
+		return info, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return info, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return info, fmt.Errorf("GET /v1/info: %s", resp.Status)
+	}
+	return info, json.NewDecoder(io.LimitReader(resp.Body, maxJSONBody)).Decode(&info)
 }

@@ -403,3 +403,27 @@ func TestJobsOverEveryTransport(t *testing.T) {
 		}
 	}
 }
+
+func TestRefreshAsksTheWorker(t *testing.T) {
+	cl := startCluster(t, cluster.WorkerSpec{Name: "fresh", Threads: 2})
+	resp, err := http.Post(cl.Client.URL()+"/v1/workers/fresh/refresh", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var w api.Worker
+	if err := json.NewDecoder(resp.Body).Decode(&w); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("refresh: %d %v", resp.StatusCode, err)
+	}
+	if w.Info.Name != "fresh" || w.Info.FreeThreads != 0 || w.State != api.WorkerUp {
+		t.Errorf("refreshed worker: %+v (both threads are reserved by the association)", w)
+	}
+	resp, err = http.Post(cl.Client.URL()+"/v1/workers/nobody/refresh", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("refresh of unknown worker: %d", resp.StatusCode)
+	}
+}
