@@ -10,6 +10,7 @@ import (
 var benchCommands = map[string]command{
 	"overhead":  {"units/s of a no-op operation through the whole system", runBenchOverhead},
 	"transport": {"throughput and request/response rate per transport and stream count", runBenchTransport},
+	"paper":     {"section IV of the paper: figures 4–16, plots and REPORT.md", runBenchPaper},
 }
 
 func runBench(ctx context.Context, args []string, e *env) error {

@@ -1,0 +1,59 @@
+package paper
+
+import (
+	"fmt"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/braidhq/braid/ops"
+	"github.com/braidhq/braid/ops/samples"
+)
+
+// Floor is braid's compute floor for the workload on this machine: the
+// single-thread time of one unit divided by the cores the workers can use.
+// OpMS is wall-clock time in this run (so it carries the machine's load);
+// OpCPUMS is the thread's CPU time, what the op costs on an idle core.
+type Floor struct {
+	OpMS       float64 `json:"op_ms"`
+	OpCPUMS    float64 `json:"op_cpu_ms"`
+	Samples    int     `json:"samples"`
+	Cores      int     `json:"cores"`
+	FloorMS    float64 `json:"floor_ms"`
+	CPUFloorMS float64 `json:"cpu_floor_ms"`
+}
+
+// rusageThread is RUSAGE_THREAD: the calling thread's usage.
+const rusageThread = 1
+
+// measureFloor runs the unit's operation n times on one locked thread.
+func measureFloor(n, cores int) (Floor, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	gif, p := samples.GIF(), ops.Params{"sigma": "2"}
+	if _, err := ops.Run("blur", p, gif); err != nil { // warm-up
+		return Floor{}, fmt.Errorf("paper: blur: %w", err)
+	}
+	wall, cpu := make([]float64, n), make([]float64, n)
+	for i := range wall {
+		t0, c0 := time.Now(), threadCPU()
+		if _, err := ops.Run("blur", p, gif); err != nil {
+			return Floor{}, fmt.Errorf("paper: blur: %w", err)
+		}
+		wall[i], cpu[i] = ms(time.Since(t0)), ms(threadCPU()-c0)
+	}
+	f := Floor{OpMS: summarize("", 0, wall).Median, OpCPUMS: summarize("", 0, cpu).Median, Samples: n, Cores: cores}
+	f.FloorMS, f.CPUFloorMS = f.OpMS/float64(cores), f.OpCPUMS/float64(cores)
+	return f, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// threadCPU is the calling thread's user+system CPU time.
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

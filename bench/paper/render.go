@@ -1,0 +1,103 @@
+package paper
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// runInfo is run.json: what Render needs besides the figures' JSON.
+type runInfo struct {
+	Units    []int         `json:"units"`
+	Runs     int           `json:"runs"`
+	Quick    bool          `json:"quick"`
+	SlowCPUs float64       `json:"slow_cpus"`
+	Cores    int           `json:"cores"`
+	Command  string        `json:"command"`
+	Floor    Floor         `json:"floor"`
+	Notes    []string      `json:"notes,omitempty"`
+	Started  time.Time     `json:"started"`
+	Elapsed  time.Duration `json:"elapsed_ns"`
+}
+
+func (r *Result) writeInfo() error {
+	c := r.Config
+	return writeJSON(filepath.Join(c.Out, "run.json"), runInfo{Units: c.Units, Runs: c.Runs, Quick: c.Quick,
+		SlowCPUs: c.SlowCPUs, Cores: c.Cores, Command: c.Command, Floor: r.Floor, Notes: r.Notes,
+		Started: r.Started, Elapsed: r.Elapsed})
+}
+
+// Render redraws the figures and REPORT.md of an earlier run in cfg.Out
+// from its JSON files, adding cfg.PeerResults: a peer measured after the
+// run (so as not to share the machine with it) joins the plots this way.
+func Render(cfg Config) (*Result, error) {
+	var info runInfo
+	if err := readJSON(filepath.Join(cfg.Out, "run.json"), &info); err != nil {
+		return nil, err
+	}
+	cfg.Units, cfg.Runs, cfg.Quick, cfg.SlowCPUs, cfg.Cores = info.Units, info.Runs, info.Quick, info.SlowCPUs, info.Cores
+	if !strings.Contains(info.Command, cfg.Command) {
+		cfg.Command = info.Command + "\n" + cfg.Command
+	} else {
+		cfg.Command = info.Command
+	}
+	res := &Result{Config: cfg, Floor: info.Floor, Notes: info.Notes, Started: info.Started, Elapsed: info.Elapsed,
+		Measured: map[string][]Record{}}
+	figs, err := res.readFigures()
+	if err != nil {
+		return nil, err
+	}
+	if err := res.loadPeer(cfg.PeerResults); err != nil {
+		return nil, err
+	}
+	return res, joinErrs(res.write(figs))
+}
+
+// readFigures reads the figN.json files there are and files their runs
+// under the lines' keys.
+func (r *Result) readFigures() ([]figure, error) {
+	var out []figure
+	for _, f := range figures() {
+		var fr FigureResult
+		err := readJSON(filepath.Join(r.Config.Out, f.ID+".json"), &fr)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+		for _, l := range f.Lines {
+			if len(r.Measured[l.key()]) == 0 {
+				r.Measured[l.key()] = runsOf(fr.Records, l.Label)
+			}
+		}
+	}
+	return out, nil
+}
+
+func runsOf(rs []Record, label string) []Record {
+	var out []Record
+	for _, r := range rs {
+		if r.Line == label {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("paper: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("paper: %s: %w", path, err)
+	}
+	return nil
+}
