@@ -19,6 +19,8 @@ type Result struct {
 	Notes    []string
 	Started  time.Time
 	Elapsed  time.Duration
+	// LoadAvg is /proc/loadavg when the measurements ended.
+	LoadAvg string
 }
 
 // Run measures every selected figure and writes the outputs into cfg.Out.
@@ -50,6 +52,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		errs = append(errs, err)
 	}
 	res.Elapsed = time.Since(res.Started)
+	res.LoadAvg = readTrim("/proc/loadavg")
 	res.Config = cfg
 	errs = append(errs, res.write(figs)...)
 	return res, errors.Join(errs...)

@@ -23,13 +23,14 @@ type runInfo struct {
 	Notes    []string      `json:"notes,omitempty"`
 	Started  time.Time     `json:"started"`
 	Elapsed  time.Duration `json:"elapsed_ns"`
+	LoadAvg  string        `json:"load_avg,omitempty"`
 }
 
 func (r *Result) writeInfo() error {
 	c := r.Config
 	return writeJSON(filepath.Join(c.Out, "run.json"), runInfo{Units: c.Units, Runs: c.Runs, Quick: c.Quick,
 		SlowCPUs: c.SlowCPUs, Cores: c.Cores, Command: c.Command, Floor: r.Floor, Notes: r.Notes,
-		Started: r.Started, Elapsed: r.Elapsed})
+		Started: r.Started, Elapsed: r.Elapsed, LoadAvg: r.LoadAvg})
 }
 
 // Render redraws the figures and REPORT.md of an earlier run in cfg.Out
@@ -47,7 +48,7 @@ func Render(cfg Config) (*Result, error) {
 		cfg.Command = info.Command
 	}
 	res := &Result{Config: cfg, Floor: info.Floor, Notes: info.Notes, Started: info.Started, Elapsed: info.Elapsed,
-		Measured: map[string][]Record{}}
+		LoadAvg: info.LoadAvg, Measured: map[string][]Record{}}
 	figs, err := res.readFigures()
 	if err != nil {
 		return nil, err

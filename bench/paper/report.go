@@ -30,8 +30,9 @@ func (r *Result) machine(w func(string, ...any)) {
 	w("## Machine\n\n")
 	w("- CPU: %s, %d logical CPUs; kernel %s; %s %s/%s\n", cpuModel(), runtime.NumCPU(),
 		readTrim("/proc/sys/kernel/osrelease"), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	w("- load average at the end: %s (other engineers' builds and tests share the machine)\n",
-		readTrim("/proc/loadavg"))
+	if r.LoadAvg != "" {
+		w("- load average when the measurements ended: %s (this run's own server and workers count in it; other users' work may too)\n", r.LoadAvg)
+	}
 	w("- started %s, took %s; %d runs per point, units %v\n\n", r.Started.Format("2006-01-02 15:04 MST"),
 		r.Elapsed.Round(1e9), r.Config.Runs, r.Config.Units)
 }
