@@ -53,7 +53,11 @@ func Render(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := res.loadPeer(cfg.PeerResults); err != nil {
+	peer := cfg.PeerResults
+	if saved := filepath.Join(cfg.Out, "dask.json"); peer == "" && fileExists(saved) {
+		peer = saved // a peer measured with --dask stays on the plots
+	}
+	if err := res.loadPeer(peer); err != nil {
 		return nil, err
 	}
 	return res, joinErrs(res.write(figs))
@@ -101,4 +105,9 @@ func readJSON(path string, v any) error {
 		return fmt.Errorf("paper: %s: %w", path, err)
 	}
 	return nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
