@@ -50,23 +50,40 @@ func New(base string) *Client {
 // URL is the server's base URL.
 func (c *Client) URL() string { return c.base }
 
-// do sends a request and decodes a JSON answer into out (if non-nil).
-func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ctype string, out any) error {
+// WithHTTPClient returns a copy of c that sends its requests with hc (for
+// timeouts or transports of the caller's choosing).
+func (c *Client) WithHTTPClient(hc *http.Client) *Client {
+	return &Client{base: c.base, http: hc}
+}
+
+// send does one request and returns the response if it is a 2xx; any other
+// status becomes an *api.Error. The caller closes the body.
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader, ctype string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("braid server %s: %w", c.base, err)
+		return nil, fmt.Errorf("braid server %s: %w", c.base, err)
 	}
-	defer resp.Body.Close()
 	if err := checkStatus(resp); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	return resp, nil
+}
+
+// do sends a request and decodes a JSON answer into out (if non-nil).
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ctype string, out any) error {
+	resp, err := c.send(ctx, method, path, body, ctype)
+	if err != nil {
 		return err
 	}
+	defer resp.Body.Close()
 	if out == nil {
 		return nil
 	}
@@ -118,18 +135,11 @@ func (c *Client) PutFile(ctx context.Context, path string) (api.Object, error) {
 
 // Get streams object id into w.
 func (c *Client) Get(ctx context.Context, id string, w io.Writer) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/objects/"+url.PathEscape(id), nil)
+	resp, err := c.send(ctx, http.MethodGet, "/v1/objects/"+url.PathEscape(id), nil, "")
 	if err != nil {
 		return err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("braid server %s: %w", c.base, err)
 	}
 	defer resp.Body.Close()
-	if err := checkStatus(resp); err != nil {
-		return err
-	}
 	_, err = io.Copy(w, resp.Body)
 	return err
 }
@@ -208,18 +218,11 @@ func (c *Client) Wait(ctx context.Context, id string, progress func(api.Job)) (a
 
 // watch follows the job's server-sent events until the "done" event.
 func (c *Client) watch(ctx context.Context, id string, progress func(api.Job)) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/jobs/"+url.PathEscape(id)+"/events", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.http.Do(req)
+	resp, err := c.send(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/events", nil, "")
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if err := checkStatus(resp); err != nil {
-		return err
-	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {

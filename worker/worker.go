@@ -201,9 +201,7 @@ func (w *Worker) watchFigures(ctx context.Context) {
 		w.figMu.Unlock()
 		if changed {
 			w.log.Info("figures changed; re-announcing")
-			for _, url := range w.cfg.Servers {
-				_ = w.register(ctx, url)
-			}
+			w.reannounce(ctx)
 		}
 	}
 }
