@@ -23,9 +23,9 @@ type task struct {
 
 // session is one association's state: its queue and sub-pool.
 type session struct {
-	w       *Worker
-	a       transport.Association
-	queue   chan task
+	w     *Worker
+	a     transport.Association
+	queue chan task
 	// rate is an EWMA of compute time in nanoseconds, for the feedback
 	// each result carries.
 	ewmaNS atomic.Int64
