@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/braid
 PKGS    := ./...
 
-.PHONY: all build demo test vet lint tidy-check unit bench fuzz clean
+.PHONY: all build demo test vet lint fmt-check tidy-check unit bench fuzz clean
 
 all: build
 
@@ -14,8 +14,12 @@ build:
 demo: build
 	./$(BIN) demo
 
-## test: vet, lint, go.mod tidiness, then every test with the race detector
-test: vet lint tidy-check unit
+## test: gofmt, vet, lint, go.mod tidiness, then every test with the race detector
+test: fmt-check vet lint tidy-check unit
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "not gofmt-ed (run gofmt -w):"; echo "$$out"; exit 1; fi
 
 vet:
 	$(GO) vet $(PKGS)
