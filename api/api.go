@@ -3,7 +3,12 @@
 // server serves at /v1/openapi.json describes the same shapes.
 package api
 
-import "time"
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
 
 // ErrorBody is the body of every non-2xx response.
 type ErrorBody struct {
@@ -207,4 +212,17 @@ type Registration struct {
 type Event struct {
 	Type string `json:"type"` // progress, done
 	Job  Job    `json:"job"`
+}
+
+// WorkerTokenHeader carries the worker token on the calls that change the
+// worker registry (register, update, heartbeat, deregister, refresh).
+const WorkerTokenHeader = "X-Braid-Worker-Token"
+
+// WorkerToken derives the worker token from the cluster secret, so that only
+// holders of the secret can add, change or remove workers, while the secret
+// itself never crosses the control plane.
+func WorkerToken(secret []byte) string {
+	h := hmac.New(sha256.New, secret)
+	h.Write([]byte("braid worker control v1"))
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -28,8 +28,9 @@ const DefaultServer = "http://127.0.0.1:7070"
 
 // Client talks to one braid server. It is safe for concurrent use.
 type Client struct {
-	base string
-	http *http.Client
+	base        string
+	http        *http.Client
+	workerToken string // sent with worker-registry calls
 }
 
 // New returns a client for the server at base (e.g. http://127.0.0.1:7070).
@@ -53,7 +54,18 @@ func (c *Client) URL() string { return c.base }
 // WithHTTPClient returns a copy of c that sends its requests with hc (for
 // timeouts or transports of the caller's choosing).
 func (c *Client) WithHTTPClient(hc *http.Client) *Client {
-	return &Client{base: c.base, http: hc}
+	cp := *c
+	cp.http = hc
+	return &cp
+}
+
+// WithSecret returns a copy of c that proves knowledge of the cluster secret
+// (by the token api.WorkerToken derives from it) on the calls that change the
+// worker registry.
+func (c *Client) WithSecret(secret []byte) *Client {
+	cp := *c
+	cp.workerToken = api.WorkerToken(secret)
+	return &cp
 }
 
 // send does one request and returns the response if it is a 2xx; any other
@@ -65,6 +77,9 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 	}
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
+	}
+	if c.workerToken != "" {
+		req.Header.Set(api.WorkerTokenHeader, c.workerToken)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

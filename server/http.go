@@ -1,12 +1,15 @@
 package server
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/braidhq/braid/api"
 )
 
 // maxJSONBody bounds JSON request bodies.
@@ -27,17 +30,34 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}/wait", s.handleWait)
 	mux.HandleFunc("GET /v1/jobs/{id}/events", s.handleEvents)
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.handleCancel)
-	mux.HandleFunc("POST /v1/workers", s.handleRegister)
+	mux.HandleFunc("POST /v1/workers", s.workerAuth(s.handleRegister))
 	mux.HandleFunc("GET /v1/workers", s.handleListWorkers)
-	mux.HandleFunc("PUT /v1/workers/{name}", s.handleRegister)
-	mux.HandleFunc("POST /v1/workers/{name}/heartbeat", s.handleHeartbeat)
-	mux.HandleFunc("POST /v1/workers/{name}/refresh", s.handleRefresh)
-	mux.HandleFunc("DELETE /v1/workers/{name}", s.handleDeregister)
+	mux.HandleFunc("PUT /v1/workers/{name}", s.workerAuth(s.handleRegister))
+	mux.HandleFunc("POST /v1/workers/{name}/heartbeat", s.workerAuth(s.handleHeartbeat))
+	mux.HandleFunc("POST /v1/workers/{name}/refresh", s.workerAuth(s.handleRefresh))
+	mux.HandleFunc("DELETE /v1/workers/{name}", s.workerAuth(s.handleDeregister))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: 404, code: "not_found",
 			msg: fmt.Sprintf("no such endpoint: %s %s (see /v1/openapi.json)", r.Method, r.URL.Path)})
 	})
 	return mux
+}
+
+// workerAuth admits only callers that show the worker token derived from the
+// cluster secret: without it anyone who can reach the server could register
+// a fake worker or deregister a real one.
+func (s *Server) workerAuth(h http.HandlerFunc) http.HandlerFunc {
+	want := []byte(api.WorkerToken(s.cfg.Secret))
+	return func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get(api.WorkerTokenHeader))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			writeError(w, &apiError{status: http.StatusUnauthorized, code: api.CodeUnauthorized,
+				msg: "changing the worker registry needs the worker token (" + api.WorkerTokenHeader +
+					"), which workers derive from the cluster secret: start the worker with the server's --secret"})
+			return
+		}
+		h(w, r)
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

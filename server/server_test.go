@@ -17,6 +17,8 @@ import (
 	"github.com/braidhq/braid/internal/cluster"
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/ops/samples"
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/tcpn"
 )
 
 // startCluster runs a real server and workers on loopback for one test.
@@ -279,30 +281,59 @@ func TestWrongSecretWorkerGetsNoUnits(t *testing.T) {
 	cl := startCluster(t, cluster.WorkerSpec{Name: "good", Threads: 1},
 		cluster.WorkerSpec{Name: "intruder", Threads: 2, Secret: []byte("not the secret")})
 	ctx := testCtx(t)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ws, err := cl.Client.Workers(ctx)
-		if err != nil {
-			t.Fatal(err)
+	info := api.WorkerInfo{Name: "forged", MaxThreads: 2, Ops: []string{"blur"},
+		Endpoints: []api.Endpoint{{Transport: "tcpn", Addr: "127.0.0.1:9"}}}
+	for _, c := range []*client.Client{cl.Client, cl.Client.WithSecret([]byte("not the secret"))} {
+		if _, err := c.RegisterWorker(ctx, info); apiCode(err) != api.CodeUnauthorized {
+			t.Errorf("registration without the secret: %v, want %s", err, api.CodeUnauthorized)
 		}
-		var bad api.Worker
-		for _, w := range ws {
-			if w.Info.Name == "intruder" {
-				bad = w
-			}
+		if err := c.DeregisterWorker(ctx, "good"); apiCode(err) != api.CodeUnauthorized {
+			t.Errorf("deregistration without the secret: %v, want %s", err, api.CodeUnauthorized)
 		}
-		if bad.State != api.WorkerUp && strings.Contains(strings.ToLower(bad.Error), "secret") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("intruder worker: state %q error %q; want not up, with an authentication error", bad.State, bad.Error)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	in := put(t, cl.Client, samples.GIF())
 	j := runJob(t, cl.Client, api.JobSpec{Op: "blur", Input: in, Repeat: 6})
 	if j.State != api.JobDone || j.UnitsPerWorker["good"] != 6 {
 		t.Fatalf("job: %s, units per worker %v", j.State, j.UnitsPerWorker)
+	}
+	ws, err := cl.Client.Workers(ctx)
+	if err != nil || len(ws) != 1 || ws[0].Info.Name != "good" || ws[0].State != api.WorkerUp {
+		t.Fatalf("workers: %+v %v; want only the good one, up", ws, err)
+	}
+}
+
+// A worker that registers with the right secret but whose data plane does
+// not know it is refused at the handshake, and its status says why.
+func TestWrongDataPlaneSecret(t *testing.T) {
+	cl := startCluster(t)
+	ctx := testCtx(t)
+	tn := tcpn.New(tcpn.Config{})
+	ln, err := tn.Listen("127.0.0.1:0", transport.ListenConfig{Secret: []byte("other"), Name: "odd",
+		Admit: func(transport.PeerInfo, int) (int, func(), error) {
+			t.Error("Admit called for a server that failed the handshake")
+			return 0, nil, errors.New("no")
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { _, _ = ln.Accept(ctx) }()
+	info := api.WorkerInfo{Name: "odd", MaxThreads: 1, Ops: []string{"blur"},
+		Endpoints: []api.Endpoint{{Transport: "tcpn", Addr: ln.Addr().String()}}}
+	c := cl.Client.WithSecret([]byte("braid-cluster-secret"))
+	if _, err := c.RegisterWorker(ctx, info); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		w, _ := cl.Client.Workers(ctx)
+		if len(w) == 1 && w[0].State != api.WorkerUp && strings.Contains(strings.ToLower(w[0].Error), "secret") {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("worker status: %+v", w)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
@@ -406,10 +437,20 @@ func TestJobsOverEveryTransport(t *testing.T) {
 
 func TestRefreshAsksTheWorker(t *testing.T) {
 	cl := startCluster(t, cluster.WorkerSpec{Name: "fresh", Threads: 2})
-	resp, err := http.Post(cl.Client.URL()+"/v1/workers/fresh/refresh", "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
+	post := func(path string, token string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, cl.Client.URL()+path, nil)
+		req.Header.Set(api.WorkerTokenHeader, token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
 	}
+	token := api.WorkerToken([]byte("braid-cluster-secret"))
+	if resp := post("/v1/workers/fresh/refresh", "wrong"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("refresh with a wrong token: %d", resp.StatusCode)
+	}
+	resp := post("/v1/workers/fresh/refresh", token)
 	defer resp.Body.Close()
 	var w api.Worker
 	if err := json.NewDecoder(resp.Body).Decode(&w); err != nil || resp.StatusCode != 200 {
@@ -418,10 +459,7 @@ func TestRefreshAsksTheWorker(t *testing.T) {
 	if w.Info.Name != "fresh" || w.Info.FreeThreads != 0 || w.State != api.WorkerUp {
 		t.Errorf("refreshed worker: %+v (both threads are reserved by the association)", w)
 	}
-	resp, err = http.Post(cl.Client.URL()+"/v1/workers/nobody/refresh", "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp = post("/v1/workers/nobody/refresh", token)
 	resp.Body.Close()
 	if resp.StatusCode != 404 {
 		t.Errorf("refresh of unknown worker: %d", resp.StatusCode)
