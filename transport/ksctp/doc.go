@@ -23,4 +23,5 @@
 //
 // Use Available to learn whether the running kernel has SCTP; tests skip
 // otherwise (run them with `make vm-test`, which boots a kernel that has it).
+// Interop with pion/sctp over SCTP-over-UDP (RFC 6951) is tested by TestInteropPion.
 package ksctp
