@@ -236,6 +236,11 @@ func TestCLI(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("downloaded result differs from a local grayscale")
 	}
+	byJob := filepath.Join(dir, "by-job.gif")
+	cli(t, c, "get", "--job", j.ID, "-o", byJob)
+	if got, _ := os.ReadFile(byJob); !bytes.Equal(got, want) {
+		t.Errorf("get --job downloaded something else than the job's result")
+	}
 	if s := cli(t, c, "status", j.ID); !strings.Contains(s, "avg per unit") {
 		t.Errorf("status lacks the paper's metric:\n%s", s)
 	}

@@ -30,21 +30,33 @@ func runPut(ctx context.Context, args []string, e *env) error {
 }
 
 func runGet(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("get", "ID [-o FILE]", e)
+	fs := newFlagSet("get", "ID [-o FILE]  |  braid get --job JOB [-o FILE]", e)
 	var cf clientFlags
 	cf.register(fs, e)
 	out := fs.String("o", "", "write to FILE instead of standard output")
+	job := fs.String("job", "", "download this job's result instead of an object given by id")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if (fs.NArg() == 1) == (*job != "") {
 		fs.Usage()
 		return errUsage
 	}
-	if *out == "" {
-		return cf.client().Get(ctx, fs.Arg(0), e.stdout)
+	id := fs.Arg(0)
+	if *job != "" {
+		j, err := cf.client().Job(ctx, *job, false)
+		if err != nil {
+			return err
+		}
+		if j.Result == "" {
+			return fmt.Errorf("job %s is %s and has no result yet", j.ID, j.State)
+		}
+		id = j.Result
 	}
-	return getToFile(ctx, cf, fs.Arg(0), *out)
+	if *out == "" {
+		return cf.client().Get(ctx, id, e.stdout)
+	}
+	return getToFile(ctx, cf, id, *out)
 }
 
 // getToFile downloads into a temporary file and renames it into place, so a
