@@ -250,3 +250,46 @@ func testGarbage(t *testing.T, s *suite) {
 		t.Errorf("Admit called %d times, want 2 (garbage must never be admitted)", got)
 	}
 }
+
+// testAbortWhileStalled: the listener leaves stream 0 unread until its
+// receive side is full, then the dialer aborts. The listener must still see
+// the end promptly — on the other streams and on Done — and release its
+// threads, however its receive path is blocked.
+func testAbortWhileStalled(t *testing.T, s *suite) {
+	lc, _ := listenCfg(t, 2, 2)
+	var released atomic.Int64
+	lc.Admit = func(_ transport.PeerInfo, n int) (int, func(), error) {
+		return n, func() { released.Add(1) }, nil
+	}
+	d, l := s.connect(t, s.listen(t, lc), dialCfg(2, 2))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	progress := make(chan struct{}, 1)
+	flooded := make(chan struct{})
+	go func() {
+		defer close(flooded)
+		flood(ctx, d, 0, progress)
+	}()
+	waitStall(progress, 300*time.Millisecond, 3*time.Second)
+	d.Abort(errors.New("transporttest: abort while the peer is stalled"))
+	cancel()
+	<-flooded
+	rctx := timeoutCtx(t, 5*time.Second)
+	_, err := l.Recv(rctx, 1)
+	if !s.independent() {
+		// One ordered byte stream: the abort waits behind the unread data,
+		// like everything else (head-of-line blocking). Closing locally
+		// must still end it.
+		t.Logf("%s: abort not seen behind unread stream 0 (head-of-line blocking): %v", s.tr.Name(), err)
+		l.Abort(errTestDone)
+		waitDone(t, l, 5*time.Second)
+		return
+	}
+	if !errors.Is(err, transport.ErrPeerClosed) {
+		t.Errorf("Recv on another stream after the peer aborted = %v, want ErrPeerClosed", err)
+	}
+	waitDone(t, l, 5*time.Second)
+	if n := released.Load(); n != 1 {
+		t.Errorf("release called %d times, want 1", n)
+	}
+}

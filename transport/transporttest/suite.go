@@ -82,6 +82,7 @@ func cases() []testCase {
 		{"Echo", testEcho},
 		{"Close", testClose},
 		{"Abort", testAbort},
+		{"AbortWhileStalled", testAbortWhileStalled},
 		{"UseAfterClose", testUseAfterClose},
 		{"ContextCancel/Recv", testCancelRecv},
 		{"ContextCancel/Send", testCancelSend},

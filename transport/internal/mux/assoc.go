@@ -42,14 +42,16 @@ type Config struct {
 
 // Assoc implements transport.Association over links.
 type Assoc struct {
-	cfg     Config
-	links   []*link
-	queues  []*msgq.Queue
-	ssem    []chan struct{} // per stream, cap 1: held while a message is sent
-	lclosed chan struct{}   // closed by Close or Abort
-	done    chan struct{}   // closed when the association has ended
-	live    atomic.Int32    // receive goroutines still running
-	closing atomic.Bool     // peer sent Close on some link
+	cfg      Config
+	links    []*link
+	queues   []*msgq.Queue
+	ssem     []chan struct{} // per stream, cap 1: held while a message is sent
+	lclosed  chan struct{}   // closed by Close or Abort
+	stop     chan struct{}   // closed by Close, Abort or fail: readers stop waiting for queue space
+	stopOnce sync.Once
+	done     chan struct{} // closed when the association has ended
+	live     atomic.Int32  // receive goroutines still running
+	closing  atomic.Bool   // peer sent Close on some link
 
 	mu          sync.Mutex // guards err and localClosed
 	err         error      // why the association ended (first cause)
@@ -68,6 +70,7 @@ func New(conns []Conn, cfg Config) *Assoc {
 	a := &Assoc{
 		cfg:     cfg,
 		lclosed: make(chan struct{}),
+		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 	for range cfg.Streams {
@@ -163,8 +166,14 @@ func (a *Assoc) checkStream(s int) error {
 // receive goroutines exit and finish runs.
 func (a *Assoc) fail(err error) {
 	a.setErr(err)
+	a.stopReaders()
 	a.closeLinks()
 }
+
+// stopReaders wakes receive goroutines blocked on a full stream queue (a
+// stream nobody reads), so that a failed or closed association ends even
+// then.
+func (a *Assoc) stopReaders() { a.stopOnce.Do(func() { close(a.stop) }) }
 
 func (a *Assoc) closeLinks() {
 	for _, l := range a.links {

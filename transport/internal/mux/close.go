@@ -21,6 +21,7 @@ func (a *Assoc) markClosed(err error) bool {
 		a.err = err
 	}
 	close(a.lclosed)
+	a.stopReaders()
 	return true
 }
 

@@ -67,7 +67,7 @@ func (a *Assoc) deliver(i int, h frame.Header, msg []byte) error {
 		return fmt.Errorf("%w: frame for stream %d on the link of stream %d", transport.ErrProtocol, h.Stream, i)
 	}
 	if msg != nil {
-		a.queues[h.Stream].Push(msg, a.lclosed) // dropped after a local close
+		a.queues[h.Stream].Push(msg, a.stop) // dropped once the association ends
 	}
 	return nil
 }
