@@ -26,6 +26,7 @@ type dispatcher struct {
 	inflight map[uint64]flight
 	workers  map[string]*workerConn
 	nextID   uint64
+	nextGen  int // association generations, unique across all workers
 }
 
 // flight is one unit sent to a worker and not yet answered.
@@ -85,11 +86,14 @@ func (d *dispatcher) do(ctx context.Context, f func()) error {
 	}
 }
 
-// post queues f on the loop without waiting; it drops f after shutdown.
-func (d *dispatcher) post(f func()) {
+// post queues f on the loop without waiting; after shutdown it drops f and
+// reports false.
+func (d *dispatcher) post(f func()) bool {
 	select {
 	case d.ctl <- f:
+		return true
 	case <-d.s.stopped:
+		return false
 	}
 }
 
@@ -170,6 +174,7 @@ func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
 	select {
 	case w.queues[a.Stream] <- msg:
 	default:
+		putBuf(msg)
 		w.assoc.Abort(fmt.Errorf("server: send queue of stream %d overflowed", a.Stream))
 		return nil
 	}
@@ -178,7 +183,7 @@ func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
 		stream: a.Stream, gen: w.gen, sent: now}
 	j.mu.Lock()
 	us := &j.units[a.Unit]
-	if us.State != "done" && us.State != "failed" {
+	if us.State != "done" && us.State != "failed" && !isTerminal(j.state) {
 		us.State, us.Worker, us.Stream = "running", a.Worker, a.Stream
 		us.Sent = &now
 	}
@@ -288,13 +293,16 @@ func (d *dispatcher) jobUnitsFinished(j *jobRun) {
 	if isTerminal(state) {
 		return // failed or cancelled: nothing to assemble
 	}
+	j.assembling = true
+	a := assembly{tiles: j.tiles, format: j.format, bounds: j.bounds}
 	d.s.wg.Go(func() {
-		result, err := d.s.assemble(j)
+		result, err := d.s.assemble(j, a)
 		d.post(func() { d.finish(j, result, err) })
 	})
 }
 
 func (d *dispatcher) finish(j *jobRun, result string, err error) {
+	j.assembling = false
 	j.mu.Lock()
 	if isTerminal(j.state) {
 		j.mu.Unlock()
@@ -340,12 +348,16 @@ func (d *dispatcher) addJob(j *jobRun) error {
 		return err
 	}
 	d.jobs[j.id] = j
+	d.s.persist(j) // before any later state of the job is queued
 	d.apply(out)
 	d.refresh(j)
 	return nil
 }
 
 func (d *dispatcher) cancel(j *jobRun) error {
+	if j.assembling {
+		return fmt.Errorf("%w: job %s has all its units and is assembling its result", errConflict, j.id)
+	}
 	j.mu.Lock()
 	if isTerminal(j.state) {
 		state := j.state

@@ -24,6 +24,9 @@ type jobRun struct {
 	tiles  []ops.Tile
 	format string // tiled jobs: the output format
 	bounds image.Rectangle
+	// assembling is set (by the loop) while the result is being built; the
+	// job cannot be cancelled then.
+	assembling bool
 
 	mu         sync.Mutex
 	state      string

@@ -107,12 +107,15 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	st, err := store.Open(filepath.Join(cfg.DataDir, "store"), cfg.MaxObjectSize)
+	// The state database's lock comes first: a second server on the same
+	// directory must fail before it touches the store's uploads in progress.
+	db, err := openState(filepath.Join(cfg.DataDir, "state.db"))
 	if err != nil {
 		return nil, err
 	}
-	db, err := openState(filepath.Join(cfg.DataDir, "state.db"))
+	st, err := store.Open(filepath.Join(cfg.DataDir, "store"), cfg.MaxObjectSize)
 	if err != nil {
+		db.close()
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -123,6 +126,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, store: st, db: db, ln: ln,
 		stopped: make(chan struct{}), jobs: map[string]*jobRun{}}
 	s.disp = newDispatcher(s)
+	db.log = func(job string, err error) { s.log.Error("saving job state", "job", job, "err", err) }
 	return s, nil
 }
 
@@ -138,7 +142,7 @@ func (s *Server) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.ctx = ctx
-	hs := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second,
+	hs := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	loopDone := make(chan struct{})
 	go func() {
@@ -157,11 +161,11 @@ func (s *Server) Run(ctx context.Context) error {
 	case err = <-errc:
 	}
 	cancel()
+	<-loopDone
+	close(s.stopped) // handlers waiting on the loop give up now
 	shutCtx, shutCancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer shutCancel()
 	_ = hs.Shutdown(shutCtx)
-	<-loopDone
-	close(s.stopped)
 	s.wg.Wait()
 	s.db.close()
 	if errors.Is(err, http.ErrServerClosed) {
@@ -176,9 +180,9 @@ func (s *Server) job(id string) *jobRun {
 	return s.jobs[id]
 }
 
-// persist writes the job's record; failures are logged (the job goes on).
+// persist queues the job's record for writing; failures are logged (the
+// job goes on). Only the dispatch loop calls it, so records are queued in
+// the order the job's state changed.
 func (s *Server) persist(j *jobRun) {
-	if err := s.db.saveJob(j.snapshot(true)); err != nil {
-		s.log.Error("saving job state", "job", j.id, "err", err)
-	}
+	s.db.saveJob(j.snapshot(true))
 }

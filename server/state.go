@@ -39,14 +39,11 @@ func openState(path string) (*stateDB, error) {
 	return s, nil
 }
 
-// saveJob queues a job record for writing.
-func (s *stateDB) saveJob(j api.Job) error {
-	select {
-	case s.q <- j:
-		return nil
-	default:
-		return s.write([]api.Job{j}) // queue full: write inline rather than drop
-	}
+// saveJob queues a job record for writing. Records are written in the order
+// they are queued, so a later state never loses to an earlier one; the send
+// blocks while the writer is 1024 records behind.
+func (s *stateDB) saveJob(j api.Job) {
+	s.q <- j
 }
 
 // writer batches queued records into one transaction each round.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
 	"maps"
 	"slices"
 	"time"
@@ -56,7 +57,7 @@ func validateSpec(spec *api.JobSpec) error {
 		return badRequest(api.CodeBadParameter, "%v", err)
 	}
 	if spec.Repeat < 0 || spec.Repeat > MaxUnits {
-		return badRequest(api.CodeBadParameter, "repeat %d: want 1 to %d", spec.Repeat, MaxUnits)
+		return badRequest(api.CodeBadParameter, "repeat %d: want 1 to %d (or leave it out for one unit)", spec.Repeat, MaxUnits)
 	}
 	if spec.Repeat > 0 && spec.Tiles != "" {
 		return badRequest(api.CodeBadRequest, "give repeat or tiles, not both")
@@ -150,7 +151,6 @@ func (s *Server) submit(ctx context.Context, spec api.JobSpec) (*jobRun, error) 
 	if err := s.enqueue(ctx, j); err != nil {
 		return nil, err
 	}
-	s.persist(j)
 	s.log.Info("job submitted", "job", j.id, "op", spec.Op, "units", len(j.inputs), "policy", spec.Policy)
 	return j, nil
 }
@@ -171,13 +171,21 @@ func (s *Server) enqueue(ctx context.Context, j *jobRun) error {
 	return err
 }
 
+// assembly is what assembling a job's result needs, copied on the dispatch
+// loop so that the assembling goroutine shares nothing with it.
+type assembly struct {
+	tiles  []ops.Tile
+	format string
+	bounds image.Rectangle
+}
+
 // assemble builds a finished job's result object.
-func (s *Server) assemble(j *jobRun) (string, error) {
+func (s *Server) assemble(j *jobRun, a assembly) (string, error) {
 	j.mu.Lock()
 	units := append([]api.UnitStat(nil), j.units...)
 	j.mu.Unlock()
 	switch {
-	case j.tiles != nil:
+	case a.tiles != nil:
 		outs := make([][]byte, len(units))
 		for i, u := range units {
 			b, err := s.store.ReadAll(u.Output, maxUnitInput)
@@ -186,7 +194,7 @@ func (s *Server) assemble(j *jobRun) (string, error) {
 			}
 			outs[i] = b
 		}
-		img, err := ops.Stitch(j.tiles, outs, j.format, j.bounds)
+		img, err := ops.Stitch(a.tiles, outs, a.format, a.bounds)
 		if err != nil {
 			return "", err
 		}
@@ -229,7 +237,7 @@ func (s *Server) resume() error {
 		if err != nil {
 			rec.State, rec.Error = api.JobFailed, "could not resume after a server restart: "+err.Error()
 			s.restore(rec)
-			_ = s.db.saveJob(rec)
+			s.db.saveJob(rec)
 			continue
 		}
 		s.log.Info("resumed unfinished job", "job", rec.ID, "units", len(j.inputs))

@@ -113,7 +113,8 @@ func (d *dispatcher) ensureAssoc(w *workerConn) {
 		w.errText = err.Error()
 		return
 	}
-	w.dialing, w.gen = true, w.gen+1
+	d.nextGen++
+	w.dialing, w.gen = true, d.nextGen
 	name, gen := w.info.Name, w.gen
 	cfg := transport.DialConfig{Secret: d.s.cfg.Secret, Name: d.s.cfg.Name,
 		RecStreams: max(w.info.MaxThreads, 1), MaxStreams: transport.MaxStreams}
@@ -121,7 +122,9 @@ func (d *dispatcher) ensureAssoc(w *workerConn) {
 		ctx, cancel := context.WithTimeout(d.s.ctx, 10*time.Second)
 		defer cancel()
 		a, err := t.Dial(ctx, ep.Addr, cfg)
-		d.post(func() { d.dialed(name, gen, ep.Transport, a, err) })
+		if !d.post(func() { d.dialed(name, gen, ep.Transport, a, err) }) && a != nil {
+			a.Abort(ErrServerClosed)
+		}
 	})
 }
 
@@ -129,7 +132,7 @@ func (d *dispatcher) dialed(name string, gen int, tname string, a transport.Asso
 	w := d.workers[name]
 	if w == nil || w.gen != gen {
 		if a != nil {
-			a.Close()
+			a.Abort(errors.New("server: association no longer wanted"))
 		}
 		return
 	}
@@ -177,7 +180,8 @@ func (d *dispatcher) workerDown(w *workerConn, reason error) {
 		close(q)
 	}
 	w.assoc, w.queues = nil, nil
-	w.state, w.gen = api.WorkerConnecting, w.gen+1
+	d.nextGen++
+	w.state, w.gen = api.WorkerConnecting, d.nextGen
 	if reason != nil {
 		w.errText = reason.Error()
 	}

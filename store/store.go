@@ -134,6 +134,9 @@ func (s *Store) PutBytes(p []byte) (Info, error) {
 	if _, err := f.Write(p); err != nil {
 		return Info{}, fmt.Errorf("store: write object: %w", err)
 	}
+	if err := f.Sync(); err != nil { // a crash must not leave a short file under a real id
+		return Info{}, fmt.Errorf("store: %w", err)
+	}
 	return s.commit(f.Name(), id, int64(len(p)))
 }
 

@@ -76,6 +76,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	ts, err := transports.All(cfg.Transports)
 	if err != nil {
+		c.cleanup()
 		return nil, err
 	}
 	srv, err := server.New(server.Config{Listen: "127.0.0.1:0", DataDir: cfg.DataDir, Secret: cfg.Secret,
