@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -137,9 +138,27 @@ func readMessage(r *bufio.Reader) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := make([]byte, n)
-	_, err = io.ReadFull(r, p)
-	return p, err
+	// Grow with the bytes that arrive rather than trusting the length: a
+	// peer announcing 64 MiB on every stream must not make us allocate it.
+	const chunk = 1 << 20
+	p := make([]byte, 0, min(uint64(n), chunk))
+	for uint64(len(p)) < uint64(n) {
+		k := len(p)
+		step := int(min(uint64(n)-uint64(k), chunk))
+		p = slices.Grow(p, step)[:k+step]
+		if _, err := io.ReadFull(r, p[k:]); err != nil {
+			return nil, noEOF(err)
+		}
+	}
+	return p, nil
+}
+
+// noEOF turns an EOF inside a message into ErrUnexpectedEOF.
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // classify maps a stream read error to the transport's errors.

@@ -64,6 +64,9 @@ func (s *server) setup(ctx context.Context, c *net.TCPConn) (transport.Associati
 		conns, err = s.gather(ctx, c, hc, res.Streams)
 	}
 	if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
+		if len(conns) > 1 {
+			closeAll(conns[1:]) // joined, but the association will not start
+		}
 		release()
 		return nil, err
 	}

@@ -289,7 +289,5 @@ func testAbortWhileStalled(t *testing.T, s *suite) {
 		t.Errorf("Recv on another stream after the peer aborted = %v, want ErrPeerClosed", err)
 	}
 	waitDone(t, l, 5*time.Second)
-	if n := released.Load(); n != 1 {
-		t.Errorf("release called %d times, want 1", n)
-	}
+	waitCount(t, &released, 1, "release calls")
 }

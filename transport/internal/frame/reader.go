@@ -60,7 +60,10 @@ func (r *Reader) data(h Header) ([]byte, error) {
 	s := h.Stream
 	buf := r.partial[s]
 	if buf == nil {
-		buf = make([]byte, 0, min(h.MsgLen, maxPrealloc))
+		// Reserve for the first frame and a little more, not for the
+		// announced length: a peer could start a huge message on every
+		// stream. slices.Grow doubles as frames arrive.
+		buf = make([]byte, 0, min(h.MsgLen, max(2*h.Len, 64<<10), maxPrealloc))
 		r.msgLen[s] = h.MsgLen
 	}
 	if h.MsgLen != r.msgLen[s] || uint64(len(buf))+uint64(h.Len) > uint64(h.MsgLen) {
