@@ -113,6 +113,8 @@ func (f *fleet) startWorker(cfg *Config, i int, w workerSpec, secretFile string)
 		"--log-level", "warn")
 	cmd := exec.Command(cfg.Exe, args...)
 	cmd.Env = append(os.Environ(), cfg.Env...)
+	// If the bench dies without cleaning up, its workers die with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logf, err := os.Create(filepath.Join(f.tmp, name+".log"))
 	if err != nil {
 		return fmt.Errorf("paper: worker log: %w", err)
@@ -157,6 +159,7 @@ func (f *fleet) waitUp(ctx context.Context, n int) error {
 		case <-ctx.Done():
 			return fmt.Errorf("paper: %d of %d workers up (logs in %s): %w (last: %v)", up, n, f.tmp, ctx.Err(), err)
 		case err := <-f.served:
+			f.served <- err // close reads it again
 			return fmt.Errorf("paper: server stopped: %w", err)
 		case <-time.After(25 * time.Millisecond):
 		}

@@ -125,6 +125,9 @@ func inProcess(ctx context.Context, cfg Config) (Result, error) {
 		srv <- err
 	}()
 	res, err := measure(ctx, cfg, func() (Result, error) { return drive(ctx, cfg, ln.Addr().String()) })
+	if err != nil {
+		ln.Close() // the listener may still wait for an association that never came
+	}
 	if serr := <-srv; err == nil && serr != nil {
 		err = fmt.Errorf("tperf: listener: %w", serr)
 	}
