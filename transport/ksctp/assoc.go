@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -37,6 +38,10 @@ type assoc struct {
 
 	mu  sync.Mutex // guards err
 	err error
+
+	// closeStarted is set when Close begins: new Sends fail at once, while
+	// those under way finish (Close delivers them whole).
+	closeStarted atomic.Bool
 }
 
 var _ transport.Association = (*assoc)(nil)
@@ -109,6 +114,9 @@ func (a *assoc) stream(s int) (*stream, error) {
 // Close shuts the association down gracefully: the kernel delivers what
 // was sent before the peer sees the SCTP SHUTDOWN.
 func (a *assoc) Close() error {
+	if a.closeStarted.CompareAndSwap(false, true) {
+		a.drainSends()
+	}
 	if a.terminate(transport.ErrClosed) {
 		a.c.control(func(fd int) error { return unix.Shutdown(fd, unix.SHUT_WR) })
 	}
@@ -119,6 +127,22 @@ func (a *assoc) Close() error {
 		<-a.finished
 	}
 	return nil
+}
+
+// drainSends waits, up to the close timeout, for the messages being sent:
+// it takes every stream's send lock and keeps it.
+func (a *assoc) drainSends() {
+	t := time.NewTimer(a.closeTO)
+	defer t.Stop()
+	for _, st := range a.streams {
+		select {
+		case st.sendSem <- struct{}{}:
+		case <-a.done:
+			return
+		case <-t.C:
+			return
+		}
+	}
 }
 
 // Abort sends an SCTP ABORT carrying reason and closes the socket.

@@ -20,6 +20,9 @@ func (a *assoc) Send(ctx context.Context, s int, p []byte) error {
 	if err := a.Err(); err != nil {
 		return err
 	}
+	if a.closeStarted.Load() {
+		return transport.ErrClosed
+	}
 	select {
 	case st.sendSem <- struct{}{}:
 	case <-a.done:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/braidhq/braid/transport"
 	"github.com/pion/sctp"
@@ -29,6 +30,10 @@ type Association struct {
 	data    []*sctp.Stream
 	release func()
 	logf    func(format string, args ...any)
+
+	// closeStarted is set when Close begins: new Sends fail at once, while
+	// those under way finish (Close delivers them whole).
+	closeStarted atomic.Bool
 
 	ctlMu sync.Mutex // serialises writes on the control stream
 
@@ -145,8 +150,23 @@ func (a *Association) sendCredit(s int, limit uint64) {
 // Close implements transport.Association: pending data is delivered, then
 // the association shuts down (or is aborted after Config.CloseTimeout).
 func (a *Association) Close() error {
+	if a.closeStarted.CompareAndSwap(false, true) {
+		a.drainSends()
+	}
 	a.terminate(transport.ErrClosed, false)
 	return nil
+}
+
+// drainSends waits, up to CloseTimeout, for the messages being sent: it
+// takes every stream's send lock and keeps it.
+func (a *Association) drainSends() {
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.CloseTimeout)
+	defer cancel()
+	for _, ss := range a.send {
+		if ss.acquire(ctx, a.done) != nil {
+			return
+		}
+	}
 }
 
 // Abort implements transport.Association.

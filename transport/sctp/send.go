@@ -17,6 +17,9 @@ func (a *Association) Send(ctx context.Context, s int, p []byte) error {
 	if len(p) > transport.MaxMessageSize {
 		return fmt.Errorf("%w: %d bytes", transport.ErrMessageTooLarge, len(p))
 	}
+	if a.closeStarted.Load() {
+		return transport.ErrClosed
+	}
 	ss := a.send[s]
 	if err := ss.acquire(ctx, a.done); err != nil {
 		return a.sendErr(err)

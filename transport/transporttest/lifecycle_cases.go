@@ -1,6 +1,7 @@
 package transporttest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -290,4 +291,34 @@ func testAbortWhileStalled(t *testing.T, s *suite) {
 	}
 	waitDone(t, l, 5*time.Second)
 	waitCount(t, &released, 1, "release calls")
+}
+
+// testCloseDuringSend: Close while a large message is still being sent
+// delivers that message whole before the peer sees the end.
+func testCloseDuringSend(t *testing.T, s *suite) {
+	d, l := s.pair(t, 2)
+	big := pattern(16<<20, 7)
+	ctx := timeoutCtx(t, s.opTimeout())
+	sent := make(chan error, 1)
+	go func() { sent <- d.Send(ctx, 0, big) }()
+	got := make(chan []byte, 1)
+	go func() {
+		p, _ := l.Recv(ctx, 0)
+		got <- p
+	}()
+	time.Sleep(5 * time.Millisecond) // let the send start
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	if err := <-sent; err != nil {
+		t.Fatalf("Send under way when Close began = %v, want nil (Close delivers it)", err)
+	}
+	if p := <-got; !bytes.Equal(p, big) {
+		t.Fatalf("peer got %d bytes, want the whole %d-byte message", len(p), len(big))
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	if _, err := l.Recv(ctx, 0); !errors.Is(err, transport.ErrPeerClosed) {
+		t.Errorf("Recv after the peer closed = %v, want ErrPeerClosed", err)
+	}
 }

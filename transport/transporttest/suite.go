@@ -83,6 +83,7 @@ func cases() []testCase {
 		{"Close", testClose},
 		{"Abort", testAbort},
 		{"AbortWhileStalled", testAbortWhileStalled},
+		{"CloseDuringSend", testCloseDuringSend},
 		{"UseAfterClose", testUseAfterClose},
 		{"ContextCancel/Recv", testCancelRecv},
 		{"ContextCancel/Send", testCancelSend},

@@ -52,6 +52,9 @@ type Assoc struct {
 	done     chan struct{} // closed when the association has ended
 	live     atomic.Int32  // receive goroutines still running
 	closing  atomic.Bool   // peer sent Close on some link
+	// closeStarted is set when Close begins: new Sends fail at once, while
+	// those already under way finish.
+	closeStarted atomic.Bool
 
 	mu          sync.Mutex // guards err and localClosed
 	err         error      // why the association ended (first cause)

@@ -29,11 +29,16 @@ func (a *Assoc) markClosed(err error) bool {
 // already written, then a half-close; the links are closed once the peer has
 // closed its side too, or after CloseTimeout.
 func (a *Assoc) Close() error {
-	if !a.markClosed(transport.ErrClosed) {
+	if !a.closeStarted.CompareAndSwap(false, true) {
 		<-a.done
 		return nil
 	}
 	deadline := time.Now().Add(a.cfg.CloseTimeout)
+	a.drainSends(deadline)
+	if !a.markClosed(transport.ErrClosed) {
+		<-a.done // aborted meanwhile
+		return nil
+	}
 	for _, l := range a.links {
 		a.sendClose(l, deadline)
 	}
@@ -46,6 +51,24 @@ func (a *Assoc) Close() error {
 		<-a.done
 	}
 	return nil
+}
+
+// drainSends waits, until deadline, for the messages already being sent:
+// Close delivers them whole. New Sends fail from the moment Close starts.
+func (a *Assoc) drainSends(deadline time.Time) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	for _, sem := range a.ssem {
+		select {
+		case sem <- struct{}{}: // held for good: the association is closing
+		case <-a.lclosed:
+			return
+		case <-a.done:
+			return
+		case <-t.C:
+			return
+		}
+	}
 }
 
 // sendClose writes a close frame on l and half-closes it.

@@ -105,6 +105,9 @@ func (a *Assoc) Send(ctx context.Context, s int, p []byte) error {
 	if err := a.sendErr(); err != nil {
 		return err
 	}
+	if a.closeStarted.Load() {
+		return transport.ErrClosed
+	}
 	if err := a.acquire(ctx, a.ssem[s]); err != nil {
 		return err
 	}
