@@ -18,7 +18,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/braidhq/braid/api"
 )
@@ -255,11 +254,4 @@ func (c *Client) watch(ctx context.Context, id string, progress func(api.Job)) e
 		}
 	}
 	return sc.Err()
-}
-
-// WaitTimeout is Wait with a deadline.
-func (c *Client) WaitTimeout(id string, d time.Duration) (api.Job, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	return c.Wait(ctx, id, nil)
 }

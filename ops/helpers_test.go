@@ -66,14 +66,7 @@ func decodeNRGBA(tb testing.TB, data []byte) *image.NRGBA {
 	if err != nil {
 		tb.Fatalf("decoding result: %v", err)
 	}
-	b := img.Bounds()
-	m := image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
-	for y := range b.Dy() {
-		for x := range b.Dx() {
-			m.Set(x, y, img.At(b.Min.X+x, b.Min.Y+y))
-		}
-	}
-	return m
+	return toNRGBA(img)
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -137,8 +137,13 @@ func (d *dispatcher) step(ev scheduler.Event) scheduler.Output {
 	return out
 }
 
-func (d *dispatcher) apply(out scheduler.Output) {
+// apply acts on the core's output and refreshes every job it touched, plus
+// also (the job whose result caused the step), once each.
+func (d *dispatcher) apply(out scheduler.Output, also ...*jobRun) {
 	touched := map[*jobRun]bool{}
+	for _, j := range also {
+		touched[j] = true
+	}
 	for _, a := range out.Assign {
 		if j := d.send(a); j != nil {
 			touched[j] = true
@@ -238,8 +243,7 @@ func (d *dispatcher) onResult(r resultMsg) {
 			d.accept(f, r, failed)
 		}
 	}
-	d.apply(out)
-	d.refresh(f.job)
+	d.apply(out, f.job)
 }
 
 // accept records a counted result in the job's unit statistics.
