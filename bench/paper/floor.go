@@ -3,8 +3,9 @@ package paper
 import (
 	"fmt"
 	"runtime"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/ops/samples"
@@ -22,9 +23,6 @@ type Floor struct {
 	FloorMS    float64 `json:"floor_ms"`
 	CPUFloorMS float64 `json:"cpu_floor_ms"`
 }
-
-// rusageThread is RUSAGE_THREAD: the calling thread's usage.
-const rusageThread = 1
 
 // measureFloor runs the unit's operation n times on one locked thread.
 func measureFloor(n, cores int) (Floor, error) {
@@ -49,11 +47,13 @@ func measureFloor(n, cores int) (Floor, error) {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// threadCPU is the calling thread's user+system CPU time.
+// threadCPU is the calling thread's CPU time. CLOCK_THREAD_CPUTIME_ID
+// counts in nanoseconds; getrusage(RUSAGE_THREAD) counts in scheduler ticks
+// (4 ms here), too coarse for a 6 ms operation.
 func threadCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
 		return 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ts.Nano())
 }

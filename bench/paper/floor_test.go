@@ -1,0 +1,18 @@
+package paper
+
+import "testing"
+
+// One thread cannot spend more CPU time than wall-clock time; a clock too
+// coarse for the operation breaks that.
+func TestFloorCPUWithinWall(t *testing.T) {
+	f, err := measureFloor(5, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.OpCPUMS <= 0 || f.OpCPUMS > f.OpMS*1.01 {
+		t.Fatalf("op %.3f ms wall, %.3f ms CPU: CPU must be positive and at most the wall time", f.OpMS, f.OpCPUMS)
+	}
+	if f.FloorMS != f.OpMS/2 || f.CPUFloorMS != f.OpCPUMS/2 {
+		t.Fatalf("floor %+v is not the op time ÷ 2 cores", f)
+	}
+}
