@@ -32,6 +32,7 @@ const (
 	CodeNoObject      = "object_not_found"
 	CodeBadImage      = "bad_image"
 	CodeTooLarge      = "too_large"
+	CodeTimeout       = "timeout"
 	CodeNotFound      = "not_found"
 	CodeConflict      = "conflict"
 	CodeUnauthorized  = "unauthorized"

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
+	"time"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/ops"
@@ -18,7 +20,12 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 			msg: fmt.Sprintf("object of %d bytes is over the limit of %d", r.ContentLength, s.store.MaxSize())})
 		return
 	}
-	info, err := s.store.Put(r.Body)
+	info, err := s.store.Put(&idleReader{r: r.Body, rc: http.NewResponseController(w), idle: s.cfg.UploadIdleTimeout})
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		writeError(w, &apiError{status: http.StatusRequestTimeout, code: api.CodeTimeout,
+			msg: fmt.Sprintf("upload stalled: no bytes for %v; nothing was stored", s.cfg.UploadIdleTimeout)})
+		return
+	}
 	if errors.Is(err, store.ErrTooLarge) {
 		writeError(w, &apiError{status: 413, code: api.CodeTooLarge, msg: fmt.Sprintf("object is over the limit of %d bytes", s.store.MaxSize())})
 		return
@@ -28,6 +35,22 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, api.Object(info))
+}
+
+// idleReader moves the connection's read deadline forward before each read,
+// so a body that keeps flowing may take as long as it needs while one that
+// stops fails with os.ErrDeadlineExceeded after idle.
+type idleReader struct {
+	r    io.Reader
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	if err := ir.rc.SetReadDeadline(time.Now().Add(ir.idle)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return 0, err
+	}
+	return ir.r.Read(p)
 }
 
 func (s *Server) handleListObjects(w http.ResponseWriter, _ *http.Request) {

@@ -45,6 +45,10 @@ type Config struct {
 	Transports map[string]transport.Transport
 	// MaxObjectSize bounds uploads (default 1 GiB).
 	MaxObjectSize int64
+	// UploadIdleTimeout ends an upload that sends no bytes for this long
+	// (default 30s), so a stalled client cannot hold a temporary file and a
+	// connection for ever.
+	UploadIdleTimeout time.Duration
 	// HeartbeatInterval is what workers are told to use (default 1s);
 	// HeartbeatTimeout is when a silent worker loses its units (default 5s).
 	HeartbeatInterval, HeartbeatTimeout time.Duration
@@ -69,6 +73,9 @@ func (c *Config) validate() error {
 	}
 	if c.HeartbeatTimeout <= 0 {
 		c.HeartbeatTimeout = 5 * c.HeartbeatInterval
+	}
+	if c.UploadIdleTimeout <= 0 {
+		c.UploadIdleTimeout = 30 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

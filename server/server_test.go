@@ -1,14 +1,17 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -210,6 +213,67 @@ func TestOversizeUpload(t *testing.T) {
 	if objs, _ := cl.Client.Objects(ctx); len(objs) != 0 {
 		t.Fatalf("oversize upload left objects: %v", objs)
 	}
+}
+
+// TestStalledUpload: a client that stops sending mid-body gets 408 after
+// the idle timeout, nothing is stored, no temporary file stays, and the
+// server goes on serving.
+func TestStalledUpload(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	cl, err := cluster.Start(ctx, cluster.Config{DataDir: dir, UploadIdleTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(cl.Server.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/objects HTTP/1.1\r\nHost: braid\r\nContent-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\n")
+	if _, err := conn.Write(make([]byte, 5000)); err != nil {
+		t.Fatal(err)
+	}
+	// Then nothing more: the server must give up on its own.
+	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled upload: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var eb struct{ Error api.Error }
+	if resp.StatusCode != http.StatusRequestTimeout || json.Unmarshal(body, &eb) != nil || eb.Error.Code != api.CodeTimeout {
+		t.Fatalf("stalled upload: %d %s, want 408 %s", resp.StatusCode, body, api.CodeTimeout)
+	}
+	if objs, _ := cl.Client.Objects(ctx); len(objs) != 0 {
+		t.Fatalf("stalled upload left objects: %v", objs)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, "*", "tmp", "*")); len(tmp) != 0 {
+		t.Fatalf("stalled upload left temporary files: %v", tmp)
+	}
+	// A slow upload that keeps moving is not cut off.
+	slow := &tricklingReader{left: 6, every: 100 * time.Millisecond}
+	if _, err := cl.Client.Put(ctx, slow); err != nil {
+		t.Fatalf("slow but steady upload (600 ms in all, idle timeout 300 ms): %v", err)
+	}
+}
+
+// tricklingReader yields one byte per read, every interval.
+type tricklingReader struct {
+	left  int
+	every time.Duration
+}
+
+func (r *tricklingReader) Read(p []byte) (int, error) {
+	if r.left == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(r.every)
+	r.left--
+	p[0] = 'x'
+	return 1, nil
 }
 
 type zeroReader struct{}

@@ -22,6 +22,7 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	data := fs.String("data", "braid-data", "directory for objects and job state")
 	name := fs.String("name", "braid-server", "this server's name, as workers see it")
 	maxObj := fs.Int64("max-object", 1<<30, "largest object an upload may create, in bytes")
+	uploadIdle := fs.Duration("upload-idle-timeout", 30*time.Second, "an upload that sends no bytes this long fails with 408")
 	hbTimeout := fs.Duration("heartbeat-timeout", 5*time.Second, "a worker silent this long loses its units")
 	window := fs.Int("window", 0, "units in flight per stream (0: scheduler default)")
 	var sec secretFlags
@@ -54,7 +55,7 @@ func runServer(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	s, err := server.New(server.Config{Listen: *listen, DataDir: *data, Secret: secret, Name: *name,
-		Transports: ts, MaxObjectSize: *maxObj, HeartbeatTimeout: *hbTimeout, Window: *window, Logger: log})
+		Transports: ts, MaxObjectSize: *maxObj, UploadIdleTimeout: *uploadIdle, HeartbeatTimeout: *hbTimeout, Window: *window, Logger: log})
 	if err != nil {
 		return err
 	}

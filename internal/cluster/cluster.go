@@ -44,6 +44,8 @@ type Config struct {
 	Transports transports.Options
 	// MaxObjectSize bounds uploads (0: the server's default).
 	MaxObjectSize int64
+	// UploadIdleTimeout ends stalled uploads (0: the server's default).
+	UploadIdleTimeout time.Duration
 }
 
 // Cluster is a running server and its workers.
@@ -80,7 +82,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	srv, err := server.New(server.Config{Listen: "127.0.0.1:0", DataDir: cfg.DataDir, Secret: cfg.Secret,
-		Transports: ts, Window: cfg.Window, MaxObjectSize: cfg.MaxObjectSize, Logger: cfg.Logger.With("role", "server")})
+		Transports: ts, Window: cfg.Window, MaxObjectSize: cfg.MaxObjectSize,
+		UploadIdleTimeout: cfg.UploadIdleTimeout, Logger: cfg.Logger.With("role", "server")})
 	if err != nil {
 		c.cleanup()
 		return nil, err
