@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -275,4 +276,29 @@ func cli(t *testing.T, c *client.Client, args ...string) string {
 		t.Fatalf("braid %v: %v\n%s", args, err, stderr.String())
 	}
 	return stdout.String()
+}
+
+// TestPprof checks that --pprof serves the runtime's profiles on an
+// address of its own, and that the API port does not.
+func TestPprof(t *testing.T) {
+	_, c := startServer(t)
+	w := start(t, "worker", "--server", c.URL(), "--threads", "1", "--pprof", "127.0.0.1:0")
+	url := w.waitLog(t, regexp.MustCompile(`msg="serving profiles" url=(\S+)`))
+	resp, err := http.Get(url + "goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "goroutine profile:") {
+		t.Fatalf("GET %sgoroutine: %s\n%.300s", url, resp.Status, body)
+	}
+	resp, err = http.Get(c.URL() + "/debug/pprof/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		t.Errorf("the API port serves /debug/pprof/")
+	}
 }

@@ -22,8 +22,10 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	var sec secretFlags
 	var logs logFlags
 	var topts transports.Options
+	var prof pprofFlag
 	sec.register(fs)
 	logs.register(fs)
+	prof.register(fs)
 	registerTransportFlags(fs, &topts)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -38,6 +40,9 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	topts.Logger = log
+	if err := prof.start(ctx, log); err != nil {
+		return err
+	}
 	secret, err := sec.value(e)
 	if err != nil {
 		return err

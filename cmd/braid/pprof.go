@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+)
+
+// pprofFlag serves Go's runtime profiles (net/http/pprof) for a long-running
+// role, on an address of its own so the profiles never share the API's port.
+type pprofFlag struct{ addr string }
+
+func (p *pprofFlag) register(fs *flag.FlagSet) {
+	fs.StringVar(&p.addr, "pprof", "", "serve Go runtime profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (default: off)")
+}
+
+// start listens on the address, if one was given, and serves until ctx ends.
+func (p *pprofFlag) start(ctx context.Context, log *slog.Logger) error {
+	if p.addr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		return fmt.Errorf("--pprof: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		hs.Close()
+	}()
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("pprof server stopped", "err", err)
+		}
+	}()
+	log.Info("serving profiles", "url", "http://"+ln.Addr().String()+"/debug/pprof/")
+	return nil
+}
