@@ -1,6 +1,10 @@
 package paper
 
-import "testing"
+import (
+	"os"
+	"testing"
+	"time"
+)
 
 // One thread cannot spend more CPU time than wall-clock time; a clock too
 // coarse for the operation breaks that.
@@ -14,5 +18,19 @@ func TestFloorCPUWithinWall(t *testing.T) {
 	}
 	if f.FloorMS != f.OpMS/2 || f.CPUFloorMS != f.OpCPUMS/2 {
 		t.Fatalf("floor %+v is not the op time ÷ 2 cores", f)
+	}
+}
+
+// procCPU reads what getrusage reports for the same process, to a tick.
+func TestProcCPU(t *testing.T) {
+	before := procCPU(os.Getpid())
+	for t0 := time.Now(); time.Since(t0) < 200*time.Millisecond; {
+	}
+	p, s := procCPU(os.Getpid()), selfCPU()
+	if p-before < 100*time.Millisecond {
+		t.Fatalf("procCPU rose by %v over 200 ms of spinning", p-before)
+	}
+	if d := s - p; d < -20*time.Millisecond || d > 50*time.Millisecond {
+		t.Fatalf("procCPU %v, getrusage %v: they should agree to a few ticks", p, s)
 	}
 }

@@ -1,8 +1,13 @@
 package paper
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -29,6 +34,11 @@ type Record struct {
 	// TransitMS is returned − sent − queued − compute: the time a unit
 	// spent on the wire and in the two ends' I/O paths.
 	TransitMS float64 `json:"mean_transit_ms"`
+	// WorkerCPUMS and ServerCPUMS are CPU time per unit, from submitting
+	// the job to its end: all worker processes together (from /proc, to
+	// 10 ms), and the bench process, which hosts the server.
+	WorkerCPUMS float64 `json:"worker_cpu_ms_per_unit,omitempty"`
+	ServerCPUMS float64 `json:"server_cpu_ms_per_unit,omitempty"`
 }
 
 // blurSpec is the paper's unit: a blur of the whole GIF.
@@ -42,6 +52,7 @@ func blurSpec(input string, units int, l line) api.JobSpec {
 func (f *fleet) runJob(ctx context.Context, cfg *Config, l line, units, run int) (Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.JobTimeout)
 	defer cancel()
+	w0, s0 := f.workersCPU(), selfCPU()
 	j, err := f.client.Submit(ctx, blurSpec(f.input, units, l))
 	if err != nil {
 		return Record{}, fmt.Errorf("paper: submit: %w", err)
@@ -56,7 +67,53 @@ func (f *fleet) runJob(ctx context.Context, cfg *Config, l line, units, run int)
 	if j.State != api.JobDone {
 		return Record{}, fmt.Errorf("paper: job %s %s: %s", j.ID, j.State, j.Error)
 	}
-	return newRecord(l, units, run, j), nil
+	rec := newRecord(l, units, run, j)
+	rec.WorkerCPUMS = ms(f.workersCPU()-w0) / float64(units)
+	rec.ServerCPUMS = ms(selfCPU()-s0) / float64(units)
+	return rec, nil
+}
+
+// workersCPU is the CPU time the worker processes have used so far.
+func (f *fleet) workersCPU() time.Duration {
+	var t time.Duration
+	for _, c := range f.procs {
+		t += procCPU(c.Process.Pid)
+	}
+	return t
+}
+
+// procCPU is a process's user + system time from /proc/PID/stat, or 0.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	fs := strings.Fields(string(b[i+1:]))
+	if len(fs) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseInt(fs[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fs[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	// Linux reports in USER_HZ, 100 per second on every architecture Go
+	// supports there.
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// selfCPU is this process's user + system time.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func newRecord(l line, units, run int, j api.Job) Record {

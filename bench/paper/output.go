@@ -24,13 +24,14 @@ type FigureResult struct {
 
 var recordHeader = []string{"figure", "line", "transport", "workers", "threads", "slow_worker", "policy",
 	"speculate", "units", "run", "avg_unit_ms", "makespan_ms", "units_per_worker", "mean_queued_ms",
-	"mean_compute_ms", "mean_transit_ms"}
+	"mean_compute_ms", "mean_transit_ms", "worker_cpu_ms_per_unit", "server_cpu_ms_per_unit"}
 
 func (r Record) row() []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	return []string{r.Figure, r.Line, r.Transport, strconv.Itoa(r.Workers), r.Threads, strconv.FormatBool(r.Slow),
 		r.Policy, strconv.FormatBool(r.Speculate), strconv.Itoa(r.Units), strconv.Itoa(r.Run), f(r.AvgUnitMS),
-		f(r.MakespanMS), perWorker(r.UnitsPerWorker), f(r.QueuedMS), f(r.ComputeMS), f(r.TransitMS)}
+		f(r.MakespanMS), perWorker(r.UnitsPerWorker), f(r.QueuedMS), f(r.ComputeMS), f(r.TransitMS),
+		f(r.WorkerCPUMS), f(r.ServerCPUMS)}
 }
 
 // perWorker formats units per worker as "c1=250;c2=250".

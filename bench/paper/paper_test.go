@@ -81,6 +81,21 @@ func TestQuick(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(out, "REPORT.md")); err != nil || !strings.Contains(string(b), "Fig. 4") {
 		t.Errorf("REPORT.md: %v", err)
 	}
+	if res.Floor.ParallelMS <= 0 {
+		t.Errorf("floor %+v: no measurement of the op on all threads at once", res.Floor)
+	}
+	// The floor section's CPU accounting sees the worker processes.
+	cpu := 0.0
+	for _, fr := range res.Figures {
+		for _, rec := range fr.Records {
+			if rec.Line == "2 workers × 2 tcpn streams" && rec.Units == 20 {
+				cpu = max(cpu, rec.WorkerCPUMS)
+			}
+		}
+	}
+	if cpu <= 0 {
+		t.Errorf("no worker CPU time recorded for 2 workers × 2 tcpn streams at 20 units")
+	}
 }
 
 // checkCSV parses a figure's CSV and checks its rows have numbers.
