@@ -90,6 +90,19 @@ func (c *Core) Tick(now time.Time) Output {
 	return out
 }
 
+// Speculating reports whether some live job may get end-of-job
+// duplicates: it speculates and has no pending unit. While it does, its
+// owner should call Tick often (every few ms) and after each burst of
+// results, since a job's tail can be far shorter than the usual tick.
+func (c *Core) Speculating() bool {
+	for _, j := range c.live {
+		if j.speculate && j.pending == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Core) workerUp(ev WorkerUp) error {
 	if err := validateWorkerUp(ev); err != nil {
 		return err

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"cmp"
+	"slices"
+	"time"
 )
 
 // dispatch places every placeable unit it can: jobs in arrival order, a
@@ -63,7 +65,7 @@ func (c *Core) place(j *job, q *opQueue, out *Output) bool {
 		}
 	}
 	w := c.pick(ws, s)
-	if w == nil {
+	if w == nil || (s == nil && !worthPlacing(w, ws)) {
 		return false
 	}
 	if s != nil {
@@ -98,8 +100,12 @@ func (c *Core) capableOf(op string) []*worker {
 // pick chooses among the workers with window room that share s allows
 // (all of them if s is nil): the one whose freest stream is least loaded
 // (so every stream gets a unit before any gets a second), then the faster
-// per stream, then by name.
+// per stream, then by name. Without shares, once every worker is
+// measured, it is instead the one that would finish the unit first.
 func (c *Core) pick(ws []*worker, s *opShare) *worker {
+	if s == nil && allMeasured(ws) {
+		return earliestFinish(ws, true)
+	}
 	var best *worker
 	var bestSpeed float64
 	for _, w := range ws {
@@ -112,6 +118,61 @@ func (c *Core) pick(ws []*worker, s *opShare) *worker {
 		}
 	}
 	return best
+}
+
+func allMeasured(ws []*worker) bool {
+	for _, w := range ws {
+		if _, ok := w.estUnitTime(); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// finish is when a unit given to w now would be done, from now: the units
+// ahead of it on w's least loaded stream, and itself, each taking w's unit
+// time. With room, only streams with window room count.
+func finish(w *worker, room bool) (time.Duration, bool) {
+	s := -1
+	if room {
+		s = w.freeStream()
+	} else {
+		s = slices.Index(w.inflight, slices.Min(w.inflight))
+	}
+	t, ok := w.estUnitTime()
+	if s < 0 || !ok {
+		return 0, false
+	}
+	return time.Duration(w.inflight[s]+1) * t, true
+}
+
+// earliestFinish is the worker of ws that would finish a unit given now
+// first (by name on ties); with room, only workers with window room count.
+func earliestFinish(ws []*worker, room bool) *worker {
+	var best *worker
+	var bestT time.Duration
+	for _, w := range ws {
+		if t, ok := finish(w, room); ok && (best == nil || t < bestT) {
+			best, bestT = w, t
+		}
+	}
+	return best
+}
+
+// worthPlacing reports whether giving the next unit to w now, rather than
+// holding it for a faster worker whose window is full, gets it done no
+// later. A slow worker thus takes units while the faster ones are busy,
+// but not the last ones, which a faster worker would finish sooner even
+// after the units it already holds. Unmeasured workers always take units,
+// so that they get measured.
+func worthPlacing(w *worker, ws []*worker) bool {
+	if !allMeasured(ws) {
+		return true
+	}
+	tw, _ := finish(w, true)
+	best := earliestFinish(ws, false)
+	tb, _ := finish(best, false)
+	return tw <= tb
 }
 
 // send records a copy of unit i in flight on (w, stream) and emits it.

@@ -97,20 +97,43 @@ func (d *dispatcher) post(f func()) bool {
 	}
 }
 
+// Housekeeping (heartbeats, forgetting ended jobs) runs every tickEvery;
+// while a job is in its speculation tail, the core is also ticked every
+// tailTickEvery and after each burst of results, so that duplicates start
+// within milliseconds of a stream going idle, not up to a tick later.
+const (
+	tickEvery     = 100 * time.Millisecond
+	tailTickEvery = 5 * time.Millisecond
+)
+
 func (d *dispatcher) run(ctx context.Context) {
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
+	tail := time.NewTimer(time.Hour)
+	tail.Stop()
+	defer tail.Stop()
+	var tailC <-chan time.Time // tail.C while armed
 	for {
 		select {
 		case f := <-d.ctl:
 			f()
 		case r := <-d.results:
 			d.onResult(r)
+			if len(d.results) == 0 && d.core.Speculating() {
+				d.apply(d.core.Tick(time.Now()))
+			}
 		case now := <-tick.C:
 			d.onTick(now)
+		case now := <-tailC:
+			tailC = nil
+			d.apply(d.core.Tick(now))
 		case <-ctx.Done():
 			d.shutdown()
 			return
+		}
+		if tailC == nil && d.core.Speculating() {
+			tail.Reset(tailTickEvery)
+			tailC = tail.C
 		}
 	}
 }
