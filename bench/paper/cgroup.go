@@ -9,8 +9,14 @@ import (
 	"time"
 )
 
-// cfsPeriod is the CFS period written for the slow worker, in µs.
-const cfsPeriod = 100000
+// cfsPeriod is the CFS period of the workers' cgroups, in µs. A throttled
+// worker runs in bursts of one period's quota; 20 ms keeps the bursts
+// short beside a job of a few units of a few ms each.
+const cfsPeriod = 20000
+
+// minQuota is the smallest quota we set, in CPUs: the kernel refuses a
+// cpu.cfs_quota_us below 1 ms.
+const minQuota = 1000.0 / cfsPeriod
 
 // cpuRoots are where cgroup v1's cpu controller is commonly mounted.
 var cpuRoots = []string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpuacct,cpu"}

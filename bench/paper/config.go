@@ -34,8 +34,20 @@ type Config struct {
 	Runs int
 	// Quick is a smoke run of the plumbing: few units, one run, no warm-up.
 	Quick bool
-	// SlowCPUs is the CPU quota of the slow worker, in CPUs (default 0.65).
+	// SlowCPUs is the slow worker's speed in cores of a normal worker
+	// (default 0.65: the paper's C3 had one core doing about 0.65 of a C1
+	// core's work). Its CPU quota is SlowCPUs × MachineCPUs / 2, a normal
+	// machine having 2 cores, or SlowCPUs CPUs when normal workers are
+	// uncapped.
 	SlowCPUs float64
+	// MachineCPUs is the CPU quota, in CPUs, of each normal worker in the
+	// slow-worker figures (12–16). It makes each worker a machine of its
+	// own, as in the paper: uncapped, the workers share this machine's
+	// cores, and the slow worker would take CPU from the normal ones
+	// instead of adding its own. 0 means min(2, 0.375 × Cores), which is
+	// 0.75 on 2 cores and leaves room for the server; negative leaves
+	// normal workers uncapped.
+	MachineCPUs float64
 	// NoSlow skips the slow-worker figures (set when cgroups are missing).
 	NoSlow bool
 	// Figures restricts the run to these figure ids, e.g. "fig4" (default
@@ -68,8 +80,14 @@ func (c *Config) validate() error {
 		c.Out = "bench-out/paper"
 	}
 	c.setCounts()
+	if c.Cores == 0 {
+		c.Cores = runtime.NumCPU()
+	}
 	if c.SlowCPUs == 0 {
 		c.SlowCPUs = 0.65
+	}
+	if c.MachineCPUs == 0 {
+		c.MachineCPUs = min(2, 0.375*float64(c.Cores))
 	}
 	if c.JobTimeout == 0 {
 		c.JobTimeout = 3 * time.Minute
@@ -77,16 +95,29 @@ func (c *Config) validate() error {
 	if c.Timeout == 0 {
 		c.Timeout = 45 * time.Minute
 	}
-	if c.Cores == 0 {
-		c.Cores = runtime.NumCPU()
-	}
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
-	if c.SlowCPUs < 0.05 || c.Runs < 1 {
-		return errors.New("paper: --slow-cpus must be at least 0.05 and --runs at least 1")
+	if c.Runs < 1 {
+		return errors.New("paper: --runs must be at least 1")
+	}
+	if q := c.SlowQuota(); q < minQuota || c.SlowCPUs > 2 {
+		return fmt.Errorf("paper: --slow-cpus %.2f gives the slow worker %.3f CPU; it must be at most 2 cores "+
+			"and give at least %.2f CPU", c.SlowCPUs, q, minQuota)
+	}
+	if c.MachineCPUs > 0 && (c.MachineCPUs < minQuota || c.MachineCPUs > float64(c.Cores)) {
+		return fmt.Errorf("paper: --machine-cpus %.2f: want between %.2f and the %d cores, or negative for "+
+			"uncapped workers", c.MachineCPUs, minQuota, c.Cores)
 	}
 	return nil
+}
+
+// SlowQuota is the slow worker's CPU quota in CPUs.
+func (c *Config) SlowQuota() float64 {
+	if c.MachineCPUs > 0 {
+		return c.SlowCPUs * c.MachineCPUs / 2
+	}
+	return c.SlowCPUs
 }
 
 func (c *Config) setCounts() {

@@ -22,13 +22,12 @@ func figures() []figure {
 		fig7 = append(fig7, pair{Label: l.Label + " vs tcp", Base: tcp2, Other: l})
 	}
 	two := twoWorkers(s)
-	normal, slow := oneWorker(s, 2), oneWorker(s, 2)
-	normal.Label = "normal worker (c1), 2 threads"
-	slow.Label, slow.Workers = "slow worker (c3), 2 threads", []workerSpec{{Threads: 2, Transport: s, Slow: true}}
-	base2 := mk("2 workers, 2:2 threads, equal", workers(2, 2, s), "equal", false)
-	baseT := mk("2 workers, 2:2 threads, threads", workers(2, 2, s), "threads", false)
-	base3 := mk("2 workers, 3:3 threads, threads", workers(2, 3, s), "threads", false)
-	baseD := mk("2 workers, 2:2 threads, dynamic + speculation", workers(2, 2, s), "dynamic", true)
+	normal := mk("normal worker (c1), 2 threads", machines(1, 2, s), "equal", false)
+	slow := mk("slow worker (c3), 2 threads", []workerSpec{{Threads: 2, Transport: s, Slow: true}}, "equal", false)
+	base2 := mk("2 workers, 2:2 threads, equal", machines(2, 2, s), "equal", false)
+	baseT := mk("2 workers, 2:2 threads, threads", machines(2, 2, s), "threads", false)
+	base3 := mk("2 workers, 3:3 threads, threads", machines(2, 3, s), "threads", false)
+	baseD := mk("2 workers, 2:2 threads, dynamic + speculation", machines(2, 2, s), "dynamic", true)
 	return []figure{
 		{ID: "fig4", Title: fmt.Sprintf("Fig. 4: one worker, one %s stream", s), Lines: []line{oneWorker(s, 1)}},
 		{ID: "fig5", Title: fmt.Sprintf("Fig. 5: one worker, 1/2/3/5 %s streams", s),

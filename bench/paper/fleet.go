@@ -125,8 +125,11 @@ func (f *fleet) startWorker(cfg *Config, i int, w workerSpec, secretFile string)
 		return fmt.Errorf("paper: start worker %s: %w", name, err)
 	}
 	f.procs, f.workers = append(f.procs, cmd), append(f.workers, name)
-	if w.Slow {
-		return f.throttle(cmd.Process.Pid, name, cfg.SlowCPUs)
+	switch {
+	case w.Slow:
+		return f.throttle(cmd.Process.Pid, name, cfg.SlowQuota())
+	case w.Machine && cfg.MachineCPUs > 0:
+		return f.throttle(cmd.Process.Pid, name, cfg.MachineCPUs)
 	}
 	return nil
 }

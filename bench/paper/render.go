@@ -13,23 +13,26 @@ import (
 
 // runInfo is run.json: what Render needs besides the figures' JSON.
 type runInfo struct {
-	Units    []int         `json:"units"`
-	Runs     int           `json:"runs"`
-	Quick    bool          `json:"quick"`
-	SlowCPUs float64       `json:"slow_cpus"`
-	Cores    int           `json:"cores"`
-	Command  string        `json:"command"`
-	Floor    Floor         `json:"floor"`
-	Notes    []string      `json:"notes,omitempty"`
-	Started  time.Time     `json:"started"`
-	Elapsed  time.Duration `json:"elapsed_ns"`
-	LoadAvg  string        `json:"load_avg,omitempty"`
+	Units    []int   `json:"units"`
+	Runs     int     `json:"runs"`
+	Quick    bool    `json:"quick"`
+	SlowCPUs float64 `json:"slow_cpus"`
+	// MachineCPUs is absent from runs made before normal workers were
+	// capped: they read as uncapped.
+	MachineCPUs float64       `json:"machine_cpus,omitempty"`
+	Cores       int           `json:"cores"`
+	Command     string        `json:"command"`
+	Floor       Floor         `json:"floor"`
+	Notes       []string      `json:"notes,omitempty"`
+	Started     time.Time     `json:"started"`
+	Elapsed     time.Duration `json:"elapsed_ns"`
+	LoadAvg     string        `json:"load_avg,omitempty"`
 }
 
 func (r *Result) writeInfo() error {
 	c := r.Config
 	return writeJSON(filepath.Join(c.Out, "run.json"), runInfo{Units: c.Units, Runs: c.Runs, Quick: c.Quick,
-		SlowCPUs: c.SlowCPUs, Cores: c.Cores, Command: c.Command, Floor: r.Floor, Notes: r.Notes,
+		SlowCPUs: c.SlowCPUs, MachineCPUs: c.MachineCPUs, Cores: c.Cores, Command: c.Command, Floor: r.Floor, Notes: r.Notes,
 		Started: r.Started, Elapsed: r.Elapsed, LoadAvg: r.LoadAvg})
 }
 
@@ -42,6 +45,10 @@ func Render(cfg Config) (*Result, error) {
 		return nil, err
 	}
 	cfg.Units, cfg.Runs, cfg.Quick, cfg.SlowCPUs, cfg.Cores = info.Units, info.Runs, info.Quick, info.SlowCPUs, info.Cores
+	cfg.MachineCPUs = info.MachineCPUs
+	if cfg.MachineCPUs == 0 {
+		cfg.MachineCPUs = -1
+	}
 	if !strings.Contains(info.Command, cfg.Command) {
 		cfg.Command = info.Command + "\n" + cfg.Command
 	} else {

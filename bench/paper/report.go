@@ -47,14 +47,7 @@ func (r *Result) setupNotes(w func(string, ...any)) {
 		w("- **`sctp` is not in this binary's transports yet: the paper's SCTP lines run over `%s`** and are "+
 			"labelled so; fig 6 then compares tcp with %s.\n", s, s)
 	}
-	w("- Slow worker (the paper's C3): a worker process in a cgroup v1 `cpu` child with `cpu.cfs_quota_us` = "+
-		"%d per %d µs period, i.e. %.2f CPU. C3 was a Pentium 4 3 GHz with 1 processor beside Core 2 Duo "+
-		"2.53 GHz machines with 2: a NetBurst core does about 0.6–0.7 of a Core 2 core's work at these clocks. "+
-		"So C3 = %.2f of one C1 core: a 1-thread unit ~%.1f× slower than on C1, a 2-thread job ~%.1f× slower "+
-		"than C1 with its 2 cores. The quota is absolute, while the normal workers share the cores with the "+
-		"machine's other load, so the realised ratio shrinks when the machine is busy; fig 12 measures it.\n",
-		int(r.Config.SlowCPUs*cfsPeriod), cfsPeriod, r.Config.SlowCPUs, r.Config.SlowCPUs, 1/r.Config.SlowCPUs,
-		float64(r.Config.Cores)/r.Config.SlowCPUs)
+	r.machineNotes(w)
 	if !r.Config.Quick {
 		w("- Each line starts with an unrecorded 10-unit warm-up job.\n")
 	}
@@ -68,13 +61,40 @@ func (r *Result) setupNotes(w func(string, ...any)) {
 		w("- Note: %s\n", n)
 	}
 	w("- Where we differ from the paper, the main reasons: all processes share one %d-core machine "+
-		"(the paper had one machine per worker), loopback instead of a LAN, Go instead of Java, and our "+
+		"(the paper had one machine per worker; figs 12–16 emulate that with CPU quotas), loopback instead of a LAN, Go instead of Java, and our "+
 		"blur on a 160×120 GIF takes a few ms, so fixed per-job costs weigh more at small unit counts.\n",
 		r.Config.Cores)
 	w("- Lines are measured one after another, so a change in the machine's load between them shows up as a " +
 		"difference between lines; compare lines with their min–max spread in mind. On a loaded machine, one " +
 		"more worker process (and the slow worker's cgroup, a scheduling entity of its own) also wins CPU from " +
 		"other users' processes, so more processes can be faster here for reasons that are not braid's.\n\n")
+}
+
+// machineNotes says how the slow worker, and the normal workers beside it,
+// emulate the paper's machines.
+func (r *Result) machineNotes(w func(string, ...any)) {
+	c := r.Config
+	const c3 = "C3 was a Pentium 4 3 GHz with 1 processor beside Core 2 Duo 2.53 GHz machines with 2: a " +
+		"NetBurst core does about 0.6–0.7 of a Core 2 core's work at these clocks"
+	if c.MachineCPUs > 0 {
+		w("- Machines (figs 12–16): the paper ran each worker on a machine of its own. Here all workers share %d "+
+			"cores, so an uncapped extra worker would take CPU from the others instead of adding its own. So in "+
+			"these figures each normal worker (a C1) runs in a cgroup v1 `cpu` child with `cpu.cfs_quota_us` = "+
+			"%d per %d µs period, i.e. %.2f CPU — a 2-core machine scaled down to leave room for the server — "+
+			"and the slow worker (the paper's C3) in one with %d µs, i.e. %.3f CPU = %.2f of one C1 core. %s. "+
+			"So a 1-thread unit is ~%.1f× slower on C3 than on C1, a 2-thread job ~%.1f× slower than on C1 with "+
+			"its 2 cores; fig 12 measures the realised ratio. Figs 4–11 run uncapped workers.\n",
+			c.Cores, int(c.MachineCPUs*cfsPeriod), cfsPeriod, c.MachineCPUs, int(c.SlowQuota()*cfsPeriod),
+			c.SlowQuota(), c.SlowCPUs, c3, 1/c.SlowCPUs, 2/c.SlowCPUs)
+		return
+	}
+	w("- Slow worker (the paper's C3): a worker process in a cgroup v1 `cpu` child with `cpu.cfs_quota_us` = "+
+		"%d per %d µs period, i.e. %.2f CPU. %s. So C3 = %.2f of one C1 core: a 1-thread unit ~%.1f× slower "+
+		"than on C1, a 2-thread job ~%.1f× slower than C1 with its 2 cores. The normal workers are uncapped: "+
+		"they share the cores with the slow one and the machine's other load, so the slow worker takes CPU "+
+		"from them rather than adding its own, and the realised ratio shrinks when the machine is busy; fig 12 "+
+		"measures it.\n", int(c.SlowCPUs*cfsPeriod), cfsPeriod, c.SlowCPUs, c3, c.SlowCPUs, 1/c.SlowCPUs,
+		float64(c.Cores)/c.SlowCPUs)
 }
 
 func cpuModel() string {

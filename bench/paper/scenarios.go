@@ -13,7 +13,11 @@ import (
 type workerSpec struct {
 	Threads   int
 	Transport string
-	Slow      bool // in the CPU-quota cgroup
+	Slow      bool // in a cgroup with the slow worker's CPU quota
+	// Machine puts a normal worker in a cgroup of its own with a normal
+	// machine's CPU quota (Config.MachineCPUs), so that it is a machine of
+	// its own, as in the paper, whose CPU no other worker can take.
+	Machine bool
 }
 
 // line is one series: a worker set, a policy, and the label on the plot.
@@ -32,6 +36,9 @@ func (l line) setup() string {
 		parts[i] = fmt.Sprintf("%s×%d", w.Transport, w.Threads)
 		if w.Slow {
 			parts[i] += "(slow)"
+		}
+		if w.Machine {
+			parts[i] += "(machine)"
 		}
 	}
 	return strings.Join(parts, "+")
@@ -98,6 +105,15 @@ func sctpName() string {
 	return transports.Default
 }
 
+// machines is n normal workers, each a machine of its own.
+func machines(n, threads int, tr string) []workerSpec {
+	ws := workers(n, threads, tr)
+	for i := range ws {
+		ws[i].Machine = true
+	}
+	return ws
+}
+
 func workers(n, threads int, tr string) []workerSpec {
 	out := make([]workerSpec, n)
 	for i := range out {
@@ -123,9 +139,9 @@ func twoWorkers(tr string) line {
 	return mk(fmt.Sprintf("2 workers × 2 %s streams", tr), workers(2, 2, tr), "equal", false)
 }
 
-// withSlow is n normal workers with t threads plus the slow one with st.
+// withSlow is 2 normal machines with t threads plus the slow one with st.
 func withSlow(tr string, t, st int, policy string, spec bool) line {
-	ws := append(workers(2, t, tr), workerSpec{Threads: st, Transport: tr, Slow: true})
+	ws := append(machines(2, t, tr), workerSpec{Threads: st, Transport: tr, Slow: true})
 	label := fmt.Sprintf("2 + slow, %d:%d:%d threads, %s", t, t, st, policy)
 	if spec {
 		label += " + speculation"
