@@ -133,10 +133,8 @@ func allMeasured(ws []*worker) bool {
 // ahead of it on w's least loaded stream, and itself, each taking w's unit
 // time. With room, only streams with window room count.
 func finish(w *worker, room bool) (time.Duration, bool) {
-	s := -1
-	if room {
-		s = w.freeStream()
-	} else {
+	s := w.freeStream()
+	if !room {
 		s = slices.Index(w.inflight, slices.Min(w.inflight))
 	}
 	t, ok := w.estUnitTime()
