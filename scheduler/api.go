@@ -17,6 +17,20 @@ type WorkerUp struct {
 	Streams int
 	Threads int
 	Ops     []string
+	// AwaitLease: none of the streams is usable until a WorkerLease says
+	// how many are (a worker shared by several servers lends its threads by
+	// demand). Without it all Streams are usable at once.
+	AwaitLease bool
+}
+
+// WorkerLease says the worker now lends the first Streams of its
+// association's streams (0 to WorkerUp.Streams). Units already in flight on
+// the others stay in flight and their results count as usual, but no unit
+// is placed there, not even a speculative duplicate. Zero means the worker
+// takes nothing new from this server for now.
+type WorkerLease struct {
+	Worker  string
+	Streams int
 }
 
 // WorkerDown says the worker's association is gone (lost, heartbeat timeout,
@@ -38,6 +52,11 @@ type Unit struct {
 	Index int
 	Op    string
 	Deps  []int
+	// Done marks a unit whose result was accepted before the core was
+	// built (a server restart resuming the job): it is never placed, counts
+	// as done in Progress, and satisfies its dependents. A job whose units
+	// are all Done is in the JobsDone of the JobAdded step.
+	Done bool
 }
 
 // JobCancelled drops a job's pending units; results still in flight are
@@ -62,6 +81,19 @@ type UnitFinished struct {
 	Attempt int
 }
 
+// UnitReturned says the worker handed back a unit it was sent without
+// running it (it is shutting down). That copy stops counting against the
+// stream's window and, unless another copy is in flight, the unit is
+// pending again: it is placed anew (as the next Attempt), not failed.
+// A return that matches no copy in flight is ignored.
+type UnitReturned struct {
+	Job     string
+	Unit    int
+	Worker  string
+	Stream  int
+	Attempt int // as in UnitFinished: zero matches any copy on Worker/Stream
+}
+
 // Feedback is the worker's report of its load (seed 003): queue depth and
 // measured service rate in units per second. The core shrinks or grows the
 // worker's per-stream window from it.
@@ -72,10 +104,12 @@ type Feedback struct {
 }
 
 func (WorkerUp) isEvent()     {}
+func (WorkerLease) isEvent()  {}
 func (WorkerDown) isEvent()   {}
 func (JobAdded) isEvent()     {}
 func (JobCancelled) isEvent() {}
 func (UnitFinished) isEvent() {}
+func (UnitReturned) isEvent() {}
 func (Feedback) isEvent()     {}
 
 // Assignment tells the caller to send unit (Job, Unit) on Worker's Stream.

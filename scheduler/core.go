@@ -58,14 +58,18 @@ func (c *Core) Step(now time.Time, ev Event) (Output, error) {
 	switch ev := ev.(type) {
 	case WorkerUp:
 		err = c.workerUp(ev)
+	case WorkerLease:
+		err = c.workerLease(ev)
 	case WorkerDown:
 		err = c.workerDown(ev)
 	case JobAdded:
-		err = c.jobAdded(ev)
+		err = c.jobAdded(ev, &out)
 	case JobCancelled:
 		err = c.jobCancelled(ev, &out)
 	case UnitFinished:
 		c.unitFinished(ev, &out)
+	case UnitReturned:
+		c.unitReturned(ev)
 	case Feedback:
 		err = c.feedback(ev)
 	default:
@@ -128,6 +132,21 @@ func (c *Core) workerUp(ev WorkerUp) error {
 	return nil
 }
 
+func (c *Core) workerLease(ev WorkerLease) error {
+	w := c.workers[ev.Worker]
+	if w == nil || !w.up {
+		return fmt.Errorf("%w: %q", ErrUnknownWorker, ev.Worker)
+	}
+	if ev.Streams < 0 || ev.Streams > len(w.inflight) {
+		return fmt.Errorf("%w: lease of %d streams on %q, which has %d", ErrBadWorker, ev.Streams, ev.Worker, len(w.inflight))
+	}
+	if w.lease != ev.Streams {
+		w.lease = ev.Streams
+		c.replanSpeed()
+	}
+	return nil
+}
+
 func (c *Core) workerDown(ev WorkerDown) error {
 	w := c.workers[ev.Worker]
 	if w == nil || !w.up {
@@ -174,7 +193,7 @@ func (c *Core) requeue(j *job, i int, w string) {
 	}
 }
 
-func (c *Core) jobAdded(ev JobAdded) error {
+func (c *Core) jobAdded(ev JobAdded, out *Output) error {
 	if _, dup := c.jobs[ev.Job]; dup {
 		return fmt.Errorf("%w: %q", ErrDuplicateJob, ev.Job)
 	}
@@ -185,6 +204,10 @@ func (c *Core) jobAdded(ev JobAdded) error {
 	c.seq++
 	c.jobs[j.name] = j
 	c.all = append(c.all, j)
+	if j.finished { // every unit was done before a restart
+		out.JobsDone = append(out.JobsDone, j.name)
+		return nil
+	}
 	c.live = append(c.live, j)
 	return nil
 }

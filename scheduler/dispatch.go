@@ -112,7 +112,7 @@ func (c *Core) pick(ws []*worker, s *opShare) *worker {
 		if w.freeStream() < 0 || (s != nil && !s.allows(w.name)) {
 			continue
 		}
-		speed := c.estRate(w) / float64(len(w.inflight))
+		speed := c.estRate(w) / w.parallel()
 		if best == nil || cmp.Or(cmp.Compare(w.depth(), best.depth()), cmp.Compare(bestSpeed, speed)) < 0 {
 			best, bestSpeed = w, speed
 		}
@@ -134,8 +134,8 @@ func allMeasured(ws []*worker) bool {
 // time. With room, only streams with window room count.
 func finish(w *worker, room bool) (time.Duration, bool) {
 	s := w.freeStream()
-	if !room {
-		s = slices.Index(w.inflight, slices.Min(w.inflight))
+	if !room && w.lease > 0 {
+		s = slices.Index(w.leased(), slices.Min(w.leased()))
 	}
 	t, ok := w.estUnitTime()
 	if s < 0 || !ok {

@@ -12,6 +12,7 @@
 //	func (c *Core) Step(now time.Time, ev Event) (Output, error)
 //	func (c *Core) Tick(now time.Time) Output           // speculation timers
 //	func (c *Core) Progress(job string) (JobProgress, bool)
+//	func (c *Core) Demand(worker string) int           // streams this server could use
 //	func (c *Core) Workers() []WorkerStatus            // introspection
 //	func (c *Core) Jobs() []string
 //	func (c *Core) Forget(job string) bool             // drop a finished job
@@ -67,6 +68,23 @@
 // worker known to be slower. The first result is Accepted; the other is
 // Dropped when it arrives, and its slot is freed then. Speculation is only
 // decided in Tick, so that a burst of results at one instant is seen whole.
+//
+// # Leases
+//
+// A worker registered with several servers lends its threads to them by
+// demand (docs/leases.md). WorkerUp with AwaitLease makes its streams
+// unusable until a WorkerLease says how many of the first streams are
+// lent; a later WorkerLease grows or shrinks that number. Shrinking
+// recalls nothing: units in flight on streams no longer lent finish there
+// and their results count. Demand tells the owner how many streams it
+// could keep busy, which is what it asks the worker for. A worker that
+// shuts down hands back units it has not started (UnitReturned): they are
+// pending again and are placed anew, never failed.
+//
+// # Resuming
+//
+// JobAdded units with Done set were accepted before a restart: they are
+// not placed, count as done, and release their dependents.
 //
 // # Flow control
 //

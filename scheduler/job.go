@@ -85,14 +85,36 @@ func newJob(ev JobAdded, seq int) (*job, error) {
 	if hasCycle(j.units) {
 		return nil, fmt.Errorf("%w in job %q", ErrDepCycle, ev.Job)
 	}
+	for _, u := range ev.Units {
+		if u.Done {
+			j.restore(u.Index)
+		}
+	}
 	j.queue()
 	return j, nil
 }
 
-// queue builds the per-operation queues; every unit is pending.
+// restore marks unit i, whose result was accepted before a restart, as
+// done before the queues are built.
+func (j *job) restore(i int) {
+	u := &j.units[i]
+	u.state = unitDone
+	j.final++
+	j.pending--
+	for _, d := range u.dependents {
+		j.units[d].blockers--
+	}
+	j.finished = j.final == len(j.units)
+}
+
+// queue builds the per-operation queues of the pending units (all but
+// those restored as done).
 func (j *job) queue() {
 	for i := range j.units {
 		u := &j.units[i]
+		if u.state != unitPending {
+			continue
+		}
 		k, ok := j.opIndex[u.Op]
 		if !ok {
 			k = len(j.ops)

@@ -43,3 +43,27 @@ func (c *Core) unitFinished(ev UnitFinished, out *Output) {
 		out.JobsDone = append(out.JobsDone, j.name)
 	}
 }
+
+// unitReturned takes back a copy the worker handed back unrun; the unit is
+// pending again unless another copy is in flight.
+func (c *Core) unitReturned(ev UnitReturned) {
+	j := c.jobs[ev.Job]
+	if j == nil || ev.Unit < 0 || ev.Unit >= len(j.units) {
+		return
+	}
+	u := &j.units[ev.Unit]
+	if _, ok := u.dropCopy(UnitFinished{Worker: ev.Worker, Stream: ev.Stream, Attempt: ev.Attempt}); !ok {
+		return
+	}
+	j.copies--
+	w := c.workers[ev.Worker]
+	w.inflight[ev.Stream]--
+	w.release(ref{j, ev.Unit})
+	if len(u.copies) > 0 || u.state != unitRunning || !j.active() {
+		return
+	}
+	j.setPending(ev.Unit, true, unitPending)
+	if s := j.ops[u.oq].share; s != nil {
+		s.pool++
+	}
+}

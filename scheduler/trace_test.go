@@ -21,15 +21,18 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.trace with the cur
 //
 // Commands (the clock starts at 0 and only tick/advance move it):
 //
-//	worker-up W streams=N [threads=N] ops=a,b
+//	worker-up W streams=N [threads=N] [await-lease] ops=a,b
+//	lease W streams=N
 //	worker-down W
-//	job J policy=P units=N op=OP [speculate] [deps=2:0,1;3:2] [unit-ops=1:sobel;2:blur]
+//	job J policy=P units=N op=OP [speculate] [deps=2:0,1;3:2] [unit-ops=1:sobel;2:blur] [done=0,3]
 //	cancel J
 //	finish J UNIT W STREAM [compute=DUR] [attempt=N] [failed]
+//	return J UNIT W STREAM [attempt=N]
 //	feedback W queue=N rate=F
 //	tick DUR      advance the clock by DUR, then Tick
 //	advance DUR   advance the clock by DUR
 //	progress J
+//	demand W
 //	workers
 //	config [window=N] [max-window=N] [speculate-after=F]   a fresh core
 func TestTraces(t *testing.T) {
@@ -94,6 +97,8 @@ func (tr *tracer) run(f []string) []string {
 		return format(tr.core.Tick(tr.now))
 	case "progress":
 		return []string{tr.progress(args[0])}
+	case "demand":
+		return []string{fmt.Sprintf("demand %s: %d", args[0], tr.core.Demand(args[0]))}
 	case "workers":
 		return tr.workers()
 	case "config":
@@ -115,8 +120,14 @@ func (tr *tracer) run(f []string) []string {
 func (tr *tracer) event(cmd string, args []string, kv map[string]string) (scheduler.Event, error) {
 	switch cmd {
 	case "worker-up":
+		_, await := kv["await-lease"]
 		return scheduler.WorkerUp{Worker: args[0], Streams: tr.atoi(kv["streams"]),
-			Threads: tr.atoi(kv["threads"]), Ops: split(kv["ops"], ",")}, nil
+			Threads: tr.atoi(kv["threads"]), Ops: split(kv["ops"], ","), AwaitLease: await}, nil
+	case "lease":
+		return scheduler.WorkerLease{Worker: args[0], Streams: tr.atoi(kv["streams"])}, nil
+	case "return":
+		return scheduler.UnitReturned{Job: args[0], Unit: tr.atoi(args[1]), Worker: args[2],
+			Stream: tr.atoi(args[3]), Attempt: tr.atoi(kv["attempt"])}, nil
 	case "worker-down":
 		return scheduler.WorkerDown{Worker: args[0]}, nil
 	case "job":
@@ -148,6 +159,9 @@ func (tr *tracer) job(name string, kv map[string]string) scheduler.JobAdded {
 	for _, d := range split(kv["unit-ops"], ";") {
 		u, op, _ := strings.Cut(d, ":")
 		units[tr.atoi(u)].Op = op
+	}
+	for _, d := range split(kv["done"], ",") {
+		units[tr.atoi(d)].Done = true
 	}
 	return scheduler.JobAdded{Job: name, Policy: kv["policy"], Speculate: spec, Units: units}
 }
@@ -204,7 +218,11 @@ func (tr *tracer) workers() []string {
 		if w.Up {
 			state = "up"
 		}
-		lines = append(lines, fmt.Sprintf("%s %s window=%d inflight=%v unit=%v", w.Name, state, w.Window, w.InFlight, w.UnitTime))
+		lease := ""
+		if w.Lease != len(w.InFlight) {
+			lease = fmt.Sprintf(" lease=%d", w.Lease)
+		}
+		lines = append(lines, fmt.Sprintf("%s %s window=%d inflight=%v%s unit=%v", w.Name, state, w.Window, w.InFlight, lease, w.UnitTime))
 	}
 	return lines
 }
@@ -219,7 +237,7 @@ func positional(f []string) []string {
 	return append(out, "", "", "", "") // missing arguments read as empty
 }
 
-func isFlag(s string) bool { return s == "speculate" || s == "failed" }
+func isFlag(s string) bool { return s == "speculate" || s == "failed" || s == "await-lease" }
 
 func keyvals(f []string) map[string]string {
 	kv := map[string]string{}

@@ -16,7 +16,8 @@ type worker struct {
 	up       bool
 	threads  int
 	ops      map[string]bool
-	inflight []int // units in flight per stream
+	inflight []int // units in flight per stream, over all the association's streams
+	lease    int   // streams usable now: inflight[:lease] (WorkerLease)
 	window   int   // per-stream window, shared by all streams
 	held     []ref // the units with a copy in flight here
 
@@ -31,6 +32,8 @@ type WorkerStatus struct {
 	Up       bool
 	Window   int
 	InFlight []int // per stream
+	// Lease is how many streams the worker lends now (WorkerLease).
+	Lease int
 	// UnitTime is the estimated compute time of one unit on one stream;
 	// zero until the worker has been measured.
 	UnitTime time.Duration
@@ -41,6 +44,9 @@ func newWorker(ev WorkerUp, window int) *worker {
 		ops: make(map[string]bool, len(ev.Ops)), inflight: make([]int, ev.Streams)}
 	if w.threads <= 0 {
 		w.threads = ev.Streams
+	}
+	if !ev.AwaitLease {
+		w.lease = ev.Streams
 	}
 	for _, op := range ev.Ops {
 		w.ops[op] = true
@@ -70,11 +76,18 @@ func validateWorkerUp(ev WorkerUp) error {
 
 func (w *worker) can(op string) bool { return w.up && w.ops[op] }
 
-// freeStream returns the stream with window room and the fewest units in
-// flight (lowest index on ties), or -1.
+// leased are the streams usable now.
+func (w *worker) leased() []int { return w.inflight[:w.lease] }
+
+// parallel is how many units w runs at once, for rate estimates: its
+// leased streams, at least one.
+func (w *worker) parallel() float64 { return float64(max(w.lease, 1)) }
+
+// freeStream returns the leased stream with window room and the fewest
+// units in flight (lowest index on ties), or -1.
 func (w *worker) freeStream() int {
 	best := -1
-	for s, n := range w.inflight {
+	for s, n := range w.leased() {
 		if n < w.window && (best < 0 || n < w.inflight[best]) {
 			best = s
 		}
@@ -85,8 +98,8 @@ func (w *worker) freeStream() int {
 // depth is the in-flight count of the stream freeStream would pick.
 func (w *worker) depth() int { return w.inflight[w.freeStream()] }
 
-// idleStream returns a stream with nothing in flight, or -1.
-func (w *worker) idleStream() int { return slices.Index(w.inflight, 0) }
+// idleStream returns a leased stream with nothing in flight, or -1.
+func (w *worker) idleStream() int { return slices.Index(w.leased(), 0) }
 
 // observe folds a reported compute time into the estimate. It reports
 // whether the estimate changed.
@@ -111,7 +124,7 @@ func (w *worker) estUnitTime() (time.Duration, bool) {
 		return w.unitTime, true
 	}
 	if w.fbRate > 0 {
-		return time.Duration(float64(len(w.inflight)) / w.fbRate * float64(time.Second)), true
+		return time.Duration(w.parallel() / w.fbRate * float64(time.Second)), true
 	}
 	return 0, false
 }
@@ -123,7 +136,7 @@ func (w *worker) rate() float64 {
 		return w.fbRate
 	}
 	if t, ok := w.estUnitTime(); ok && t > 0 {
-		return float64(len(w.inflight)) / t.Seconds()
+		return w.parallel() / t.Seconds()
 	}
 	return 0
 }
@@ -133,7 +146,7 @@ func (w *worker) rate() float64 {
 // to maxWindow. It reports whether the speed estimate changed.
 func (w *worker) feedback(ev Feedback, maxWindow int) bool {
 	switch {
-	case ev.QueueDepth > len(w.inflight)*w.window:
+	case ev.QueueDepth > max(w.lease, 1)*w.window:
 		w.window = 1
 	case ev.QueueDepth == 0 && w.window < maxWindow:
 		w.window++
@@ -148,5 +161,5 @@ func (w *worker) feedback(ev Feedback, maxWindow int) bool {
 func (w *worker) status() WorkerStatus {
 	t, _ := w.estUnitTime()
 	return WorkerStatus{Name: w.name, Up: w.up, Window: w.window,
-		InFlight: slices.Clone(w.inflight), UnitTime: t}
+		InFlight: slices.Clone(w.inflight), Lease: w.lease, UnitTime: t}
 }
