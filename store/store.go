@@ -1,13 +1,44 @@
 // Package store is braid's content-addressed object store on local disk.
 //
 // An object's id is the lowercase hex sha256 of its bytes. Objects are
-// immutable: Put streams the body to a temporary file while hashing it, then
-// renames it into place, so a reader never sees a partial object and a crash
-// never leaves one behind under a real id. Storing the same bytes twice costs
-// one hash and no second copy.
+// immutable. Every write goes the same way, for Put and PutBytes alike:
+// the bytes go to a temporary file (hashed on the way), the file is
+// fsynced, renamed into place, and the fan-out directory that now names it
+// is fsynced (and its parent, when the fan-out directory was created). So a
+// reader never sees a partial object, a crash never leaves one behind under
+// a real id, and once Put returns the object survives a power cut — which
+// matters because the server's state database (which syncs) names objects
+// as job results. Storing the same bytes twice costs one hash and no second
+// copy.
 //
 // Layout: DIR/objects/ab/cdef... (first two hex digits as a fan-out folder),
 // DIR/tmp/ for uploads in progress (emptied at Open).
+//
+// # Collection
+//
+// The store itself never deletes anything on its own; its owner (the
+// server's collector) decides what is garbage. Deciding is racy by nature:
+// the owner reads its references at one moment and deletes later, and
+// meanwhile a new reference to the same content-addressed id may appear (a
+// unit whose output bytes equal an old unreferenced object, a job naming
+// the object as input). The store makes this safe with one rule, the
+// object's modification time as a lease:
+//
+//   - Put and PutBytes of an object that already exists refresh its
+//     modification time instead of writing it again; Touch does the same
+//     for a caller about to reference an object it did not write.
+//   - RemoveIfOlder(id, cutoff) deletes only if the modification time is
+//     still before cutoff.
+//   - Both take the same per-fan-out-directory lock, so for one id they
+//     happen one after the other: either the refresh comes first, and the
+//     removal sees a fresh time and keeps the object, or the removal comes
+//     first, and the write finds no object and stores the bytes anew. A
+//     writer never returns an id whose file is gone.
+//
+// The owner's part: take cutoff = now - grace before reading references,
+// and record every new reference within grace of the Put or Touch that
+// preceded it. Then an object referenced after the owner read its
+// references was refreshed after cutoff, and survives.
 package store
 
 import (
@@ -21,6 +52,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -31,7 +63,8 @@ var (
 	ErrInvalidID = errors.New("store: invalid object id (want 64 lowercase hex digits)")
 )
 
-// Info describes a stored object.
+// Info describes a stored object. Created is when the object was last
+// stored (written, or written again, or touched): its modification time.
 type Info struct {
 	ID      string    `json:"id"`
 	Size    int64     `json:"size"`
@@ -42,6 +75,21 @@ type Info struct {
 type Store struct {
 	dir     string
 	maxSize int64
+	// locks[b] serialises committing, touching and removing the objects
+	// whose id starts with byte b's two hex digits (one fan-out directory).
+	// Only one is held at a time.
+	locks [256]sync.Mutex
+}
+
+// syncDir fsyncs a directory, making the entries created or renamed in it
+// durable. It is a variable so that a unit test can watch the calls.
+var syncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // DefaultMaxSize is the default limit on one object's size.
@@ -57,10 +105,13 @@ func Open(dir string, maxSize int64) (*Store, error) {
 	if err := os.RemoveAll(s.tmpDir()); err != nil {
 		return nil, fmt.Errorf("store: clear tmp: %w", err)
 	}
-	for _, d := range []string{s.tmpDir(), filepath.Join(dir, "objects")} {
+	for _, d := range []string{s.tmpDir(), s.objectsDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
+	}
+	if err := syncDir(dir); err != nil {
+		return nil, fmt.Errorf("store: sync %s: %w", dir, err)
 	}
 	return s, nil
 }
@@ -70,8 +121,18 @@ func (s *Store) MaxSize() int64 { return s.maxSize }
 
 func (s *Store) tmpDir() string { return filepath.Join(s.dir, "tmp") }
 
+func (s *Store) objectsDir() string { return filepath.Join(s.dir, "objects") }
+
 func (s *Store) path(id string) string {
-	return filepath.Join(s.dir, "objects", id[:2], id[2:])
+	return filepath.Join(s.objectsDir(), id[:2], id[2:])
+}
+
+// lock takes the lock of id's fan-out directory; the caller unlocks it.
+func (s *Store) lock(id string) *sync.Mutex {
+	b, _ := hex.DecodeString(id[:2])
+	mu := &s.locks[b[0]]
+	mu.Lock()
+	return mu
 }
 
 // ValidID reports whether id has the form of an object id.
@@ -113,14 +174,15 @@ func (s *Store) Put(r io.Reader) (Info, error) {
 	return s.commit(f.Name(), hex.EncodeToString(h.Sum(nil)), n)
 }
 
-// PutBytes stores p. When the object already exists it only hashes.
+// PutBytes stores p. When the object already exists it only hashes and
+// refreshes the object's modification time (see Collection).
 func (s *Store) PutBytes(p []byte) (Info, error) {
 	if int64(len(p)) > s.maxSize {
 		return Info{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(p), s.maxSize)
 	}
 	sum := sha256.Sum256(p)
 	id := hex.EncodeToString(sum[:])
-	if info, err := s.Stat(id); err == nil {
+	if info, err := s.Touch(id); err == nil {
 		return info, nil
 	}
 	f, err := os.CreateTemp(s.tmpDir(), "put-*")
@@ -140,15 +202,107 @@ func (s *Store) PutBytes(p []byte) (Info, error) {
 	return s.commit(f.Name(), id, int64(len(p)))
 }
 
+// commit moves a synced temporary file into place as object id and makes
+// the rename durable; if the object exists it is refreshed instead.
 func (s *Store) commit(tmp, id string, size int64) (Info, error) {
+	defer s.lock(id).Unlock()
+	if info, err := s.touchLocked(id); err == nil {
+		return info, nil
+	}
 	dst := s.path(id)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return Info{}, fmt.Errorf("store: %w", err)
+	fanout := filepath.Dir(dst)
+	if err := s.makeFanout(fanout); err != nil {
+		return Info{}, err
 	}
 	if err := os.Rename(tmp, dst); err != nil {
 		return Info{}, fmt.Errorf("store: %w", err)
 	}
+	if err := syncDir(fanout); err != nil {
+		return Info{}, fmt.Errorf("store: sync %s: %w", fanout, err)
+	}
 	return Info{ID: id, Size: size, Created: time.Now().UTC()}, nil
+}
+
+// makeFanout creates a fan-out directory if needed, syncing its parent
+// when it does so that the new directory's name is durable too.
+func (s *Store) makeFanout(fanout string) error {
+	err := os.Mkdir(fanout, 0o755)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := syncDir(s.objectsDir()); err != nil {
+		return fmt.Errorf("store: sync %s: %w", s.objectsDir(), err)
+	}
+	return nil
+}
+
+// Touch refreshes an object's modification time, so that a collector
+// running RemoveIfOlder with an earlier cutoff keeps it, and returns its
+// info. Call it before recording a new reference to an object the caller
+// did not just store. It fails with ErrNotFound if the object is gone.
+func (s *Store) Touch(id string) (Info, error) {
+	if !ValidID(id) {
+		return Info{}, ErrInvalidID
+	}
+	defer s.lock(id).Unlock()
+	return s.touchLocked(id)
+}
+
+func (s *Store) touchLocked(id string) (Info, error) {
+	now := time.Now()
+	err := os.Chtimes(s.path(id), time.Time{}, now)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Info{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Info{}, fmt.Errorf("store: %w", err)
+	}
+	info, err := s.Stat(id)
+	info.Created = now.UTC()
+	return info, err
+}
+
+// Remove deletes an object. It fails with ErrNotFound if there is none.
+func (s *Store) Remove(id string) error {
+	if !ValidID(id) {
+		return ErrInvalidID
+	}
+	defer s.lock(id).Unlock()
+	err := os.Remove(s.path(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
+// RemoveIfOlder deletes an object only if it was last stored or touched
+// before cutoff, and reports whether it did. A missing object is not an
+// error. See Collection for why this is safe against concurrent writers.
+func (s *Store) RemoveIfOlder(id string, cutoff time.Time) (bool, error) {
+	if !ValidID(id) {
+		return false, ErrInvalidID
+	}
+	defer s.lock(id).Unlock()
+	fi, err := os.Stat(s.path(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: %w", err)
+	}
+	if !fi.ModTime().Before(cutoff) {
+		return false, nil
+	}
+	if err := os.Remove(s.path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("store: %w", err)
+	}
+	return true, nil
 }
 
 // Stat returns an object's info.
@@ -198,7 +352,7 @@ func (s *Store) ReadAll(id string, limit int64) ([]byte, error) {
 // List returns every object, sorted by id.
 func (s *Store) List() ([]Info, error) {
 	var out []Info
-	root := filepath.Join(s.dir, "objects")
+	root := s.objectsDir()
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
