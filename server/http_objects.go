@@ -20,10 +20,17 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 			msg: fmt.Sprintf("object of %d bytes is over the limit of %d", r.ContentLength, s.store.MaxSize())})
 		return
 	}
-	info, err := s.store.Put(&idleReader{r: r.Body, rc: http.NewResponseController(w), idle: s.cfg.UploadIdleTimeout})
-	if errors.Is(err, os.ErrDeadlineExceeded) {
+	body := &idleReader{r: r.Body, rc: http.NewResponseController(w), idle: s.cfg.UploadIdleTimeout}
+	info, err := s.store.Put(body)
+	var be *bodyError
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
 		writeError(w, &apiError{status: http.StatusRequestTimeout, code: api.CodeTimeout,
 			msg: fmt.Sprintf("upload stalled: no bytes for %v; nothing was stored", s.cfg.UploadIdleTimeout)})
+		return
+	case errors.As(err, &be):
+		writeError(w, badRequest(api.CodeBadRequest, "upload cut short after %d bytes%s (%v); nothing was stored",
+			body.n, announced(r.ContentLength), be.err))
 		return
 	}
 	if errors.Is(err, store.ErrTooLarge) {
@@ -37,21 +44,42 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, api.Object(info))
 }
 
+func announced(contentLength int64) string {
+	if contentLength < 0 {
+		return ""
+	}
+	return fmt.Sprintf(" of the %d announced", contentLength)
+}
+
 // idleReader moves the connection's read deadline forward before each read,
 // so a body that keeps flowing may take as long as it needs while one that
-// stops fails with os.ErrDeadlineExceeded after idle.
+// stops fails with os.ErrDeadlineExceeded after idle. Read errors other
+// than io.EOF come wrapped in a *bodyError: the client's side failed (a
+// body shorter than its Content-Length, a connection closed mid-body).
 type idleReader struct {
 	r    io.Reader
 	rc   *http.ResponseController
 	idle time.Duration
+	n    int64 // bytes read so far
 }
 
 func (ir *idleReader) Read(p []byte) (int, error) {
 	if err := ir.rc.SetReadDeadline(time.Now().Add(ir.idle)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return 0, err
 	}
-	return ir.r.Read(p)
+	n, err := ir.r.Read(p)
+	ir.n += int64(n)
+	if err != nil && err != io.EOF {
+		err = &bodyError{err}
+	}
+	return n, err
 }
+
+// bodyError is a failure to read the request body.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return "reading the request body: " + e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
 
 func (s *Server) handleListObjects(w http.ResponseWriter, _ *http.Request) {
 	list, err := s.store.List()

@@ -535,3 +535,43 @@ func TestRefreshAsksTheWorker(t *testing.T) {
 		t.Errorf("refresh of unknown worker: %d", resp.StatusCode)
 	}
 }
+
+// TestTruncatedUpload: a body shorter than its Content-Length (the client
+// closes its side after 10 of 100,000 bytes) is the client's error: 400
+// with a message that says so, nothing stored, no temporary file left.
+func TestTruncatedUpload(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	cl, err := cluster.Start(ctx, cluster.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(cl.Server.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/objects HTTP/1.1\r\nHost: braid\r\nContent-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\n0123456789")
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a truncated upload: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var eb struct{ Error api.Error }
+	if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(body, &eb) != nil || eb.Error.Code != api.CodeBadRequest ||
+		!strings.Contains(eb.Error.Message, "cut short after 10 bytes of the 100000") {
+		t.Fatalf("truncated upload: %d %s, want 400 %s naming the 10 of 100000 bytes", resp.StatusCode, body, api.CodeBadRequest)
+	}
+	if objs, _ := cl.Client.Objects(ctx); len(objs) != 0 {
+		t.Fatalf("truncated upload left objects: %v", objs)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, "*", "tmp", "*")); len(tmp) != 0 {
+		t.Fatalf("truncated upload left temporary files: %v", tmp)
+	}
+}
