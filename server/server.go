@@ -52,7 +52,8 @@ type Config struct {
 	// HeartbeatInterval is what workers are told to use (default 1s);
 	// HeartbeatTimeout is when a silent worker loses its units (default 5s).
 	HeartbeatInterval, HeartbeatTimeout time.Duration
-	// Window is the scheduler's initial units in flight per stream.
+	// Window is the scheduler's initial units in flight per stream: 0 for
+	// the scheduler's default (2), at most MaxWindow.
 	Window int
 	// Logger receives the server's logs (default: discard).
 	Logger *slog.Logger
@@ -86,7 +87,7 @@ func (c *Config) validate() error {
 	if len(c.Transports) == 0 {
 		return errors.New("server: no data-plane transports configured")
 	}
-	return nil
+	return validateWindow(c.Window)
 }
 
 // Server is a braid server. Create it with New, then call Run.

@@ -21,6 +21,7 @@ import (
 	"github.com/braidhq/braid/internal/cluster"
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/ops/samples"
+	"github.com/braidhq/braid/server"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/tcpn"
 )
@@ -573,5 +574,69 @@ func TestTruncatedUpload(t *testing.T) {
 	}
 	if tmp, _ := filepath.Glob(filepath.Join(dir, "*", "tmp", "*")); len(tmp) != 0 {
 		t.Fatalf("truncated upload left temporary files: %v", tmp)
+	}
+}
+
+// TestWireLimitsAtTheEdge: parameters the data plane cannot carry are
+// refused at submit with 400 naming the limit. A sigma of "2." and 70,000
+// zeros parses as 2, but its value cannot be framed (at most 65,535 bytes):
+// the old server accepted it and its unit then held a window slot for ever.
+func TestWireLimitsAtTheEdge(t *testing.T) {
+	cl := startCluster(t, cluster.WorkerSpec{Threads: 1})
+	ctx := testCtx(t)
+	in := put(t, cl.Client, samples.GIF())
+	many := map[string]string{}
+	for i := range 65 {
+		many[fmt.Sprintf("p%d", i)] = "1"
+	}
+	cases := []struct {
+		name   string
+		params map[string]string
+		want   string
+	}{
+		{"long value", map[string]string{"sigma": "2." + strings.Repeat("0", 70_000)}, "at most 65535"},
+		{"long name", map[string]string{strings.Repeat("k", 300): "1"}, "at most 255"},
+		{"too many", many, "65 parameters: at most"},
+	}
+	for _, tc := range cases {
+		for _, tiles := range []string{"", "2x2"} {
+			_, err := cl.Client.Submit(ctx, api.JobSpec{Op: "blur", Input: in, Params: tc.params, Tiles: tiles})
+			if apiCode(err) != api.CodeBadParameter || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s (tiles %q): %.200v; want %s saying %q", tc.name, tiles, err, api.CodeBadParameter, tc.want)
+			}
+		}
+	}
+	if jobs, err := cl.Client.Jobs(ctx); err != nil || len(jobs) != 0 {
+		t.Errorf("refused submissions created %d jobs (%v)", len(jobs), err)
+	}
+	// Just inside the limit is fine and runs.
+	ok := map[string]string{"sigma": "2." + strings.Repeat("0", 65_533)}
+	if j := runJob(t, cl.Client, api.JobSpec{Op: "blur", Input: in, Params: ok, Repeat: 3}); j.State != api.JobDone {
+		t.Fatalf("a 65,535-byte value: %s %s", j.State, j.Error)
+	}
+}
+
+// TestWindowLimit: a window the per-stream send queues cannot hold is
+// refused when the server is made, with a message naming the range; the
+// largest allowed one runs jobs. (Before, --window 100 made the server
+// abort and redial its workers for ever.)
+func TestWindowLimit(t *testing.T) {
+	for _, w := range []int{-1, server.MaxWindow + 1, 100} {
+		_, err := server.New(server.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Secret: []byte("s"),
+			Transports: map[string]transport.Transport{"tcpn": tcpn.New(tcpn.Config{})}, Window: w})
+		if err == nil || !strings.Contains(err.Error(), "window") || !strings.Contains(err.Error(), "1 to 64") {
+			t.Errorf("window %d: New returned %v, want an error naming the window's range", w, err)
+		}
+	}
+	ctx := testCtx(t)
+	cl, err := cluster.Start(ctx, cluster.Config{DataDir: t.TempDir(), Window: server.MaxWindow,
+		Workers: []cluster.WorkerSpec{{Threads: 1, Transport: "tcpn"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	in := put(t, cl.Client, samples.GIF())
+	if j := runJob(t, cl.Client, api.JobSpec{Op: "noop", Input: in, Repeat: 300}); j.State != api.JobDone {
+		t.Fatalf("window %d: %s %s", server.MaxWindow, j.State, j.Error)
 	}
 }

@@ -23,8 +23,8 @@ import (
 // MaxUnits bounds the units one job may have.
 const MaxUnits = 100_000
 
-// maxUnitInput leaves room for the unit header inside a transport message.
-const maxUnitInput = transport.MaxMessageSize - 32<<10
+// maxUnitInput is the most a unit's input (or output) can be.
+const maxUnitInput = transport.MaxMessageSize
 
 // apiError is an error with an HTTP status and a stable code.
 type apiError struct {
@@ -49,6 +49,13 @@ func validateSpec(spec *api.JobSpec) error {
 			names = append(names, info.Name)
 		}
 		return badRequest(api.CodeUnknownOp, "unknown operation %q; available: %v", spec.Op, names)
+	}
+	extra := 0
+	if spec.Tiles != "" && spec.Params["format"] == "" {
+		extra = 1 // tiles travel as png
+	}
+	if err := checkParams(spec.Params, extra); err != nil {
+		return err
 	}
 	if !store.ValidID(spec.Input) {
 		return badRequest(api.CodeBadRequest, "input %q is not an object id (64 lowercase hex digits, as `braid put` prints)", spec.Input)
@@ -79,18 +86,24 @@ func validateSpec(spec *api.JobSpec) error {
 	return nil
 }
 
-// split builds a job's units from its spec and input object.
+// split builds a job's units from its spec and input object. Every unit
+// fits one data-plane message with its header, or split fails with 400.
 func (s *Server) split(id string, spec api.JobSpec, received time.Time) (*jobRun, error) {
-	input, err := s.store.ReadAll(spec.Input, maxUnitInput)
+	params := unitParams(spec)
+	header, err := unitHeaderLen(id, spec.Op, params)
+	if err != nil {
+		return nil, err
+	}
+	input, err := s.store.ReadAll(spec.Input, maxInputFor(header))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("input object %s does not exist; upload it with `braid put`", spec.Input)}
 	case errors.Is(err, store.ErrTooLarge):
-		return nil, badRequest(api.CodeTooLarge, "%v", err)
+		return nil, badRequest(api.CodeTooLarge, "%v (a unit's input and its %d-byte header must fit one %d-byte data-plane message)",
+			err, header, transport.MaxMessageSize)
 	case err != nil:
 		return nil, err
 	}
-	params := maps.Clone(ops.Params(spec.Params))
 	if spec.Tiles == "" {
 		n := max(spec.Repeat, 1)
 		j := newJobRun(id, spec, n, received)
@@ -100,13 +113,26 @@ func (s *Server) split(id string, spec api.JobSpec, received time.Time) (*jobRun
 		}
 		return j, nil
 	}
-	return s.splitTiles(id, spec, input, params, received)
+	return s.splitTiles(id, spec, input, params, header, received)
 }
 
-func (s *Server) splitTiles(id string, spec api.JobSpec, input []byte, params ops.Params, received time.Time) (*jobRun, error) {
+// unitParams are the parameters every unit of spec carries: tiles travel
+// losslessly as png, and Stitch encodes the final format.
+func unitParams(spec api.JobSpec) ops.Params {
+	params := maps.Clone(ops.Params(spec.Params))
+	if spec.Tiles != "" {
+		if params == nil {
+			params = ops.Params{}
+		}
+		params["format"] = "png"
+	}
+	return params
+}
+
+func (s *Server) splitTiles(id string, spec api.JobSpec, input []byte, params ops.Params, header int, received time.Time) (*jobRun, error) {
 	rows, cols, _ := parseTiles(spec.Tiles)
 	op, _ := ops.Lookup(spec.Op)
-	halo, err := op.Reach(params)
+	halo, err := op.Reach(ops.Params(spec.Params))
 	if err != nil {
 		return nil, badRequest(api.CodeBadParameter, "%v", err)
 	}
@@ -117,17 +143,16 @@ func (s *Server) splitTiles(id string, spec api.JobSpec, input []byte, params op
 		}
 		return nil, badRequest(api.CodeBadParameter, "%v", err)
 	}
-	if f := params["format"]; f != "" {
+	if f := spec.Params["format"]; f != "" {
 		format = f
 	}
-	if params == nil {
-		params = ops.Params{}
-	}
-	params["format"] = "png" // tiles travel losslessly; Stitch encodes the final format
 	j := newJobRun(id, spec, len(tiles), received)
 	j.params, j.tiles, j.format, j.bounds = params, tiles, format, bounds
 	j.inputs = make([][]byte, len(tiles))
 	for i, t := range tiles {
+		if err := checkUnitFits(fmt.Sprintf("tile %d", i), header, len(t.Data)); err != nil {
+			return nil, err
+		}
 		j.inputs[i] = t.Data
 	}
 	return j, nil
