@@ -38,6 +38,7 @@ type flight struct {
 	stream  int
 	gen     int
 	sent    time.Time
+	unsent  bool // never left the server (it could not be sent)
 }
 
 // resultMsg is a result read (and its output stored) by a stream reader.
@@ -183,48 +184,12 @@ func (d *dispatcher) apply(out scheduler.Output, also ...*jobRun) {
 	}
 }
 
-// send encodes an assignment and queues it on the worker's stream.
-func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
-	j, w := d.jobs[a.Job], d.workers[a.Worker]
-	if j == nil || w == nil || w.assoc == nil || a.Stream >= len(w.queues) {
-		d.log.Error("assignment to unknown job or worker", "job", a.Job, "worker", a.Worker)
-		return nil
-	}
-	d.nextID++
-	id := d.nextID
-	u := wire.Unit{ID: id, Job: j.id, Index: a.Unit, Attempt: a.Attempt, Op: j.spec.Op,
-		Params: j.params, Input: j.inputs[a.Unit]}
-	msg, err := wire.AppendUnit(getBuf(len(u.Input)+512), &u)
-	if err != nil { // validated at submit; cannot happen
-		d.log.Error("encode unit", "job", j.id, "unit", a.Unit, "err", err)
-		return nil
-	}
-	select {
-	case w.queues[a.Stream] <- msg:
-	default:
-		putBuf(msg)
-		w.assoc.Abort(fmt.Errorf("server: send queue of stream %d overflowed", a.Stream))
-		return nil
-	}
-	now := time.Now()
-	d.inflight[id] = flight{job: j, index: a.Unit, attempt: a.Attempt, worker: a.Worker,
-		stream: a.Stream, gen: w.gen, sent: now}
-	j.mu.Lock()
-	us := &j.units[a.Unit]
-	if us.State != "done" && us.State != "failed" && !isTerminal(j.state) {
-		us.State, us.Worker, us.Stream = "running", a.Worker, a.Stream
-		us.Sent = &now
-	}
-	us.Attempts++
-	if j.state == api.JobQueued {
-		j.state = api.JobRunning
-	}
-	j.mu.Unlock()
-	return j
-}
-
 // refresh copies the core's progress into the job and wakes its watchers.
+// A job whose end is decided keeps the progress its record has.
 func (d *dispatcher) refresh(j *jobRun) {
+	if j.end != "" {
+		return
+	}
 	p, ok := d.core.Progress(j.id)
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -250,154 +215,10 @@ func (d *dispatcher) onResult(r resultMsg) {
 		}
 		return
 	}
-	failed := r.res.Status == wire.StatusFailed
-	ev := scheduler.UnitFinished{Job: f.job.id, Unit: f.index, Worker: f.worker, Stream: f.stream,
-		Attempt: f.attempt, Failed: failed, Queued: r.res.Queued, Compute: r.res.Compute}
 	if r.res.Rate > 0 {
 		d.step(scheduler.Feedback{Worker: r.worker, QueueDepth: r.res.QueueDepth, ServiceRate: r.res.Rate})
 	}
-	out, err := d.core.Step(r.returned, ev)
-	if err != nil {
-		d.log.Error("scheduler refused result", "err", err)
-		return
-	}
-	for _, acc := range out.Accepted {
-		if acc.Job == f.job.id && acc.Unit == f.index {
-			d.accept(f, r, failed)
-		}
-	}
-	d.apply(out, f.job)
-}
-
-// accept records a counted result in the job's unit statistics.
-func (d *dispatcher) accept(f flight, r resultMsg, failed bool) {
-	if w := d.workers[f.worker]; w != nil {
-		w.unitsDone++
-	}
-	j := f.job
-	j.mu.Lock()
-	us := &j.units[f.index]
-	us.Worker, us.Stream = f.worker, f.stream
-	sent, ret := f.sent, r.returned
-	us.Sent, us.Returned = &sent, &ret
-	us.QueuedMS = float64(r.res.Queued) / float64(time.Millisecond)
-	us.ComputeMS = float64(r.res.Compute) / float64(time.Millisecond)
-	us.Output, us.State = r.output, "done"
-	if r.returned.After(j.lastResult) {
-		j.lastResult = r.returned
-	}
-	firstFailure := false
-	if failed {
-		us.State, us.Error = "failed", r.res.Error
-		firstFailure = j.errText == ""
-		if firstFailure {
-			j.errText = fmt.Sprintf("unit %d failed on worker %s: %s", f.index, f.worker, r.res.Error)
-		}
-	}
-	j.mu.Unlock()
-	if firstFailure {
-		d.failJob(j)
-	}
-}
-
-// failJob stops a job whose unit failed: the other units would be wasted.
-func (d *dispatcher) failJob(j *jobRun) {
-	j.mu.Lock()
-	j.state = api.JobFailed
-	j.finishedAt = time.Now()
-	j.mu.Unlock()
-	d.step(scheduler.JobCancelled{Job: j.id})
-	d.s.persist(j)
-	d.ended[j.id] = j
-}
-
-// jobUnitsFinished runs when the core has every unit of j: assemble the
-// result off the loop, then mark the job done.
-func (d *dispatcher) jobUnitsFinished(j *jobRun) {
-	j.mu.Lock()
-	state := j.state
-	j.mu.Unlock()
-	if isTerminal(state) {
-		return // failed or cancelled: nothing to assemble
-	}
-	j.assembling = true
-	a := assembly{tiles: j.tiles, format: j.format, bounds: j.bounds}
-	d.s.wg.Go(func() {
-		result, err := d.s.assemble(j, a)
-		d.post(func() { d.finish(j, result, err) })
-	})
-}
-
-func (d *dispatcher) finish(j *jobRun, result string, err error) {
-	j.assembling = false
-	j.mu.Lock()
-	if isTerminal(j.state) {
-		j.mu.Unlock()
-		return
-	}
-	j.state, j.result, j.finishedAt = api.JobDone, result, time.Now()
-	if err != nil {
-		j.state, j.errText = api.JobFailed, "assembling the result: "+err.Error()
-	}
-	j.changed()
-	j.mu.Unlock()
-	d.log.Info("job finished", "job", j.id, "state", j.state, "units", len(j.units))
-	d.s.persist(j)
-	d.ended[j.id] = j
-}
-
-// forgetEnded drops terminal jobs with nothing in flight from the core and
-// releases their inputs; the job's status stays with the server.
-func (d *dispatcher) forgetEnded() {
-	for id, j := range d.ended {
-		if _, known := d.core.Progress(id); known && !d.core.Forget(id) {
-			continue // results still in flight
-		}
-		delete(d.ended, id)
-		delete(d.jobs, id)
-		j.inputs, j.tiles = nil, nil
-	}
-}
-
-// addJob hands a validated, split job to the core.
-func (d *dispatcher) addJob(j *jobRun) error {
-	units := make([]scheduler.Unit, len(j.inputs))
-	for i := range units {
-		units[i] = scheduler.Unit{Index: i, Op: j.spec.Op}
-	}
-	speculate := j.spec.Policy == "dynamic" || j.spec.Policy == "speed"
-	if j.spec.Speculate != nil {
-		speculate = *j.spec.Speculate
-	}
-	out, err := d.core.Step(time.Now(), scheduler.JobAdded{Job: j.id, Policy: j.spec.Policy,
-		Speculate: speculate, Units: units})
-	if err != nil {
-		return err
-	}
-	d.jobs[j.id] = j
-	d.s.persist(j) // before any later state of the job is queued
-	d.apply(out)
-	d.refresh(j)
-	return nil
-}
-
-func (d *dispatcher) cancel(j *jobRun) error {
-	if j.assembling {
-		return fmt.Errorf("%w: job %s has all its units and is assembling its result", errConflict, j.id)
-	}
-	j.mu.Lock()
-	if isTerminal(j.state) {
-		state := j.state
-		j.mu.Unlock()
-		return fmt.Errorf("%w: job %s is already %s", errConflict, j.id, state)
-	}
-	j.state, j.finishedAt = api.JobCancelled, time.Now()
-	j.mu.Unlock()
-	d.step(scheduler.JobCancelled{Job: j.id})
-	d.refresh(j)
-	d.s.persist(j)
-	d.ended[j.id] = j
-	return nil
+	d.unitFinished(f, r)
 }
 
 func (d *dispatcher) onTick(now time.Time) {

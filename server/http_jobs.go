@@ -20,13 +20,13 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	j, err := s.submit(r.Context(), spec)
+	j, err := s.submit(spec)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	w.Header().Set("Location", "/v1/jobs/"+j.id)
-	writeJSON(w, http.StatusCreated, j.snapshot(false))
+	writeJSON(w, http.StatusCreated, j.summary())
 }
 
 func (s *Server) lookupJob(w http.ResponseWriter, r *http.Request) *jobRun {
@@ -40,15 +40,31 @@ func (s *Server) lookupJob(w http.ResponseWriter, r *http.Request) *jobRun {
 
 func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
 	if j := s.lookupJob(w, r); j != nil {
-		writeJSON(w, 200, j.snapshot(r.URL.Query().Get("units") != "0"))
+		s.writeStatus(w, j, r.URL.Query().Get("units") != "0")
 	}
+}
+
+// writeStatus answers 200 with j's status.
+func (s *Server) writeStatus(w http.ResponseWriter, j *jobRun, withUnits bool) {
+	out, err := s.status(j, withUnits)
+	if err != nil {
+		writeError(w, fmt.Errorf("reading job %s's units: %w", j.id, err))
+		return
+	}
+	writeJSON(w, 200, out)
+}
+
+// summary is j's status without units.
+func (j *jobRun) summary() api.Job {
+	out, _ := j.snapshot(false)
+	return out
 }
 
 func (s *Server) handleListJobs(w http.ResponseWriter, _ *http.Request) {
 	s.jobsMu.RLock()
 	out := make([]api.Job, 0, len(s.jobs))
 	for _, j := range s.jobs {
-		out = append(out, j.snapshot(false))
+		out = append(out, j.summary())
 	}
 	s.jobsMu.RUnlock()
 	slices.SortFunc(out, func(a, b api.Job) int { return a.ReceivedAt.Compare(b.ReceivedAt) })
@@ -88,7 +104,7 @@ func (s *Server) handleWait(w http.ResponseWriter, r *http.Request) {
 		}
 		break
 	}
-	writeJSON(w, 200, j.snapshot(r.URL.Query().Get("units") == "1"))
+	s.writeStatus(w, j, r.URL.Query().Get("units") == "1")
 }
 
 // handleEvents streams the job's progress as server-sent events, at most
@@ -108,7 +124,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(200)
 	for {
 		ch, done := j.watch()
-		ev := api.Event{Type: "progress", Job: j.snapshot(false)}
+		ev := api.Event{Type: "progress", Job: j.summary()}
 		if done {
 			ev.Type = "done"
 		}
@@ -133,18 +149,40 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// handleCancel cancels a job and answers once the cancellation is on
+// disk. The request's context does not undo a cancel once queued.
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	j := s.lookupJob(w, r)
 	if j == nil {
 		return
 	}
-	var err error
-	if derr := s.disp.do(r.Context(), func() { err = s.disp.cancel(j) }); derr != nil {
-		err = derr
+	type answer struct {
+		durable <-chan error
+		err     error
 	}
-	if err != nil {
-		writeError(w, err)
+	res := make(chan answer, 1)
+	if !s.disp.post(func() {
+		durable, err := s.disp.cancel(j)
+		res <- answer{durable, err}
+	}) {
+		writeError(w, ErrServerClosed)
 		return
 	}
-	writeJSON(w, 200, j.snapshot(false))
+	var a answer
+	select {
+	case a = <-res:
+	case <-s.stopped:
+		writeError(w, ErrServerClosed)
+		return
+	}
+	if a.err == nil {
+		if err := <-a.durable; err != nil {
+			a.err = fmt.Errorf("saving the cancellation: %w", err)
+		}
+	}
+	if a.err != nil {
+		writeError(w, a.err)
+		return
+	}
+	writeJSON(w, 200, j.summary())
 }

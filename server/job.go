@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"image"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,23 +13,29 @@ import (
 	"github.com/braidhq/braid/ops"
 )
 
-// jobRun is a job's runtime state. The dispatch loop is its only writer; mu
-// guards the fields that HTTP handlers read (everything below mu).
+// jobRun is a job in the server's memory.
+//
+// A job's state as clients see it (state) only moves to a terminal one
+// once that state, and the records of its accepted units, are on disk: the
+// dispatch loop decides (end), the state writer commits, and publish makes
+// it visible. From then on the unit statistics live only in state.db (units
+// is nil) and the job costs a few hundred bytes.
 type jobRun struct {
 	id   string
 	spec api.JobSpec
-	// inputs[i] is unit i's input: the same slice for every unit of a
-	// repeat job, a tile for a tiled job.
-	inputs [][]byte
+	// Set by split; read by the loop, which drops them when the job ends.
+	input  []byte     // repeat jobs: every unit's input
+	tiles  []ops.Tile // tiled jobs: unit i's input is tiles[i].Data
 	params ops.Params // unit params (tiles add format=png)
-	tiles  []ops.Tile
-	format string // tiled jobs: the output format
+	format string     // tiled jobs: the output format
 	bounds image.Rectangle
-	// assembling is set (by the loop) while the result is being built; the
-	// job cannot be cancelled then.
+	// Loop-owned. assembling is set while the result is being built (the
+	// job cannot be cancelled then); end is the terminal state the loop
+	// decided, "" while the job runs.
 	assembling bool
+	end        string
 
-	mu         sync.Mutex
+	mu         sync.Mutex // guards everything below
 	state      string
 	waiting    string
 	errText    string
@@ -36,19 +43,31 @@ type jobRun struct {
 	receivedAt time.Time
 	lastResult time.Time
 	finishedAt time.Time
-	units      []api.UnitStat
 	progress   api.Progress
-	notify     chan struct{} // closed and replaced on every change
+	units      *unitTable     // nil once terminal: the records are on disk
+	perWorker  map[string]int // accepted units by worker
+	notify     chan struct{}  // closed and replaced on every change
 }
 
 func newJobRun(id string, spec api.JobSpec, n int, now time.Time) *jobRun {
-	j := &jobRun{id: id, spec: spec, state: api.JobQueued, receivedAt: now,
-		units: make([]api.UnitStat, n), notify: make(chan struct{})}
-	for i := range j.units {
-		j.units[i] = api.UnitStat{Index: i, State: "pending"}
+	return &jobRun{id: id, spec: spec, state: api.JobQueued, receivedAt: now,
+		units: newUnitTable(n), perWorker: map[string]int{}, notify: make(chan struct{}),
+		progress: api.Progress{Total: n, Pending: n}}
+}
+
+// unitInput is unit i's input bytes.
+func (j *jobRun) unitInput(i int) []byte {
+	if j.tiles != nil {
+		return j.tiles[i].Data
 	}
-	j.progress = api.Progress{Total: n, Pending: n}
-	return j
+	return j.input
+}
+
+// total is the job's number of units.
+func (j *jobRun) total() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.progress.Total
 }
 
 // changed wakes everyone waiting on the job. Call with mu held.
@@ -65,16 +84,28 @@ func (j *jobRun) watch() (<-chan struct{}, bool) {
 	return j.notify, isTerminal(j.state)
 }
 
+// finished reports whether clients see the job in a terminal state.
+func (j *jobRun) finished() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return isTerminal(j.state)
+}
+
 func isTerminal(state string) bool {
 	return state == api.JobDone || state == api.JobFailed || state == api.JobCancelled
 }
 
-// snapshot returns the job's status; withUnits adds per-unit statistics.
-func (j *jobRun) snapshot(withUnits bool) api.Job {
+// snapshot returns the job's status. withUnits adds per-unit statistics
+// if they are still in memory, and reports whether it could.
+func (j *jobRun) snapshot(withUnits bool) (api.Job, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	out := api.Job{ID: j.id, Spec: j.spec, State: j.state, Progress: j.progress,
-		Waiting: j.waiting, Error: j.errText, Result: j.result, ReceivedAt: j.receivedAt}
+		Waiting: j.waiting, Error: j.errText, Result: j.result, ReceivedAt: j.receivedAt,
+		UnitsPerWorker: maps.Clone(j.perWorker)}
+	if out.UnitsPerWorker == nil {
+		out.UnitsPerWorker = map[string]int{}
+	}
 	if !j.finishedAt.IsZero() {
 		t := j.finishedAt
 		out.FinishedAt = &t
@@ -84,16 +115,57 @@ func (j *jobRun) snapshot(withUnits bool) api.Job {
 		out.MakespanMS = ms
 		out.AvgUnitMS = ms / float64(max(j.progress.Total, 1))
 	}
-	out.UnitsPerWorker = map[string]int{}
-	for i := range j.units {
-		if u := &j.units[i]; u.State == "done" || u.State == "failed" {
-			out.UnitsPerWorker[u.Worker]++
-		}
+	if !withUnits || j.units == nil {
+		return out, j.units != nil
 	}
-	if withUnits {
-		out.Units = append([]api.UnitStat(nil), j.units...)
+	out.Units = make([]api.UnitStat, len(j.units.recs))
+	for i := range out.Units {
+		out.Units[i] = j.units.stat(i)
 	}
-	return out
+	return out, true
+}
+
+// record is the job's state.db record with the given state; the caller
+// holds no lock.
+func (j *jobRun) record(state, errText, result string, finished time.Time) jobRecord {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	rec := jobRecord{ID: j.id, Spec: j.spec, State: state, Error: errText, Result: result,
+		ReceivedAt: j.receivedAt, Progress: j.progress, PerWorker: maps.Clone(j.perWorker)}
+	if !finished.IsZero() {
+		rec.FinishedAt = &finished
+	}
+	if !j.lastResult.IsZero() {
+		t := j.lastResult
+		rec.LastResult = &t
+	}
+	return rec
+}
+
+// publish shows a terminal record, now on disk, to clients, and lets the
+// unit statistics go from memory.
+func (j *jobRun) publish(rec jobRecord) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.state, j.errText, j.result, j.progress = rec.State, rec.Error, rec.Result, rec.Progress
+	if rec.FinishedAt != nil {
+		j.finishedAt = *rec.FinishedAt
+	}
+	j.waiting, j.units = "", nil
+	j.changed()
+}
+
+// restoredJob is a finished job read back from state.db.
+func restoredJob(rec jobRecord) *jobRun {
+	j := &jobRun{id: rec.ID, spec: rec.Spec, end: rec.State, state: rec.State, errText: rec.Error, result: rec.Result,
+		receivedAt: rec.ReceivedAt, progress: rec.Progress, perWorker: rec.PerWorker, notify: make(chan struct{})}
+	if rec.FinishedAt != nil {
+		j.finishedAt = *rec.FinishedAt
+	}
+	if rec.LastResult != nil {
+		j.lastResult = *rec.LastResult
+	}
+	return j
 }
 
 // parseTiles reads "RxC".

@@ -3,8 +3,19 @@
 // data-plane associations.
 //
 // A Server is configured with a Config, started with Run and stopped by
-// cancelling Run's context; Run returns after every goroutine it started has
-// exited.
+// cancelling Run's context: it then commits its state and closes its
+// associations; Run returns after every goroutine it started has exited.
+//
+// # State
+//
+// Job state lives in DATA/state.db (bbolt; state.go describes the
+// buckets). An id returned to a client names a job already on disk; a
+// cancel is on disk before its 200; a job is done or failed for clients
+// only once that state and its units' records are on disk. Writes are
+// committed in groups by one writer (writer.go), so a burst of submits or
+// unit results shares one fsync. Each accepted unit's result (its output
+// object and statistics) is recorded, so a restarted server runs only the
+// units without a stored result whose output still exists.
 package server
 
 import (
@@ -19,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/store"
 	"github.com/braidhq/braid/transport"
 )
@@ -99,11 +111,13 @@ type Server struct {
 	disp  *dispatcher
 	ln    net.Listener
 
-	ctx     context.Context // ends when Run's context ends
-	stopped chan struct{}   // closed when the dispatch loop has exited
-	wg      sync.WaitGroup  // every goroutine the server starts
+	// ctx ends when the server stops, once the dispatch loop has. Dials,
+	// stream reads and sends, and long polls use it.
+	ctx     context.Context
+	stopped chan struct{}  // closed when the dispatch loop has exited
+	wg      sync.WaitGroup // every goroutine the server starts
 
-	jobsMu sync.RWMutex // guards jobs
+	jobsMu sync.RWMutex // guards jobs; taken before a jobRun's mu
 	jobs   map[string]*jobRun
 }
 
@@ -117,11 +131,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	// The state database's lock comes first: a second server on the same
 	// directory must fail before it touches the store's uploads in progress.
-	db, err := openState(filepath.Join(cfg.DataDir, "state.db"))
+	db, err := openState(filepath.Join(cfg.DataDir, "state.db"), cfg.Logger.WithGroup("state"))
 	if err != nil {
 		return nil, err
 	}
 	st, err := store.Open(filepath.Join(cfg.DataDir, "store"), cfg.MaxObjectSize)
+	if err == nil {
+		err = migrate(db, st)
+	}
 	if err != nil {
 		db.close()
 		return nil, err
@@ -134,9 +151,34 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, store: st, db: db, ln: ln,
 		stopped: make(chan struct{}), jobs: map[string]*jobRun{}}
 	s.disp = newDispatcher(s)
-	db.log = func(job string, err error) { s.log.Error("saving job state", "job", job, "err", err) }
 	return s, nil
 }
+
+// migrate brings an older data directory's state.db to this build's
+// schema, marking the objects already stored as uploaded.
+func migrate(db *stateDB, st *store.Store) error {
+	if db.schema == schemaVersion {
+		return nil
+	}
+	objs, err := st.List()
+	if err != nil {
+		return fmt.Errorf("server: listing objects to migrate state.db: %w", err)
+	}
+	ids := make([]string, len(objs))
+	for i, o := range objs {
+		ids[i] = o.ID
+	}
+	return db.migrate(ids)
+}
+
+// ID is the server's persistent identity: 32 hex digits made on the first
+// start over its data directory and kept in state.db.
+func (s *Server) ID() string { return s.db.id }
+
+// Epoch counts the starts of this server over its data directory; New
+// takes a new one, on disk, before the server serves. A worker that sees a
+// higher epoch from the same ID knows the server restarted.
+func (s *Server) Epoch() uint64 { return s.db.epoch }
 
 // Addr is the HTTP listener's address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
@@ -144,32 +186,36 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // URL is the base URL clients use.
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
 
-// Run serves until ctx ends, then shuts down and returns nil, or returns
-// the error that stopped it.
+// Run serves until ctx ends, then stops (see the package comment) and
+// returns nil, or returns the error that stopped it.
 func (s *Server) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	s.ctx = ctx
+	life, hardStop := context.WithCancel(context.Background())
+	defer hardStop()
+	s.ctx = life
+	loopCtx, stopLoop := context.WithCancel(context.Background())
+	defer stopLoop()
 	hs := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	loopDone := make(chan struct{})
 	go func() {
 		defer close(loopDone)
-		s.disp.run(ctx)
+		s.disp.run(loopCtx)
 	}()
 	if err := s.resume(); err != nil {
 		s.log.Error("resuming jobs", "err", err)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(s.ln) }()
-	s.log.Info("server listening", "url", s.URL(), "data", s.cfg.DataDir)
+	s.log.Info("server listening", "url", s.URL(), "data", s.cfg.DataDir, "id", s.ID(), "epoch", s.Epoch())
 	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
 	}
-	cancel()
+	stopLoop() // the loop closes the associations as it exits
 	<-loopDone
+	s.db.w.flush()
+	hardStop()
 	close(s.stopped) // handlers waiting on the loop give up now
 	shutCtx, shutCancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer shutCancel()
@@ -188,9 +234,14 @@ func (s *Server) job(id string) *jobRun {
 	return s.jobs[id]
 }
 
-// persist queues the job's record for writing; failures are logged (the
-// job goes on). Only the dispatch loop calls it, so records are queued in
-// the order the job's state changed.
-func (s *Server) persist(j *jobRun) {
-	s.db.saveJob(j.snapshot(true))
+// status is j's api.Job for clients; withUnits adds the unit statistics,
+// read from state.db once they are no longer in memory.
+func (s *Server) status(j *jobRun, withUnits bool) (api.Job, error) {
+	out, inMemory := j.snapshot(withUnits)
+	if !withUnits || inMemory {
+		return out, nil
+	}
+	units, err := s.db.loadUnitStats(j.id, out.Progress.Total)
+	out.Units = units
+	return out, err
 }

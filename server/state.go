@@ -1,109 +1,118 @@
 package server
 
 import (
-	"encoding/json"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
-	"github.com/braidhq/braid/api"
 	bolt "go.etcd.io/bbolt"
 )
 
-// stateDB keeps job records in an embedded bbolt database so that a restarted
-// server still answers for finished jobs and resumes unfinished ones.
-// Writes go through one goroutine in submission order, off the dispatch loop.
+// stateDB is the server's embedded database (DATA/state.db, bbolt): job
+// records, per-unit results, which objects clients uploaded, and the
+// server's identity. A restarted server answers for the jobs it retained
+// and resumes the unfinished ones from it.
+//
+// Schema 2, one bucket each:
+//
+//	meta     schema → uint32; server_id → 32 hex digits; epoch → uint64
+//	jobs     job id → jobRecord (JSON), without units
+//	units    job id "/" index (uint32) → unit record (binary, unitrec.go);
+//	         only units whose result was accepted have one
+//	uploads  object id → upload time (int64 ns): objects clients uploaded,
+//	         which the collector never deletes
+//
+// Every change goes through the group-commit writer (writer.go).
 type stateDB struct {
-	db   *bolt.DB
-	q    chan api.Job
-	done chan struct{}
-	log  func(job string, err error)
+	db    *bolt.DB
+	w     *writer
+	id    string
+	epoch uint64
+	// schema is the version found on disk before this start (0: none,
+	// a new or pre-versioning directory); migrate brings it to
+	// schemaVersion.
+	schema uint32
 }
 
-var jobsBucket = []byte("jobs")
+// schemaVersion is the layout this build reads and writes.
+const schemaVersion = 2
 
-func openState(path string) (*stateDB, error) {
+var (
+	metaBucket    = []byte("meta")
+	jobsBucket    = []byte("jobs")
+	unitsBucket   = []byte("units")
+	uploadsBucket = []byte("uploads")
+
+	schemaKey   = []byte("schema")
+	serverIDKey = []byte("server_id")
+	epochKey    = []byte("epoch")
+)
+
+// openState opens state.db, creates what is missing, and durably takes a
+// new epoch before returning, so that every start of the server has an
+// epoch no earlier start had.
+func openState(path string, log *slog.Logger) (*stateDB, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("server: open state %s: %w (is another server using this --data dir?)", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(jobsBucket)
-		return err
-	})
-	if err != nil {
+	s := &stateDB{db: db}
+	if err := db.Update(s.init); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("server: init state: %w", err)
 	}
-	s := &stateDB{db: db, q: make(chan api.Job, 1024), done: make(chan struct{})}
-	go s.writer()
+	s.w = newWriter(db, log)
 	return s, nil
 }
 
-// saveJob queues a job record for writing. Records are written in the order
-// they are queued, so a later state never loses to an earlier one; the send
-// blocks while the writer is 1024 records behind.
-func (s *stateDB) saveJob(j api.Job) {
-	s.q <- j
-}
-
-// writer batches queued records into one transaction each round.
-func (s *stateDB) writer() {
-	defer close(s.done)
-	for j := range s.q {
-		batch := []api.Job{j}
-	more:
-		for len(batch) < 256 {
-			select {
-			case j, ok := <-s.q:
-				if !ok {
-					break more
-				}
-				batch = append(batch, j)
-			default:
-				break more
-			}
-		}
-		if err := s.write(batch); err != nil && s.log != nil {
-			s.log(batch[0].ID, err)
+// init creates the buckets, reads the schema version, and takes the
+// server id (made on the first start) and a new epoch.
+func (s *stateDB) init(tx *bolt.Tx) error {
+	for _, name := range [][]byte{metaBucket, jobsBucket, unitsBucket, uploadsBucket} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
 		}
 	}
-}
-
-func (s *stateDB) write(batch []api.Job) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(jobsBucket)
-		for _, j := range batch {
-			v, err := json.Marshal(j)
-			if err != nil {
-				return err
-			}
-			if err := b.Put([]byte(j.ID), v); err != nil {
-				return err
-			}
+	meta := tx.Bucket(metaBucket)
+	if v := meta.Get(schemaKey); len(v) == 4 {
+		s.schema = binary.BigEndian.Uint32(v)
+	}
+	if s.schema > schemaVersion {
+		return fmt.Errorf("state.db has schema %d; this build knows up to %d (a newer braid wrote it)", s.schema, schemaVersion)
+	}
+	if id := meta.Get(serverIDKey); len(id) > 0 {
+		s.id = string(id)
+	} else {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
 		}
-		return nil
-	})
+		s.id = hex.EncodeToString(b[:])
+		if err := meta.Put(serverIDKey, []byte(s.id)); err != nil {
+			return err
+		}
+	}
+	if v := meta.Get(epochKey); len(v) == 8 {
+		s.epoch = binary.BigEndian.Uint64(v)
+	}
+	s.epoch++
+	return meta.Put(epochKey, binary.BigEndian.AppendUint64(nil, s.epoch))
 }
 
-// loadJobs returns every stored job record.
-func (s *stateDB) loadJobs() ([]api.Job, error) {
-	var out []api.Job
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(jobsBucket).ForEach(func(k, v []byte) error {
-			var j api.Job
-			if err := json.Unmarshal(v, &j); err != nil {
-				return fmt.Errorf("job record %q: %w", k, err)
-			}
-			out = append(out, j)
-			return nil
-		})
-	})
-	return out, err
+// setSchema records the layout version (within a migration's transaction).
+func setSchema(tx *bolt.Tx, v uint32) error {
+	return tx.Bucket(metaBucket).Put(schemaKey, binary.BigEndian.AppendUint32(nil, v))
 }
 
-// close flushes queued writes and closes the database.
+// errStateClosed is what writes queued after close get.
+var errStateClosed = errors.New("server: state database closed")
+
+// close commits what is queued and closes the database.
 func (s *stateDB) close() {
-	close(s.q)
-	<-s.done
+	s.w.close()
 	s.db.Close()
 }

@@ -1,14 +1,10 @@
 package server
 
 import (
-	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
 	"maps"
 	"slices"
 	"time"
@@ -105,12 +101,8 @@ func (s *Server) split(id string, spec api.JobSpec, received time.Time) (*jobRun
 		return nil, err
 	}
 	if spec.Tiles == "" {
-		n := max(spec.Repeat, 1)
-		j := newJobRun(id, spec, n, received)
-		j.params, j.inputs = params, make([][]byte, n)
-		for i := range j.inputs {
-			j.inputs[i] = input
-		}
+		j := newJobRun(id, spec, max(spec.Repeat, 1), received)
+		j.params, j.input = params, input
 		return j, nil
 	}
 	return s.splitTiles(id, spec, input, params, header, received)
@@ -146,15 +138,13 @@ func (s *Server) splitTiles(id string, spec api.JobSpec, input []byte, params op
 	if f := spec.Params["format"]; f != "" {
 		format = f
 	}
-	j := newJobRun(id, spec, len(tiles), received)
-	j.params, j.tiles, j.format, j.bounds = params, tiles, format, bounds
-	j.inputs = make([][]byte, len(tiles))
 	for i, t := range tiles {
 		if err := checkUnitFits(fmt.Sprintf("tile %d", i), header, len(t.Data)); err != nil {
 			return nil, err
 		}
-		j.inputs[i] = t.Data
 	}
+	j := newJobRun(id, spec, len(tiles), received)
+	j.params, j.tiles, j.format, j.bounds = params, tiles, format, bounds
 	return j, nil
 }
 
@@ -164,125 +154,36 @@ func newJobID() string {
 	return "j-" + hex.EncodeToString(b[:])
 }
 
-// submit validates, splits and queues a job.
-func (s *Server) submit(ctx context.Context, spec api.JobSpec) (*jobRun, error) {
+// submit accepts a job, in one sequence with no window in which a job the
+// client was refused could run or one it was given an id for could be
+// lost: validate → split → record on disk → visible in the jobs map →
+// handed to the dispatch loop (unconditionally: a client that goes away
+// now does not take the job with it) → the caller answers 201.
+func (s *Server) submit(spec api.JobSpec) (*jobRun, error) {
 	if err := validateSpec(&spec); err != nil {
 		return nil, err
+	}
+	if _, err := s.store.Touch(spec.Input); errors.Is(err, store.ErrNotFound) {
+		return nil, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("input object %s does not exist; upload it with `braid put`", spec.Input)}
 	}
 	j, err := s.split(newJobID(), spec, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	if err := s.enqueue(ctx, j); err != nil {
-		return nil, err
+	if err := s.db.w.sync(putJob(j.record(api.JobQueued, "", "", time.Time{}))); err != nil {
+		return nil, fmt.Errorf("saving the job: %w", err)
 	}
-	s.log.Info("job submitted", "job", j.id, "op", spec.Op, "units", len(j.inputs), "policy", spec.Policy)
+	s.addVisible(j)
+	if !s.disp.post(func() { s.disp.addJob(j) }) {
+		s.log.Warn("server stopped before the job reached the scheduler; it resumes at the next start", "job", j.id)
+	}
+	s.log.Info("job submitted", "job", j.id, "op", spec.Op, "units", j.total(), "policy", spec.Policy)
 	return j, nil
 }
 
-func (s *Server) enqueue(ctx context.Context, j *jobRun) error {
+// addVisible puts j in the jobs map clients read.
+func (s *Server) addVisible(j *jobRun) {
 	s.jobsMu.Lock()
+	defer s.jobsMu.Unlock()
 	s.jobs[j.id] = j
-	s.jobsMu.Unlock()
-	var err error
-	if derr := s.disp.do(ctx, func() { err = s.disp.addJob(j) }); derr != nil {
-		err = derr
-	}
-	if err != nil {
-		s.jobsMu.Lock()
-		delete(s.jobs, j.id)
-		s.jobsMu.Unlock()
-	}
-	return err
-}
-
-// assembly is what assembling a job's result needs, copied on the dispatch
-// loop so that the assembling goroutine shares nothing with it.
-type assembly struct {
-	tiles  []ops.Tile
-	format string
-	bounds image.Rectangle
-}
-
-// assemble builds a finished job's result object.
-func (s *Server) assemble(j *jobRun, a assembly) (string, error) {
-	j.mu.Lock()
-	units := append([]api.UnitStat(nil), j.units...)
-	j.mu.Unlock()
-	switch {
-	case a.tiles != nil:
-		outs := make([][]byte, len(units))
-		for i, u := range units {
-			b, err := s.store.ReadAll(u.Output, maxUnitInput)
-			if err != nil {
-				return "", fmt.Errorf("tile %d: %w", i, err)
-			}
-			outs[i] = b
-		}
-		img, err := ops.Stitch(a.tiles, outs, a.format, a.bounds)
-		if err != nil {
-			return "", err
-		}
-		info, err := s.store.PutBytes(img)
-		return info.ID, err
-	case len(units) == 1 && j.spec.Repeat == 0:
-		return units[0].Output, nil
-	}
-	m := api.Manifest{Job: j.id, Op: j.spec.Op, Input: j.spec.Input, Units: make([]api.ManifestUnit, len(units))}
-	for i, u := range units {
-		m.Units[i] = api.ManifestUnit{Index: i, Output: u.Output}
-		if info, err := s.store.Stat(u.Output); err == nil {
-			m.Units[i].Size = info.Size
-		}
-	}
-	b, err := json.MarshalIndent(m, "", " ")
-	if err != nil {
-		return "", err
-	}
-	info, err := s.store.Put(bytes.NewReader(b))
-	return info.ID, err
-}
-
-// resume reloads job records: finished jobs are served as they were,
-// unfinished ones are split again and rerun.
-func (s *Server) resume() error {
-	recs, err := s.db.loadJobs()
-	if err != nil {
-		return err
-	}
-	for _, rec := range recs {
-		if rec.Terminal() {
-			s.restore(rec)
-			continue
-		}
-		j, err := s.split(rec.ID, rec.Spec, rec.ReceivedAt)
-		if err == nil {
-			err = s.enqueue(s.ctx, j)
-		}
-		if err != nil {
-			rec.State, rec.Error = api.JobFailed, "could not resume after a server restart: "+err.Error()
-			s.restore(rec)
-			s.db.saveJob(rec)
-			continue
-		}
-		s.log.Info("resumed unfinished job", "job", rec.ID, "units", len(j.inputs))
-	}
-	return nil
-}
-
-// restore installs a finished job read from the database.
-func (s *Server) restore(rec api.Job) {
-	j := newJobRun(rec.ID, rec.Spec, 0, rec.ReceivedAt)
-	j.state, j.errText, j.result, j.units, j.progress = rec.State, rec.Error, rec.Result, rec.Units, rec.Progress
-	if rec.FinishedAt != nil {
-		j.finishedAt = *rec.FinishedAt
-	}
-	for _, u := range rec.Units {
-		if u.Returned != nil && u.Returned.After(j.lastResult) {
-			j.lastResult = *u.Returned
-		}
-	}
-	s.jobsMu.Lock()
-	s.jobs[j.id] = j
-	s.jobsMu.Unlock()
 }

@@ -1,0 +1,247 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/scheduler"
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/wire"
+)
+
+// The dispatch loop's job and unit paths: a job comes in (addJob), its
+// units go out (send) and come back (unitFinished, accept), and it ends
+// (failJob, cancel, finish → endJob) and is forgotten (forgetEnded).
+// Every accepted unit's record and every terminal state go to state.db
+// through the group-commit writer; a terminal state reaches clients only
+// once it is on disk.
+
+// addJob hands a job, already durable and visible to clients, to the core.
+// Units already done (a resumed job) are never placed again; a job whose
+// units are all done goes straight to assembly.
+func (d *dispatcher) addJob(j *jobRun) {
+	units := make([]scheduler.Unit, j.total())
+	j.mu.Lock()
+	for i := range units {
+		units[i] = scheduler.Unit{Index: i, Op: j.spec.Op, Done: j.units.recs[i].state == unitDone}
+	}
+	j.mu.Unlock()
+	speculate := j.spec.Policy == "dynamic" || j.spec.Policy == "speed"
+	if j.spec.Speculate != nil {
+		speculate = *j.spec.Speculate
+	}
+	out, err := d.core.Step(time.Now(), scheduler.JobAdded{Job: j.id, Policy: j.spec.Policy,
+		Speculate: speculate, Units: units})
+	if err != nil { // validated at submit; only a bug gets here
+		d.log.Error("scheduler refused a job", "job", j.id, "err", err)
+		d.endJob(j, api.JobFailed, "the scheduler refused the job: "+err.Error(), "")
+		return
+	}
+	d.jobs[j.id] = j
+	d.apply(out)
+	d.refresh(j)
+}
+
+// send encodes an assignment and queues it on the worker's stream. A unit
+// that cannot be encoded or is too big for a message fails (the job with
+// it) rather than holding its window slot for ever.
+func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
+	j, w := d.jobs[a.Job], d.workers[a.Worker]
+	if j == nil || w == nil || w.assoc == nil || a.Stream >= len(w.queues) {
+		d.log.Error("assignment to unknown job or worker", "job", a.Job, "worker", a.Worker)
+		return nil
+	}
+	d.nextID++
+	id := d.nextID
+	u := wire.Unit{ID: id, Job: j.id, Index: a.Unit, Attempt: a.Attempt, Op: j.spec.Op,
+		Params: j.params, Input: j.unitInput(a.Unit)}
+	msg, err := wire.AppendUnit(getBuf(len(u.Input)+512), &u)
+	if err == nil && len(msg) > transport.MaxMessageSize {
+		err = fmt.Errorf("a %d-byte unit is over the data plane's %d-byte message limit", len(msg), transport.MaxMessageSize)
+	}
+	if err != nil {
+		putBuf(msg)
+		d.unsendable(j, a, w.gen, err)
+		return j
+	}
+	select {
+	case w.queues[a.Stream] <- msg:
+	default:
+		putBuf(msg)
+		w.assoc.Abort(fmt.Errorf("server: send queue of stream %d overflowed", a.Stream))
+		return nil
+	}
+	now := time.Now()
+	d.inflight[id] = flight{job: j, index: a.Unit, attempt: a.Attempt, worker: a.Worker,
+		stream: a.Stream, gen: w.gen, sent: now}
+	d.markSent(j, a, now)
+	return j
+}
+
+// markSent records a unit's copy going out.
+func (d *dispatcher) markSent(j *jobRun, a scheduler.Assignment, now time.Time) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.units == nil {
+		return
+	}
+	u := &j.units.recs[a.Unit]
+	if u.state != unitDone && u.state != unitFailed {
+		u.state, u.worker, u.stream = unitRunning, j.units.intern(a.Worker), uint16(a.Stream)
+		u.sent = now.UnixNano()
+	}
+	if u.attempts < 1<<16-1 {
+		u.attempts++
+	}
+	if j.state == api.JobQueued {
+		j.state = api.JobRunning
+	}
+}
+
+// unsendable fails the attempt of a unit the server cannot send, as if
+// the worker had reported it failed, so the core frees its window slot.
+func (d *dispatcher) unsendable(j *jobRun, a scheduler.Assignment, gen int, err error) {
+	d.log.Error("a unit cannot be sent; failing it", "job", j.id, "unit", a.Unit, "worker", a.Worker, "err", err)
+	now := time.Now()
+	f := flight{job: j, index: a.Unit, attempt: a.Attempt, worker: a.Worker, stream: a.Stream, gen: gen,
+		sent: now, unsent: true}
+	d.unitFinished(f, resultMsg{worker: a.Worker, gen: gen, stream: a.Stream, returned: now,
+		res: wire.Result{Status: wire.StatusFailed, Error: "the server could not send this unit: " + err.Error()}})
+}
+
+// unitFinished feeds a result to the core and records it if it counts.
+func (d *dispatcher) unitFinished(f flight, r resultMsg) {
+	failed := r.res.Status == wire.StatusFailed
+	ev := scheduler.UnitFinished{Job: f.job.id, Unit: f.index, Worker: f.worker, Stream: f.stream,
+		Attempt: f.attempt, Failed: failed, Queued: r.res.Queued, Compute: r.res.Compute}
+	out, err := d.core.Step(r.returned, ev)
+	if err != nil {
+		d.log.Error("scheduler refused result", "err", err)
+		return
+	}
+	for _, acc := range out.Accepted {
+		if acc.Job == f.job.id && acc.Unit == f.index {
+			d.accept(f, r, failed)
+		}
+	}
+	d.apply(out, f.job)
+}
+
+// accept records a counted result in the job's unit statistics and queues
+// the unit's record for state.db (committed with the next group).
+func (d *dispatcher) accept(f flight, r resultMsg, failed bool) {
+	if w := d.workers[f.worker]; w != nil && !f.unsent {
+		w.unitsDone++
+	}
+	j := f.job
+	j.mu.Lock()
+	if j.units == nil {
+		j.mu.Unlock()
+		return
+	}
+	u := &j.units.recs[f.index]
+	u.worker, u.stream = j.units.intern(f.worker), uint16(f.stream)
+	u.sent, u.returned = f.sent.UnixNano(), r.returned.UnixNano()
+	u.queued, u.compute = int64(r.res.Queued), int64(r.res.Compute)
+	u.output, u.state = parseOutput(r.output), unitDone
+	j.perWorker[f.worker]++
+	if r.returned.After(j.lastResult) {
+		j.lastResult = r.returned
+	}
+	errText := ""
+	if failed {
+		u.state, errText = unitFailed, r.res.Error
+		j.units.setError(f.index, errText)
+	}
+	rec := *u
+	j.mu.Unlock()
+	d.s.db.w.queueChange(change{apply: putUnit(j.id, f.index, rec, f.worker, errText)})
+	if failed && j.end == "" {
+		what := fmt.Sprintf("unit %d failed on worker %s", f.index, f.worker)
+		if f.unsent {
+			what = fmt.Sprintf("unit %d could not be sent to worker %s", f.index, f.worker)
+		}
+		d.failJob(j, what+": "+r.res.Error)
+	}
+}
+
+// failJob stops a job whose unit failed: the other units would be wasted.
+func (d *dispatcher) failJob(j *jobRun, errText string) {
+	d.endJob(j, api.JobFailed, errText, "")
+	d.step(scheduler.JobCancelled{Job: j.id})
+}
+
+// cancel ends a job at a client's request. The returned channel yields
+// once the cancellation is on disk (or could not be written).
+func (d *dispatcher) cancel(j *jobRun) (<-chan error, error) {
+	if j.assembling {
+		return nil, fmt.Errorf("%w: job %s has all its units and is assembling its result", errConflict, j.id)
+	}
+	if j.end != "" {
+		return nil, fmt.Errorf("%w: job %s is already %s", errConflict, j.id, j.end)
+	}
+	if _, known := d.core.Progress(j.id); known {
+		d.step(scheduler.JobCancelled{Job: j.id})
+	}
+	return d.endJob(j, api.JobCancelled, "", ""), nil
+}
+
+// jobUnitsFinished runs when the core has every unit of j: assemble the
+// result off the loop, then finish.
+func (d *dispatcher) jobUnitsFinished(j *jobRun) {
+	if j.end != "" {
+		return // failed or cancelled: nothing to assemble
+	}
+	j.assembling = true
+	a := assembly{tiles: j.tiles, format: j.format, bounds: j.bounds}
+	d.s.wg.Go(func() {
+		result, err := d.s.assemble(j, a)
+		d.post(func() { d.finish(j, result, err) })
+	})
+}
+
+func (d *dispatcher) finish(j *jobRun, result string, err error) {
+	j.assembling = false
+	if j.end != "" {
+		return
+	}
+	if err != nil {
+		d.endJob(j, api.JobFailed, "assembling the result: "+err.Error(), "")
+		return
+	}
+	d.endJob(j, api.JobDone, "", result)
+}
+
+// endJob decides j's terminal state and queues its record behind the
+// records of its accepted units. Clients see the state once it is on disk
+// (publish); the returned channel yields then, with the write's error.
+func (d *dispatcher) endJob(j *jobRun, state, errText, result string) <-chan error {
+	d.refresh(j)
+	j.end = state
+	d.ended[j.id] = j
+	rec := j.record(state, errText, result, time.Now())
+	durable := make(chan error, 1)
+	d.s.db.w.queueChange(change{apply: putJob(rec), after: func(err error) {
+		j.publish(rec)
+		durable <- err
+	}})
+	d.log.Info("job finished", "job", j.id, "state", state, "units", rec.Progress.Total)
+	return durable
+}
+
+// forgetEnded drops terminal jobs with nothing in flight from the core and
+// releases their inputs; the job's status stays with the server.
+func (d *dispatcher) forgetEnded() {
+	for id, j := range d.ended {
+		if j.assembling {
+			continue
+		}
+		if _, known := d.core.Progress(id); known && !d.core.Forget(id) {
+			continue // results still in flight
+		}
+		delete(d.ended, id)
+		delete(d.jobs, id)
+		j.input, j.tiles = nil, nil
+	}
+}

@@ -1,0 +1,175 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/transports"
+	"github.com/braidhq/braid/server"
+)
+
+var testSecret = []byte("braid-cluster-secret")
+
+// running is a server started by runServer.
+type running struct {
+	srv     *server.Server
+	c       *client.Client
+	cancel  context.CancelFunc
+	done    chan error
+	stopped bool
+}
+
+// runServer starts a server on cfg.DataDir (other fields default for
+// tests) and stops it at cleanup if the test did not.
+func runServer(t *testing.T, cfg server.Config) *running {
+	t.Helper()
+	ts, err := transports.All(transports.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen, cfg.Secret, cfg.Transports = "127.0.0.1:0", testSecret, ts
+	srv, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{srv: srv, c: client.New(srv.URL()), cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- srv.Run(ctx) }()
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+// stop cancels Run's context and waits for Run; it returns how long Run
+// took to return.
+func (r *running) stop(t *testing.T) time.Duration {
+	t.Helper()
+	if r.stopped {
+		return 0
+	}
+	r.stopped = true
+	start := time.Now()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Errorf("server Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("server did not stop within 30 s")
+	}
+	return time.Since(start)
+}
+
+// waitFor polls cond every 20 ms until it holds or ctx ends.
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// TestResumeRunsOnlyMissingUnits: a restarted server runs only the units
+// without a stored result, and the result lists exactly one output per
+// unit. (The e2e test does the same across kill -9.)
+func TestResumeRunsOnlyMissingUnits(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	const units = 60
+	r := runServer(t, server.Config{DataDir: dir})
+	fw := startFakeWorker(t, r.c, testSecret, "first", 1, 20*time.Millisecond)
+	in := put(t, r.c, []byte("input"))
+	no := false
+	j, err := r.c.Submit(ctx, api.JobSpec{Op: "noop", Input: in, Repeat: units, Speculate: &no})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "some results", func() bool { return len(fw.received()) >= 20 })
+	r.stop(t) // units in flight are lost
+	fw.stop()
+
+	r2 := runServer(t, server.Config{DataDir: dir})
+	before, err := r2.c.Job(ctx, j.ID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[int]bool{}
+	for _, u := range before.Units {
+		if u.State == "done" {
+			stored[u.Index] = true
+		}
+	}
+	if len(stored) < 15 {
+		t.Fatalf("only %d results stored of the %d received before the stop", len(stored), len(fw.received()))
+	}
+	fw2 := startFakeWorker(t, r2.c, testSecret, "second", 2, time.Millisecond)
+	final, err := r2.c.Wait(ctx, j.ID, nil)
+	if err != nil || final.State != api.JobDone {
+		t.Fatalf("resumed job: %+v %v", final, err)
+	}
+	rerun := fw2.received()
+	for _, u := range rerun {
+		if stored[u.index] {
+			t.Errorf("unit %d ran again though its result was stored", u.index)
+		}
+	}
+	if len(rerun) != units-len(stored) {
+		t.Errorf("%d units ran after the restart, want %d", len(rerun), units-len(stored))
+	}
+	checkManifest(t, r2.c, final)
+}
+
+// checkManifest checks a repeat job's manifest names exactly one output per
+// unit, the fake worker's output for that unit.
+func checkManifest(t *testing.T, c *client.Client, j api.Job) {
+	t.Helper()
+	var m api.Manifest
+	b, err := c.GetBytes(testCtx(t), j.Result)
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err != nil {
+		t.Fatalf("manifest %s: %v", j.Result, err)
+	}
+	if len(m.Units) != j.Progress.Total {
+		t.Fatalf("manifest lists %d units, job has %d", len(m.Units), j.Progress.Total)
+	}
+	for i, mu := range m.Units {
+		got, err := c.GetBytes(testCtx(t), mu.Output)
+		if mu.Index != i || err != nil || string(got) != string(fakeOutput(j.ID, i)) {
+			t.Errorf("manifest unit %d: index %d output %q (%v)", i, mu.Index, got, err)
+		}
+	}
+}
+
+// TestIdentityAndEpoch: the server id is made once and kept; the epoch
+// grows at every start, before the server serves.
+func TestIdentityAndEpoch(t *testing.T) {
+	dir := t.TempDir()
+	var ids []string
+	var epochs []uint64
+	for range 3 {
+		r := runServer(t, server.Config{DataDir: dir})
+		ids, epochs = append(ids, r.srv.ID()), append(epochs, r.srv.Epoch())
+		r.stop(t)
+	}
+	if len(ids[0]) != 32 || ids[0] != ids[1] || ids[1] != ids[2] {
+		t.Errorf("server ids %q: want the same 32 hex digits every start", ids)
+	}
+	if !sort.SliceIsSorted(epochs, func(a, b int) bool { return epochs[a] < epochs[b] }) || epochs[0] < 1 ||
+		epochs[1] == epochs[0] || epochs[2] == epochs[1] {
+		t.Errorf("epochs %v: want strictly increasing from 1", epochs)
+	}
+	other := runServer(t, server.Config{DataDir: t.TempDir()})
+	if other.srv.ID() == ids[0] {
+		t.Errorf("two data directories share the server id %s", ids[0])
+	}
+}

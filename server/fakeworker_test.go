@@ -1,0 +1,147 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/tcpn"
+	"github.com/braidhq/braid/wire"
+)
+
+// fakeWorker is a worker made of the real data plane (tcpn on loopback)
+// and nothing else: it registers, heartbeats, accepts the server's
+// association, records every unit it receives and answers each after a
+// delay with the output "job/index". Tests use it to know exactly which
+// units left the server and when.
+type fakeWorker struct {
+	name  string
+	delay time.Duration
+
+	mu    sync.Mutex // guards units
+	units []gotUnit
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// gotUnit is a unit as the fake worker received it.
+type gotUnit struct {
+	job     string
+	index   int
+	attempt int
+	at      time.Time
+}
+
+func fakeOutput(job string, index int) []byte { return fmt.Appendf(nil, "%s/%d", job, index) }
+
+// startFakeWorker registers a fake worker with threads streams on the
+// server c points at; secret is the cluster's.
+func startFakeWorker(t *testing.T, c *client.Client, secret []byte, name string, threads int, delay time.Duration) *fakeWorker {
+	t.Helper()
+	ln, err := tcpn.New(tcpn.Config{}).Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, Name: name,
+		RecStreams: threads, MaxStreams: threads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	fw := &fakeWorker{name: name, delay: delay, cancel: cancel}
+	c = c.WithSecret(secret)
+	info := api.WorkerInfo{Name: name, Cores: 1, MaxThreads: threads, FreeThreads: threads,
+		Ops: []string{"blur", "noop", "grayscale"}, Endpoints: []api.Endpoint{{Transport: "tcpn", Addr: ln.Addr().String()}}}
+	if _, err := c.RegisterWorker(ctx, info); err != nil {
+		cancel()
+		ln.Close()
+		t.Fatal(err)
+	}
+	fw.wg.Go(func() { fw.accept(ctx, ln) })
+	fw.wg.Go(func() { fw.heartbeat(ctx, c) })
+	t.Cleanup(func() {
+		cancel()
+		ln.Close()
+		fw.wg.Wait()
+	})
+	return fw
+}
+
+// stop ends the fake worker's associations and heartbeats.
+func (fw *fakeWorker) stop() {
+	fw.cancel()
+	fw.wg.Wait()
+}
+
+func (fw *fakeWorker) accept(ctx context.Context, ln transport.Listener) {
+	for {
+		a, err := ln.Accept(ctx)
+		if err != nil {
+			return
+		}
+		for s := range a.Streams() {
+			fw.wg.Go(func() { fw.serve(ctx, a, s) })
+		}
+		fw.wg.Go(func() {
+			<-ctx.Done()
+			a.Abort(errors.New("fake worker stopped"))
+		})
+	}
+}
+
+// serve reads the units of one stream as they arrive, recording each, and
+// answers them one at a time.
+func (fw *fakeWorker) serve(ctx context.Context, a transport.Association, s int) {
+	queue := make(chan wire.Unit, 64)
+	fw.wg.Go(func() { fw.answer(ctx, a, s, queue) })
+	defer close(queue)
+	for {
+		msg, err := a.Recv(ctx, s)
+		if err != nil {
+			return
+		}
+		u, err := wire.ParseUnit(msg)
+		if err != nil {
+			a.Abort(err)
+			return
+		}
+		fw.mu.Lock()
+		fw.units = append(fw.units, gotUnit{job: u.Job, index: u.Index, attempt: u.Attempt, at: time.Now()})
+		fw.mu.Unlock()
+		queue <- u
+	}
+}
+
+func (fw *fakeWorker) answer(ctx context.Context, a transport.Association, s int, queue <-chan wire.Unit) {
+	for u := range queue {
+		select {
+		case <-time.After(fw.delay):
+		case <-ctx.Done():
+			continue // drain the queue until serve closes it
+		}
+		res := wire.AppendResult(nil, &wire.Result{ID: u.ID, Status: wire.StatusOK, Compute: fw.delay,
+			Output: fakeOutput(u.Job, u.Index)})
+		_ = a.Send(ctx, s, res)
+	}
+}
+
+func (fw *fakeWorker) heartbeat(ctx context.Context, c *client.Client) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(300 * time.Millisecond):
+			_ = c.Heartbeat(ctx, fw.name)
+		}
+	}
+}
+
+// received returns the units received so far.
+func (fw *fakeWorker) received() []gotUnit {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	return append([]gotUnit(nil), fw.units...)
+}

@@ -1,0 +1,305 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/ops"
+	"github.com/braidhq/braid/scheduler"
+	"github.com/braidhq/braid/transport"
+	bolt "go.etcd.io/bbolt"
+)
+
+// newTestServer makes a server on dir without running it; the test owns
+// its dispatcher (no loop runs).
+func newTestServer(t *testing.T, dir string) *Server {
+	t.Helper()
+	s, err := New(Config{Listen: "127.0.0.1:0", DataDir: dir, Secret: []byte("s"),
+		Transports: map[string]transport.Transport{"none": nil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.ln.Close()
+		s.db.close()
+	})
+	return s
+}
+
+// runTestServer runs a server on dir until the test ends.
+func runTestServer(t *testing.T, dir string) *Server {
+	t.Helper()
+	s, err := New(Config{Listen: "127.0.0.1:0", DataDir: dir, Secret: []byte("s"),
+		Transports: map[string]transport.Transport{"none": nil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return s
+}
+
+// fakeAssoc stands in for an association in tests that drive the
+// dispatcher by hand; only Abort (on a send queue overflow) is used.
+type fakeAssoc struct {
+	transport.Association
+	aborted error
+}
+
+func (a *fakeAssoc) Abort(err error) { a.aborted = err }
+
+// TestUnsendableUnitFails: an assignment the wire cannot encode (a job
+// that reached the core without the edge's checks, as a job resumed from
+// an older server may) fails its unit and its job, and frees the stream's
+// window slot, instead of counting in flight for ever.
+func TestUnsendableUnitFails(t *testing.T) {
+	s := newTestServer(t, t.TempDir())
+	d := s.disp
+	queue := make(chan []byte, 64)
+	d.workers["w"] = &workerConn{info: api.WorkerInfo{Name: "w"}, assoc: &fakeAssoc{}, queues: []chan []byte{queue}}
+	d.step(scheduler.WorkerUp{Worker: "w", Streams: 1, Threads: 1, Ops: []string{"blur"}})
+
+	bad := newJobRun("j-bad", api.JobSpec{Op: "blur", Policy: "dynamic"}, 3, time.Now())
+	bad.input, bad.params = []byte("x"), ops.Params{"sigma": "2." + strings.Repeat("0", 70_000)}
+	s.addVisible(bad)
+	d.addJob(bad)
+	if bad.end != api.JobFailed {
+		t.Fatalf("job with an unsendable unit: end %q, want failed", bad.end)
+	}
+	s.db.w.flush()
+	st := bad.summary()
+	if st.State != api.JobFailed || !strings.Contains(st.Error, "could not be sent") || !strings.Contains(st.Error, "param") {
+		t.Errorf("job status %s %q: want failed, saying the unit could not be sent and why", st.State, st.Error)
+	}
+	if len(queue) != 0 {
+		t.Errorf("%d messages queued for a unit that could not be encoded", len(queue))
+	}
+	good := newJobRun("j-good", api.JobSpec{Op: "blur", Policy: "dynamic"}, 1, time.Now())
+	good.input = []byte("x")
+	s.addVisible(good)
+	d.addJob(good)
+	if len(queue) != 1 {
+		t.Fatalf("the next job's unit was not sent (%d queued): the failed unit still holds the window", len(queue))
+	}
+}
+
+// TestSubmitWhileLoopBusy: a submit whose request ends while the dispatch
+// loop is busy must leave no job the scheduler runs but clients cannot
+// see (nor the reverse). The old server answered 500, dropped the job from
+// its map, and then ran it anyway.
+func TestSubmitWhileLoopBusy(t *testing.T) {
+	s := runTestServer(t, t.TempDir())
+	info, err := s.store.PutBytes([]byte("input"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	s.disp.post(func() { <-release }) // the loop is busy until released
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		body, _ := json.Marshal(api.JobSpec{Op: "noop", Input: info.ID, Repeat: 2})
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/v1/jobs", bytes.NewReader(body))
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		cancel()
+	}
+	time.Sleep(100 * time.Millisecond) // let the handlers see their requests end
+	close(release)
+	var inCore []string
+	if err := s.disp.do(context.Background(), func() { inCore = s.disp.core.Jobs() }); err != nil {
+		t.Fatal(err)
+	}
+	s.jobsMu.RLock()
+	var visible []string
+	for id := range s.jobs {
+		visible = append(visible, id)
+	}
+	s.jobsMu.RUnlock()
+	slices.Sort(inCore)
+	slices.Sort(visible)
+	if !slices.Equal(inCore, visible) {
+		t.Fatalf("the scheduler holds jobs %v, clients see %v", inCore, visible)
+	}
+}
+
+// TestResumeAssemblesFinishedUnits: a job whose units were all done and
+// on disk, but which crashed before it was assembled, is assembled at the
+// next start without running anything.
+func TestResumeAssemblesFinishedUnits(t *testing.T) {
+	dir := t.TempDir()
+	s := newTestServer(t, dir)
+	in, _ := s.store.PutBytes([]byte("input"))
+	const n = 5
+	rec := jobRecord{ID: "j-crashed", Spec: api.JobSpec{Op: "noop", Input: in.ID, Repeat: n, Policy: "dynamic"},
+		State: api.JobRunning, ReceivedAt: time.Now(), Progress: api.Progress{Total: n, Pending: n}}
+	outs := make([]string, n)
+	err := s.db.w.sync(func(tx *bolt.Tx) error {
+		if err := putJob(rec)(tx); err != nil {
+			return err
+		}
+		for i := range n {
+			info, err := s.store.PutBytes([]byte{byte(i)})
+			if err != nil {
+				return err
+			}
+			outs[i] = info.ID
+			u := unitRec{state: unitDone, attempts: 1, sent: 1, returned: 2, output: parseOutput(info.ID)}
+			if err := putUnit(rec.ID, i, u, "w", "")(tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ln.Close()
+	s.db.close()
+
+	s2 := runTestServer(t, dir)
+	deadline := time.Now().Add(10 * time.Second)
+	j := s2.job(rec.ID)
+	for ; j == nil && time.Now().Before(deadline); j = s2.job(rec.ID) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if j == nil {
+		t.Fatal("job not resumed")
+	}
+	for !j.finished() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	st := j.summary()
+	if st.State != api.JobDone || st.Progress.Done != n {
+		t.Fatalf("resumed job: %s %+v %s", st.State, st.Progress, st.Error)
+	}
+	b, err := s2.store.ReadAll(st.Result, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m api.Manifest
+	if err := json.Unmarshal(b, &m); err != nil || len(m.Units) != n {
+		t.Fatalf("manifest: %v %s", err, b)
+	}
+	for i, mu := range m.Units {
+		if mu.Index != i || mu.Output != outs[i] {
+			t.Errorf("manifest unit %d: %+v, want output %s", i, mu, outs[i])
+		}
+	}
+}
+
+// TestMigrateSchema1: a data directory written before the schema was
+// versioned (job records with every unit inside) is converted at the first
+// start: its objects count as uploaded, and its jobs keep their units.
+func TestMigrateSchema1(t *testing.T) {
+	dir := t.TempDir()
+	s := newTestServer(t, dir)
+	old, _ := s.store.PutBytes([]byte("object from before"))
+	out, _ := s.store.PutBytes([]byte("an output"))
+	now := time.Now().UTC().Round(0)
+	v1 := api.Job{ID: "j-old", Spec: api.JobSpec{Op: "noop", Input: old.ID, Repeat: 2}, State: api.JobDone,
+		Result: out.ID, ReceivedAt: now, FinishedAt: &now, Progress: api.Progress{Total: 2, Done: 2},
+		UnitsPerWorker: map[string]int{"w1": 2},
+		Units: []api.UnitStat{
+			{Index: 0, State: "done", Worker: "w1", Attempts: 1, Sent: &now, Returned: &now, ComputeMS: 1.5, Output: out.ID},
+			{Index: 1, State: "done", Worker: "w1", Attempts: 2, Sent: &now, Returned: &now, ComputeMS: 2, Output: out.ID},
+		}}
+	err := s.db.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{metaBucket, unitsBucket, uploadsBucket} {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+		}
+		v, _ := json.Marshal(v1)
+		return tx.Bucket(jobsBucket).Put([]byte(v1.ID), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ln.Close()
+	s.db.close()
+
+	s2 := newTestServer(t, dir)
+	if s2.db.schema != 0 {
+		t.Errorf("schema found %d, want 0 (none recorded)", s2.db.schema)
+	}
+	err = s2.db.db.View(func(tx *bolt.Tx) error {
+		for _, id := range []string{old.ID, out.ID} {
+			if tx.Bucket(uploadsBucket).Get([]byte(id)) == nil {
+				t.Errorf("object %s from before the migration is not marked uploaded", id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.resume(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s2.status(s2.job("j-old"), true)
+	if err != nil || st.State != api.JobDone || len(st.Units) != 2 || st.Units[1].Attempts != 2 ||
+		st.Units[0].Worker != "w1" || st.Units[1].ComputeMS != 2 || st.Units[0].Output != out.ID || st.UnitsPerWorker["w1"] != 2 {
+		t.Errorf("migrated job: %+v %v", st, err)
+	}
+	s2.ln.Close()
+	s2.db.close()
+	s3 := newTestServer(t, dir)
+	if s3.db.schema != schemaVersion {
+		t.Errorf("schema after migration: %d, want %d", s3.db.schema, schemaVersion)
+	}
+}
+
+// TestUnitRecordRoundTrip: a unit record decodes to what was encoded, and
+// deleting a job removes every one of its unit records and no other.
+func TestUnitRecordRoundTrip(t *testing.T) {
+	u := unitRec{sent: 1, returned: 2, queued: 3, compute: 4, output: parseOutput(strings.Repeat("ab", 32)),
+		stream: 7, attempts: 3, state: unitFailed}
+	got, worker, errText, err := decodeUnitRec(u.encode(nil, "worker-1", "it broke"))
+	if err != nil || got != u || worker != "worker-1" || errText != "it broke" {
+		t.Fatalf("decode(encode) = %+v %q %q %v", got, worker, errText, err)
+	}
+	for _, b := range [][]byte{nil, {9}, u.encode(nil, "w", "e")[:50]} {
+		if _, _, _, err := decodeUnitRec(b); err == nil {
+			t.Errorf("decoded a bad record %x", b)
+		}
+	}
+	s := newTestServer(t, t.TempDir())
+	err = s.db.w.sync(func(tx *bolt.Tx) error {
+		for _, job := range []string{"j-a", "j-ab", "j-b"} {
+			for i := range 300 {
+				if err := putUnit(job, i, u, "w", "")(tx); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = s.db.w.sync(deleteJob("j-a"))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for job, want := range map[string]int{"j-a": 0, "j-ab": 300, "j-b": 300} {
+		if got, err := s.db.loadUnits(job); err != nil || len(got) != want {
+			t.Errorf("job %s: %d unit records (%v), want %d", job, len(got), err, want)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/braidhq/braid/api"
+)
+
+// resume reloads state.db at start: finished jobs are served as they
+// were, unfinished ones are split again and run
+// only their units without a stored result.
+func (s *Server) resume() error {
+	recs, err := s.db.loadJobs()
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if rec.terminal() {
+			s.addVisible(restoredJob(rec))
+			continue
+		}
+		s.resumeJob(rec)
+	}
+	return nil
+}
+
+// resumeJob restarts an unfinished job. Units with a stored result whose
+// output object still exists are done; the rest run again. A job with a
+// failed unit on record is failed (it crashed before saying so); a job that
+// cannot be split again fails with the reason.
+func (s *Server) resumeJob(rec jobRecord) {
+	stored, err := s.db.loadUnits(rec.ID)
+	if err != nil {
+		s.failResumed(rec, fmt.Errorf("reading its units: %w", err))
+		return
+	}
+	for _, su := range stored {
+		if su.rec.state == unitFailed {
+			s.failResumed(rec, fmt.Errorf("unit %d failed on worker %s: %s", su.index, su.worker, su.errText))
+			return
+		}
+	}
+	if _, err := s.store.Touch(rec.Spec.Input); err != nil {
+		s.failResumed(rec, fmt.Errorf("input object %s: %w", rec.Spec.Input, err))
+		return
+	}
+	j, err := s.split(rec.ID, rec.Spec, rec.ReceivedAt)
+	if err != nil {
+		s.failResumed(rec, err)
+		return
+	}
+	done := s.restoreUnits(j, stored)
+	s.addVisible(j)
+	if !s.disp.post(func() { s.disp.addJob(j) }) {
+		return
+	}
+	s.log.Info("resumed unfinished job", "job", rec.ID, "units", j.total(), "already_done", done)
+}
+
+// restoreUnits marks done the units of j whose stored output still
+// exists, and returns how many.
+func (s *Server) restoreUnits(j *jobRun, stored []storedUnit) int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	done := 0
+	for _, su := range stored {
+		if su.index >= len(j.units.recs) || su.rec.state != unitDone || !su.rec.hasOutput() {
+			continue
+		}
+		if _, err := s.store.Stat(hexID(su.rec.output)); err != nil {
+			continue // collected or lost: run it again
+		}
+		u := su.rec
+		u.worker = j.units.intern(su.worker)
+		j.units.recs[su.index] = u
+		j.perWorker[su.worker]++
+		if t := time.Unix(0, u.returned); u.returned != 0 && t.After(j.lastResult) {
+			j.lastResult = t
+		}
+		done++
+	}
+	if done > 0 {
+		j.state = api.JobRunning
+	}
+	return done
+}
+
+// failResumed records and shows a job that could not be resumed.
+func (s *Server) failResumed(rec jobRecord, err error) {
+	now := time.Now()
+	rec.State, rec.Error, rec.FinishedAt = api.JobFailed, "could not resume after a server restart: "+err.Error(), &now
+	if werr := s.db.w.sync(putJob(rec)); werr != nil {
+		s.log.Error("saving a job that could not be resumed", "job", rec.ID, "err", werr)
+	}
+	s.addVisible(restoredJob(rec))
+	s.log.Warn("could not resume job", "job", rec.ID, "err", err)
+}

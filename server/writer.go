@@ -1,0 +1,142 @@
+package server
+
+import (
+	"log/slog"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// writer commits state changes to bbolt in groups: everything queued while
+// one transaction commits goes into the next, so one fsync covers a burst
+// of submits, cancels and unit results, and a caller that needs its change
+// on disk before it answers (a submit's 201) waits for about one commit
+// however busy the server is.
+//
+// Changes commit in the order they were queued, each once. Callers never
+// block on the disk unless they ask to (sync, flush) or the queue holds
+// maxQueued changes (back-pressure). One goroutine, started by newWriter
+// and ended by close, does every write.
+type writer struct {
+	db  *bolt.DB
+	log *slog.Logger
+
+	mu     sync.Mutex // guards queue, spare and closed
+	work   sync.Cond  // signalled when queue gains a change or closed is set
+	room   sync.Cond  // signalled when the goroutine takes the queue
+	queue  []change
+	spare  []change // the previous batch's slice, for reuse
+	closed bool
+	done   chan struct{} // closed when the goroutine has exited
+}
+
+// change is one queued write. apply runs inside the batch's transaction
+// (nil makes a barrier); after, if set, runs on the writer's goroutine
+// once that transaction committed (nil error) or failed. after must not
+// queue and wait on the writer.
+type change struct {
+	apply func(tx *bolt.Tx) error
+	after func(error)
+}
+
+// maxQueued bounds the changes waiting for a commit; queueing more blocks.
+const maxQueued = 1 << 16
+
+func newWriter(db *bolt.DB, log *slog.Logger) *writer {
+	w := &writer{db: db, log: log, done: make(chan struct{})}
+	w.work.L, w.room.L = &w.mu, &w.mu
+	go w.run()
+	return w
+}
+
+// queue adds a change to the next commit. After close, after (if any)
+// gets errStateClosed at once.
+func (w *writer) queueChange(c change) {
+	w.mu.Lock()
+	for len(w.queue) >= maxQueued && !w.closed {
+		w.room.Wait()
+	}
+	if w.closed {
+		w.mu.Unlock()
+		if c.after != nil {
+			c.after(errStateClosed)
+		}
+		return
+	}
+	w.queue = append(w.queue, c)
+	w.work.Signal()
+	w.mu.Unlock()
+}
+
+// sync queues apply and waits until it is on disk.
+func (w *writer) sync(apply func(tx *bolt.Tx) error) error {
+	done := make(chan error, 1)
+	w.queueChange(change{apply: apply, after: func(err error) { done <- err }})
+	return <-done
+}
+
+// flush waits until everything queued before it is on disk.
+func (w *writer) flush() { _ = w.sync(nil) }
+
+// close commits everything queued and stops the goroutine.
+func (w *writer) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.work.Signal()
+	w.room.Broadcast()
+	w.mu.Unlock()
+	<-w.done
+}
+
+func (w *writer) run() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		for len(w.queue) == 0 && !w.closed {
+			w.work.Wait()
+		}
+		batch, closed := w.queue, w.closed
+		w.queue, w.spare = w.spare[:0], nil
+		w.room.Broadcast()
+		w.mu.Unlock()
+		if len(batch) == 0 && closed {
+			return
+		}
+		w.commit(batch)
+		clear(batch) // drop the closures' references
+		w.mu.Lock()
+		w.spare = batch[:0]
+		w.mu.Unlock()
+	}
+}
+
+// commit writes a batch in one transaction. If it fails, each change is
+// retried alone, so one bad change costs only itself.
+func (w *writer) commit(batch []change) {
+	err := w.db.Update(func(tx *bolt.Tx) error {
+		for _, c := range batch {
+			if c.apply == nil {
+				continue
+			}
+			if err := c.apply(tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil && len(batch) > 1 {
+		w.log.Warn("state batch failed; retrying its changes one by one", "changes", len(batch), "err", err)
+		for _, c := range batch {
+			w.commit([]change{c})
+		}
+		return
+	}
+	if err != nil {
+		w.log.Error("saving state", "err", err)
+	}
+	for _, c := range batch {
+		if c.after != nil {
+			c.after(err)
+		}
+	}
+}
