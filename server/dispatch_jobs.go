@@ -224,6 +224,7 @@ func (d *dispatcher) endJob(j *jobRun, state, errText, result string) <-chan err
 	durable := make(chan error, 1)
 	d.s.db.w.queueChange(change{apply: putJob(rec), after: func(err error) {
 		j.publish(rec)
+		d.s.retained(j)
 		durable <- err
 	}})
 	d.log.Info("job finished", "job", j.id, "state", state, "units", rec.Progress.Total)

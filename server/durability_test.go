@@ -77,6 +77,15 @@ func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// unitsByState counts a job's units by state.
+func unitsByState(j api.Job) map[string]int {
+	n := map[string]int{}
+	for _, u := range j.Units {
+		n[u.State]++
+	}
+	return n
+}
+
 // TestResumeRunsOnlyMissingUnits: a restarted server runs only the units
 // without a stored result, and the result lists exactly one output per
 // unit. (The e2e test does the same across kill -9.)

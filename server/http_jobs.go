@@ -186,3 +186,26 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, 200, j.summary())
 }
+
+// handleDeleteJob removes a finished job and its unit records (204); a job
+// that is not finished must be cancelled first (409).
+func (s *Server) handleDeleteJob(w http.ResponseWriter, r *http.Request) {
+	j := s.lookupJob(w, r)
+	if j == nil {
+		return
+	}
+	if !j.finished() {
+		writeError(w, fmt.Errorf("%w: job %s is not finished; cancel it first", errConflict, j.id))
+		return
+	}
+	done := s.removeJob(j)
+	if done == nil {
+		writeError(w, &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("no job %q", j.id)})
+		return
+	}
+	if err := <-done; err != nil {
+		writeError(w, fmt.Errorf("deleting job %s: %w", j.id, err))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

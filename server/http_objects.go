@@ -41,7 +41,76 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	// Clients' objects are never collected: say so on disk before the 201.
+	if err := s.db.w.sync(putUpload(info.ID, time.Now())); err != nil {
+		writeError(w, fmt.Errorf("recording the upload: %w", err))
+		return
+	}
 	writeJSON(w, http.StatusCreated, api.Object(info))
+}
+
+// handleDeleteObject deletes an object (204), unless a job that is not
+// finished uses it as its input or produced it (409).
+func (s *Server) handleDeleteObject(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !store.ValidID(id) {
+		writeError(w, badRequest(api.CodeBadRequest, "%q is not an object id (64 lowercase hex digits)", id))
+		return
+	}
+	s.refsMu.Lock()
+	defer s.refsMu.Unlock()
+	if j, how := s.activeUser(id); j != "" {
+		writeError(w, fmt.Errorf("%w: object %s is %s job %s, which is not finished; cancel the job or wait for it",
+			errConflict, id, how, j))
+		return
+	}
+	err := s.store.Remove(id)
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, &apiError{status: 404, code: api.CodeNoObject, msg: "no object " + id})
+		return
+	}
+	if err == nil {
+		err = s.db.w.sync(deleteUpload(id))
+	}
+	if err != nil {
+		writeError(w, fmt.Errorf("deleting object %s: %w", id, err))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// activeUser names a job that is not finished and uses object id as its
+// input ("the input of") or has produced it ("an output of").
+func (s *Server) activeUser(id string) (job, how string) {
+	want := parseOutput(id)
+	s.jobsMu.RLock()
+	defer s.jobsMu.RUnlock()
+	for _, j := range s.jobs {
+		if how := j.uses(id, want); how != "" {
+			return j.id, how
+		}
+	}
+	return "", ""
+}
+
+// uses says how a job that is not finished uses an object, or "".
+func (j *jobRun) uses(id string, want [32]byte) string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch {
+	case isTerminal(j.state):
+		return ""
+	case j.spec.Input == id:
+		return "the input of"
+	case j.units == nil:
+		return ""
+	}
+	for i := range j.units.recs {
+		if u := &j.units.recs[i]; u.hasOutput() && u.output == want {
+			return "an output of"
+		}
+	}
+	return ""
 }
 
 func announced(contentLength int64) string {

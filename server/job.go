@@ -19,7 +19,7 @@ import (
 // once that state, and the records of its accepted units, are on disk: the
 // dispatch loop decides (end), the state writer commits, and publish makes
 // it visible. From then on the unit statistics live only in state.db (units
-// is nil) and the job costs a few hundred bytes.
+// is nil) and the job costs a few hundred bytes until retention removes it.
 type jobRun struct {
 	id   string
 	spec api.JobSpec
@@ -46,7 +46,10 @@ type jobRun struct {
 	progress   api.Progress
 	units      *unitTable     // nil once terminal: the records are on disk
 	perWorker  map[string]int // accepted units by worker
+	deleted    bool           // removed (by a client or by retention)
 	notify     chan struct{}  // closed and replaced on every change
+
+	retained bool // in the retention queue; guarded by retention.mu
 }
 
 func newJobRun(id string, spec api.JobSpec, n int, now time.Time) *jobRun {

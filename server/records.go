@@ -67,11 +67,15 @@ func deleteJob(job string) func(tx *bolt.Tx) error {
 	}
 }
 
-// putUpload records an object a client uploaded.
+// putUpload and deleteUpload record and forget an object a client uploaded.
 func putUpload(id string, at time.Time) func(tx *bolt.Tx) error {
 	return func(tx *bolt.Tx) error {
 		return tx.Bucket(uploadsBucket).Put([]byte(id), binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano())))
 	}
+}
+
+func deleteUpload(id string) func(tx *bolt.Tx) error {
+	return func(tx *bolt.Tx) error { return tx.Bucket(uploadsBucket).Delete([]byte(id)) }
 }
 
 // loadJobs returns every job record, in the order the jobs were received.

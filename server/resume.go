@@ -7,21 +7,25 @@ import (
 	"github.com/braidhq/braid/api"
 )
 
-// resume reloads state.db at start: finished jobs are served as they
-// were, unfinished ones are split again and run
+// resume reloads state.db at start: finished jobs are served as they were
+// (and retained by the policy), unfinished ones are split again and run
 // only their units without a stored result.
 func (s *Server) resume() error {
 	recs, err := s.db.loadJobs()
 	if err != nil {
 		return err
 	}
+	var finished []*jobRun
 	for _, rec := range recs {
 		if rec.terminal() {
-			s.addVisible(restoredJob(rec))
+			j := restoredJob(rec)
+			s.addVisible(j)
+			finished = append(finished, j)
 			continue
 		}
 		s.resumeJob(rec)
 	}
+	s.retainRestored(finished)
 	return nil
 }
 
@@ -93,6 +97,8 @@ func (s *Server) failResumed(rec jobRecord, err error) {
 	if werr := s.db.w.sync(putJob(rec)); werr != nil {
 		s.log.Error("saving a job that could not be resumed", "job", rec.ID, "err", werr)
 	}
-	s.addVisible(restoredJob(rec))
+	j := restoredJob(rec)
+	s.addVisible(j)
+	s.retainRestored([]*jobRun{j})
 	s.log.Warn("could not resume job", "job", rec.ID, "err", err)
 }

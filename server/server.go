@@ -16,6 +16,11 @@
 // unit results shares one fsync. Each accepted unit's result (its output
 // object and statistics) is recorded, so a restarted server runs only the
 // units without a stored result whose output still exists.
+//
+// Finished jobs are kept by age and count (Config.RetainFor, RetainJobs),
+// then removed with their unit records. A collector deletes the objects the
+// server wrote that no retained job references, past Config.GCGrace;
+// objects clients uploaded stay until a client deletes them.
 package server
 
 import (
@@ -67,9 +72,27 @@ type Config struct {
 	// Window is the scheduler's initial units in flight per stream: 0 for
 	// the scheduler's default (2), at most MaxWindow.
 	Window int
+	// RetainFor is how long a finished job (done, failed or cancelled) is
+	// kept, with its unit statistics (default 7 days; negative: no age
+	// limit). RetainJobs is how many finished jobs are kept at most, the
+	// oldest removed first (default 10,000; negative: no limit).
+	RetainFor  time.Duration
+	RetainJobs int
+	// GCGrace is how long an object the server wrote (a unit output, a
+	// result, a manifest) may stay unreferenced by any retained job before
+	// the collector deletes it (default 10 minutes; negative: never
+	// collect). Objects clients uploaded are never collected.
+	GCGrace time.Duration
 	// Logger receives the server's logs (default: discard).
 	Logger *slog.Logger
 }
+
+// Defaults for the zero Config.
+const (
+	DefaultRetainFor  = 7 * 24 * time.Hour
+	DefaultRetainJobs = 10_000
+	DefaultGCGrace    = 10 * time.Minute
+)
 
 func (c *Config) validate() error {
 	if c.Listen == "" {
@@ -89,6 +112,15 @@ func (c *Config) validate() error {
 	}
 	if c.UploadIdleTimeout <= 0 {
 		c.UploadIdleTimeout = 30 * time.Second
+	}
+	if c.RetainFor == 0 {
+		c.RetainFor = DefaultRetainFor
+	}
+	if c.RetainJobs == 0 {
+		c.RetainJobs = DefaultRetainJobs
+	}
+	if c.GCGrace == 0 {
+		c.GCGrace = DefaultGCGrace
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -117,8 +149,16 @@ type Server struct {
 	stopped chan struct{}  // closed when the dispatch loop has exited
 	wg      sync.WaitGroup // every goroutine the server starts
 
+	// refsMu orders the references jobs make to objects against the
+	// deletion of objects: a submit holds it shared from touching its
+	// input until the job is visible, DELETE /v1/objects/{id} exclusively
+	// from its check to the removal. Taken before jobsMu.
+	refsMu sync.RWMutex
+
 	jobsMu sync.RWMutex // guards jobs; taken before a jobRun's mu
 	jobs   map[string]*jobRun
+
+	retention retention
 }
 
 // New opens the data directory and binds the HTTP listener.
@@ -204,6 +244,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.resume(); err != nil {
 		s.log.Error("resuming jobs", "err", err)
 	}
+	s.wg.Go(func() { s.janitor(life) })
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(s.ln) }()
 	s.log.Info("server listening", "url", s.URL(), "data", s.cfg.DataDir, "id", s.ID(), "epoch", s.Epoch())

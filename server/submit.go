@@ -163,6 +163,10 @@ func (s *Server) submit(spec api.JobSpec) (*jobRun, error) {
 	if err := validateSpec(&spec); err != nil {
 		return nil, err
 	}
+	// Objects named by jobs and DELETE /v1/objects exclude each other
+	// (objects.go); Touch keeps the collector off the input (store).
+	s.refsMu.RLock()
+	defer s.refsMu.RUnlock()
 	if _, err := s.store.Touch(spec.Input); errors.Is(err, store.ErrNotFound) {
 		return nil, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("input object %s does not exist; upload it with `braid put`", spec.Input)}
 	}

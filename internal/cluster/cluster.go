@@ -46,6 +46,11 @@ type Config struct {
 	MaxObjectSize int64
 	// UploadIdleTimeout ends stalled uploads (0: the server's default).
 	UploadIdleTimeout time.Duration
+	// RetainFor, RetainJobs and GCGrace are the server's (0: its
+	// defaults).
+	RetainFor  time.Duration
+	RetainJobs int
+	GCGrace    time.Duration
 }
 
 // Cluster is a running server and its workers.
@@ -83,7 +88,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	srv, err := server.New(server.Config{Listen: "127.0.0.1:0", DataDir: cfg.DataDir, Secret: cfg.Secret,
 		Transports: ts, Window: cfg.Window, MaxObjectSize: cfg.MaxObjectSize,
-		UploadIdleTimeout: cfg.UploadIdleTimeout, Logger: cfg.Logger.With("role", "server")})
+		UploadIdleTimeout: cfg.UploadIdleTimeout, RetainFor: cfg.RetainFor, RetainJobs: cfg.RetainJobs,
+		GCGrace: cfg.GCGrace, Logger: cfg.Logger.With("role", "server")})
 	if err != nil {
 		c.cleanup()
 		return nil, err
