@@ -27,6 +27,12 @@ type dispatcher struct {
 	workers  map[string]*workerConn
 	nextID   uint64
 	nextGen  int // association generations, unique across all workers
+	// assembling counts jobs whose result is being built off the loop.
+	assembling int
+	// draining: the server is stopping; no unit goes out (drain.go).
+	// drained is closed, and set to nil, once nothing is in flight.
+	draining bool
+	drained  chan struct{}
 }
 
 // flight is one unit sent to a worker and not yet answered.
@@ -132,6 +138,7 @@ func (d *dispatcher) run(ctx context.Context) {
 			d.shutdown()
 			return
 		}
+		d.checkDrained()
 		if tailC == nil && d.core.Speculating() {
 			tail.Reset(tailTickEvery)
 			tailC = tail.C

@@ -47,6 +47,10 @@ func (d *dispatcher) addJob(j *jobRun) {
 // that cannot be encoded or is too big for a message fails (the job with
 // it) rather than holding its window slot for ever.
 func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
+	if d.draining {
+		d.holdBack(a)
+		return nil
+	}
 	j, w := d.jobs[a.Job], d.workers[a.Worker]
 	if j == nil || w == nil || w.assoc == nil || a.Stream >= len(w.queues) {
 		d.log.Error("assignment to unknown job or worker", "job", a.Job, "worker", a.Worker)
@@ -194,6 +198,7 @@ func (d *dispatcher) jobUnitsFinished(j *jobRun) {
 		return // failed or cancelled: nothing to assemble
 	}
 	j.assembling = true
+	d.assembling++
 	a := assembly{tiles: j.tiles, format: j.format, bounds: j.bounds}
 	d.s.wg.Go(func() {
 		result, err := d.s.assemble(j, a)
@@ -203,6 +208,7 @@ func (d *dispatcher) jobUnitsFinished(j *jobRun) {
 
 func (d *dispatcher) finish(j *jobRun, result string, err error) {
 	j.assembling = false
+	d.assembling--
 	if j.end != "" {
 		return
 	}

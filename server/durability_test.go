@@ -86,6 +86,84 @@ func unitsByState(j api.Job) map[string]int {
 	return n
 }
 
+// TestGracefulStopDrains: when Run's context ends, submits get 503, no
+// new unit goes out, the results of the units in flight come back and
+// are stored, and a restarted server has every one of them.
+func TestGracefulStopDrains(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	r := runServer(t, server.Config{DataDir: dir, DrainTimeout: 20 * time.Second})
+	fw := startFakeWorker(t, r.c, testSecret, "fake", 2, 300*time.Millisecond)
+	in := put(t, r.c, []byte("input"))
+	no := false
+	j, err := r.c.Submit(ctx, api.JobSpec{Op: "noop", Input: in, Repeat: 40, Speculate: &no})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "units in flight", func() bool { return len(fw.received()) >= 6 })
+
+	stopped := make(chan time.Duration, 1)
+	began := time.Now()
+	go func() { stopped <- r.stop(t) }()
+	var code string
+	waitFor(ctx, t, "a submit to be refused", func() bool {
+		_, err := r.c.Submit(ctx, api.JobSpec{Op: "noop", Input: in})
+		code = apiCode(err)
+		return code != "" || err != nil
+	})
+	if code != api.CodeUnavailable {
+		t.Errorf("submit while stopping: code %q, want %s", code, api.CodeUnavailable)
+	}
+	took := <-stopped
+	got := fw.received()
+	for _, u := range got {
+		if u.at.After(began.Add(100 * time.Millisecond)) {
+			t.Errorf("unit %d was sent %v after the stop began", u.index, u.at.Sub(began))
+		}
+	}
+	t.Logf("stopped in %v with %d units sent", took.Round(time.Millisecond), len(got))
+
+	r2 := runServer(t, server.Config{DataDir: dir})
+	after, err := r2.c.Job(ctx, j.ID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := unitsByState(after)["done"]; n != len(got) {
+		t.Errorf("after restart %d units are done, want all %d the worker was sent (their results came back during the drain)", n, len(got))
+	}
+	if after.Progress.Done != len(got) || after.Terminal() {
+		t.Errorf("after restart: %s, progress %+v; want unfinished with %d done", after.State, after.Progress, len(got))
+	}
+}
+
+// TestDrainIsBounded: a worker that never answers cannot hold the stop
+// for longer than DrainTimeout; its units run again after a restart.
+func TestDrainIsBounded(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	r := runServer(t, server.Config{DataDir: dir, DrainTimeout: 300 * time.Millisecond})
+	fw := startFakeWorker(t, r.c, testSecret, "stuck", 1, time.Hour)
+	in := put(t, r.c, []byte("input"))
+	j, err := r.c.Submit(ctx, api.JobSpec{Op: "noop", Input: in, Repeat: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "a unit in flight", func() bool { return len(fw.received()) >= 1 })
+	if took := r.stop(t); took > 5*time.Second {
+		t.Errorf("stop took %v with a 300ms drain timeout", took)
+	}
+	fw.stop()
+	r2 := runServer(t, server.Config{DataDir: dir})
+	fw2 := startFakeWorker(t, r2.c, testSecret, "quick", 2, time.Millisecond)
+	final, err := r2.c.Wait(ctx, j.ID, nil)
+	if err != nil || final.State != api.JobDone {
+		t.Fatalf("after restart: %+v %v", final, err)
+	}
+	if n := len(fw2.received()); n != 3 {
+		t.Errorf("after restart %d units ran, want the 3 that never came back", n)
+	}
+}
+
 // TestResumeRunsOnlyMissingUnits: a restarted server runs only the units
 // without a stored result, and the result lists exactly one output per
 // unit. (The e2e test does the same across kill -9.)
@@ -93,7 +171,7 @@ func TestResumeRunsOnlyMissingUnits(t *testing.T) {
 	ctx := testCtx(t)
 	dir := t.TempDir()
 	const units = 60
-	r := runServer(t, server.Config{DataDir: dir})
+	r := runServer(t, server.Config{DataDir: dir, DrainTimeout: -1})
 	fw := startFakeWorker(t, r.c, testSecret, "first", 1, 20*time.Millisecond)
 	in := put(t, r.c, []byte("input"))
 	no := false
@@ -102,7 +180,7 @@ func TestResumeRunsOnlyMissingUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(ctx, t, "some results", func() bool { return len(fw.received()) >= 20 })
-	r.stop(t) // units in flight are lost
+	r.stop(t) // no drain: units in flight are lost
 	fw.stop()
 
 	r2 := runServer(t, server.Config{DataDir: dir})

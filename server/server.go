@@ -3,8 +3,10 @@
 // data-plane associations.
 //
 // A Server is configured with a Config, started with Run and stopped by
-// cancelling Run's context: it then commits its state and closes its
-// associations; Run returns after every goroutine it started has exited.
+// cancelling Run's context: it then drains (no new jobs, no new units, the
+// results of units in flight stored, for up to Config.DrainTimeout), commits
+// its state and closes its associations; Run returns after every goroutine
+// it started has exited.
 //
 // # State
 //
@@ -33,6 +35,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -83,15 +86,19 @@ type Config struct {
 	// the collector deletes it (default 10 minutes; negative: never
 	// collect). Objects clients uploaded are never collected.
 	GCGrace time.Duration
+	// DrainTimeout bounds how long a stopping server waits for the results
+	// of units in flight (default 10s; negative: do not wait).
+	DrainTimeout time.Duration
 	// Logger receives the server's logs (default: discard).
 	Logger *slog.Logger
 }
 
 // Defaults for the zero Config.
 const (
-	DefaultRetainFor  = 7 * 24 * time.Hour
-	DefaultRetainJobs = 10_000
-	DefaultGCGrace    = 10 * time.Minute
+	DefaultRetainFor    = 7 * 24 * time.Hour
+	DefaultRetainJobs   = 10_000
+	DefaultGCGrace      = 10 * time.Minute
+	DefaultDrainTimeout = 10 * time.Second
 )
 
 func (c *Config) validate() error {
@@ -122,6 +129,9 @@ func (c *Config) validate() error {
 	if c.GCGrace == 0 {
 		c.GCGrace = DefaultGCGrace
 	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -143,11 +153,13 @@ type Server struct {
 	disp  *dispatcher
 	ln    net.Listener
 
-	// ctx ends when the server stops, once the dispatch loop has. Dials,
-	// stream reads and sends, and long polls use it.
-	ctx     context.Context
-	stopped chan struct{}  // closed when the dispatch loop has exited
-	wg      sync.WaitGroup // every goroutine the server starts
+	// ctx ends when the server stops hard: after draining, or at once if
+	// Run's context ends before it serves. Dials, stream reads and sends,
+	// and long polls use it.
+	ctx      context.Context
+	stopped  chan struct{}  // closed when the dispatch loop has exited
+	wg       sync.WaitGroup // every goroutine the server starts
+	draining atomic.Bool    // set when Run's context ends: submits get 503
 
 	// refsMu orders the references jobs make to objects against the
 	// deletion of objects: a submit holds it shared from touching its
@@ -253,6 +265,7 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	case err = <-errc:
 	}
+	s.drain()
 	stopLoop() // the loop closes the associations as it exits
 	<-loopDone
 	s.db.w.flush()

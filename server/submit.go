@@ -154,12 +154,19 @@ func newJobID() string {
 	return "j-" + hex.EncodeToString(b[:])
 }
 
+// errDraining answers submits while the server stops.
+var errDraining = &apiError{status: 503, code: api.CodeUnavailable,
+	msg: "the server is shutting down and takes no new jobs; submit again once it is back"}
+
 // submit accepts a job, in one sequence with no window in which a job the
 // client was refused could run or one it was given an id for could be
 // lost: validate → split → record on disk → visible in the jobs map →
 // handed to the dispatch loop (unconditionally: a client that goes away
 // now does not take the job with it) → the caller answers 201.
 func (s *Server) submit(spec api.JobSpec) (*jobRun, error) {
+	if s.draining.Load() {
+		return nil, errDraining
+	}
 	if err := validateSpec(&spec); err != nil {
 		return nil, err
 	}

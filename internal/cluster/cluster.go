@@ -46,11 +46,12 @@ type Config struct {
 	MaxObjectSize int64
 	// UploadIdleTimeout ends stalled uploads (0: the server's default).
 	UploadIdleTimeout time.Duration
-	// RetainFor, RetainJobs and GCGrace are the server's (0: its
-	// defaults).
-	RetainFor  time.Duration
-	RetainJobs int
-	GCGrace    time.Duration
+	// RetainFor, RetainJobs, GCGrace and DrainTimeout are the server's
+	// (0: its defaults).
+	RetainFor    time.Duration
+	RetainJobs   int
+	GCGrace      time.Duration
+	DrainTimeout time.Duration
 }
 
 // Cluster is a running server and its workers.
@@ -89,7 +90,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	srv, err := server.New(server.Config{Listen: "127.0.0.1:0", DataDir: cfg.DataDir, Secret: cfg.Secret,
 		Transports: ts, Window: cfg.Window, MaxObjectSize: cfg.MaxObjectSize,
 		UploadIdleTimeout: cfg.UploadIdleTimeout, RetainFor: cfg.RetainFor, RetainJobs: cfg.RetainJobs,
-		GCGrace: cfg.GCGrace, Logger: cfg.Logger.With("role", "server")})
+		GCGrace: cfg.GCGrace, DrainTimeout: cfg.DrainTimeout, Logger: cfg.Logger.With("role", "server")})
 	if err != nil {
 		c.cleanup()
 		return nil, err
