@@ -24,7 +24,11 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	maxObj := fs.Int64("max-object", 1<<30, "largest object an upload may create, in bytes")
 	uploadIdle := fs.Duration("upload-idle-timeout", 30*time.Second, "an upload that sends no bytes this long fails with 408")
 	hbTimeout := fs.Duration("heartbeat-timeout", 5*time.Second, "a worker silent this long loses its units")
-	window := fs.Int("window", 0, "units in flight per stream (0: scheduler default)")
+	window := fs.Int("window", 0, fmt.Sprintf("units in flight per stream, 1 to %d (0: scheduler default)", server.MaxWindow))
+	retainFor := fs.Duration("retain-for", server.DefaultRetainFor, "keep a finished job (and its unit statistics) this long (negative: no age limit)")
+	retainJobs := fs.Int("retain-jobs", server.DefaultRetainJobs, "keep at most this many finished jobs, removing the oldest first (negative: no limit)")
+	gcGrace := fs.Duration("gc-grace", server.DefaultGCGrace, "delete objects the server wrote once no retained job has referenced them for this long (negative: never)")
+	drainTimeout := fs.Duration("drain-timeout", server.DefaultDrainTimeout, "on stop, wait this long for the results of units in flight (negative: do not wait)")
 	var sec secretFlags
 	var logs logFlags
 	var topts transports.Options
@@ -35,6 +39,10 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	registerTransportFlags(fs, &topts)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *window < 0 || *window > server.MaxWindow {
+		return fmt.Errorf("--window %d: want 1 to %d units in flight per stream (a stream's send queue holds %d), or 0 for the default",
+			*window, server.MaxWindow, server.MaxWindow)
 	}
 	log, err := logs.logger(e.stderr)
 	if err != nil {
@@ -60,7 +68,8 @@ func runServer(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	s, err := server.New(server.Config{Listen: *listen, DataDir: *data, Secret: secret, Name: *name,
-		Transports: ts, MaxObjectSize: *maxObj, UploadIdleTimeout: *uploadIdle, HeartbeatTimeout: *hbTimeout, Window: *window, Logger: log})
+		Transports: ts, MaxObjectSize: *maxObj, UploadIdleTimeout: *uploadIdle, HeartbeatTimeout: *hbTimeout, Window: *window,
+		RetainFor: *retainFor, RetainJobs: *retainJobs, GCGrace: *gcGrace, DrainTimeout: *drainTimeout, Logger: log})
 	if err != nil {
 		return err
 	}
