@@ -11,6 +11,7 @@ var benchCommands = map[string]command{
 	"overhead":  {"units/s of a no-op operation through the whole system", runBenchOverhead},
 	"transport": {"throughput and request/response rate per transport and stream count", runBenchTransport},
 	"paper":     {"section IV of the paper: figures 4–16, plots and REPORT.md", runBenchPaper},
+	"soak":      {"a server fed jobs for a long time: memory and state.db size as it goes", runBenchSoak},
 }
 
 func runBench(ctx context.Context, args []string, e *env) error {
