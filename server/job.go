@@ -34,6 +34,9 @@ type jobRun struct {
 	// decided, "" while the job runs.
 	assembling bool
 	end        string
+	// retained: the job is in the retention queue (guarded by
+	// Server.retention.mu).
+	retained bool
 
 	mu         sync.Mutex // guards everything below
 	state      string
@@ -46,10 +49,7 @@ type jobRun struct {
 	progress   api.Progress
 	units      *unitTable     // nil once terminal: the records are on disk
 	perWorker  map[string]int // accepted units by worker
-	deleted    bool           // removed (by a client or by retention)
 	notify     chan struct{}  // closed and replaced on every change
-
-	retained bool // in the retention queue; guarded by retention.mu
 }
 
 func newJobRun(id string, spec api.JobSpec, n int, now time.Time) *jobRun {

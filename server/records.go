@@ -54,12 +54,18 @@ func deleteJob(job string) func(tx *bolt.Tx) error {
 		if err := tx.Bucket(jobsBucket).Delete([]byte(job)); err != nil {
 			return err
 		}
-		c := tx.Bucket(unitsBucket).Cursor()
+		// Collect the keys, then delete them in order: a cursor's Next after
+		// Delete may skip a key, and seeking the prefix again after each
+		// delete walks the emptied leaves, quadratic in the job's units.
+		b := tx.Bucket(unitsBucket)
 		prefix := unitPrefix(job)
-		// Seek again after each delete: a cursor's Next after Delete may
-		// skip a key.
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
-			if err := c.Delete(); err != nil {
+		var keys [][]byte
+		c := b.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			keys = append(keys, bytes.Clone(k))
+		}
+		for _, k := range keys {
+			if err := b.Delete(k); err != nil {
 				return err
 			}
 		}

@@ -105,10 +105,6 @@ func (s *Server) removeJob(j *jobRun) <-chan error {
 	delete(s.jobs, j.id)
 	s.jobsMu.Unlock()
 	s.retention.drop(j)
-	j.mu.Lock()
-	j.deleted = true
-	j.changed()
-	j.mu.Unlock()
 	done := make(chan error, 1)
 	s.db.w.queueChange(change{apply: deleteJob(j.id), after: func(err error) { done <- err }})
 	return done

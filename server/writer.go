@@ -49,8 +49,9 @@ func newWriter(db *bolt.DB, log *slog.Logger) *writer {
 	return w
 }
 
-// queue adds a change to the next commit. After close, after (if any)
-// gets errStateClosed at once.
+// queueChange adds a change to the next commit, waiting while maxQueued
+// changes wait already. After close, after (if any) gets errStateClosed at
+// once.
 func (w *writer) queueChange(c change) {
 	w.mu.Lock()
 	for len(w.queue) >= maxQueued && !w.closed {
