@@ -16,8 +16,9 @@ import (
 //
 // It is safe against concurrent writers of the same content-addressed id
 // by the rule package store explains (Collection): the cutoff is taken
-// before the references are read, every reference is recorded within the
-// grace period of the Put or Touch before it (a unit's output is stored by
+// before the references are read, every reference is recorded within nine
+// tenths of the grace period (the store's TouchEvery is the last tenth) of
+// the Put or Touch before it (a unit's output is stored by
 // the stream reader and accepted on the loop moments later; a submit
 // touches its input before it records the job), and the store removes an
 // object only if it was not refreshed since the cutoff. References are

@@ -187,7 +187,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(filepath.Join(cfg.DataDir, "store"), cfg.MaxObjectSize)
+	st, err := store.Open(filepath.Join(cfg.DataDir, "store"),
+		store.Config{MaxSize: cfg.MaxObjectSize, TouchEvery: touchEvery(cfg.GCGrace)})
 	if err == nil {
 		err = migrate(db, st)
 	}
@@ -204,6 +205,17 @@ func New(cfg Config) (*Server, error) {
 		stopped: make(chan struct{}), jobs: map[string]*jobRun{}}
 	s.disp = newDispatcher(s)
 	return s, nil
+}
+
+// touchEvery is how often the store refreshes an object written again and
+// again (many units with the same output): a tenth of the collector's grace
+// period, which leaves the collector's rule (store.Collection) nine tenths
+// of it; a minute when nothing is collected.
+func touchEvery(gcGrace time.Duration) time.Duration {
+	if gcGrace < 0 {
+		return time.Minute
+	}
+	return gcGrace / 10
 }
 
 // migrate brings an older data directory's state.db to this build's

@@ -26,7 +26,10 @@
 //
 //   - Put and PutBytes of an object that already exists refresh its
 //     modification time instead of writing it again; Touch does the same
-//     for a caller about to reference an object it did not write.
+//     for a caller about to reference an object it did not write. (An
+//     object this store refreshed less than Config.TouchEvery ago is not
+//     refreshed again: many units writing the same bytes cost no system
+//     call each.)
 //   - RemoveIfOlder(id, cutoff) deletes only if the modification time is
 //     still before cutoff.
 //   - Both take the same per-fan-out-directory lock, so for one id they
@@ -36,9 +39,9 @@
 //     writer never returns an id whose file is gone.
 //
 // The owner's part: take cutoff = now - grace before reading references,
-// and record every new reference within grace of the Put or Touch that
-// preceded it. Then an object referenced after the owner read its
-// references was refreshed after cutoff, and survives.
+// and record every new reference within grace - TouchEvery of the Put or
+// Touch that preceded it. Then an object referenced after the owner read
+// its references was refreshed after cutoff, and survives.
 package store
 
 import (
@@ -71,15 +74,35 @@ type Info struct {
 	Created time.Time `json:"created"`
 }
 
+// Config configures a Store. Zero values mean the documented defaults.
+type Config struct {
+	// MaxSize is the largest object Put accepts (default DefaultMaxSize).
+	MaxSize int64
+	// TouchEvery: storing or touching an object this store refreshed less
+	// than TouchEvery ago does not refresh it again (default 0: refresh
+	// every time). See Collection for what it asks of a collector.
+	TouchEvery time.Duration
+}
+
 // Store is safe for concurrent use.
 type Store struct {
-	dir     string
-	maxSize int64
-	// locks[b] serialises committing, touching and removing the objects
+	dir string
+	cfg Config
+	// stripes[b] serialises committing, touching and removing the objects
 	// whose id starts with byte b's two hex digits (one fan-out directory).
 	// Only one is held at a time.
-	locks [256]sync.Mutex
+	stripes [256]stripe
 }
+
+// stripe is one fan-out directory's lock and what it guards.
+type stripe struct {
+	sync.Mutex
+	// touched holds when this store last refreshed an object (Unix ns),
+	// for TouchEvery; it is emptied when it reaches maxTouched entries.
+	touched map[string]int64
+}
+
+const maxTouched = 128
 
 // syncDir fsyncs a directory, making the entries created or renamed in it
 // durable. It is a variable so that a unit test can watch the calls.
@@ -95,13 +118,12 @@ var syncDir = func(dir string) error {
 // DefaultMaxSize is the default limit on one object's size.
 const DefaultMaxSize = 1 << 30
 
-// Open opens (creating if needed) a store under dir. maxSize <= 0 means
-// DefaultMaxSize.
-func Open(dir string, maxSize int64) (*Store, error) {
-	if maxSize <= 0 {
-		maxSize = DefaultMaxSize
+// Open opens (creating if needed) a store under dir.
+func Open(dir string, cfg Config) (*Store, error) {
+	if cfg.MaxSize <= 0 {
+		cfg.MaxSize = DefaultMaxSize
 	}
-	s := &Store{dir: dir, maxSize: maxSize}
+	s := &Store{dir: dir, cfg: cfg}
 	if err := os.RemoveAll(s.tmpDir()); err != nil {
 		return nil, fmt.Errorf("store: clear tmp: %w", err)
 	}
@@ -117,7 +139,7 @@ func Open(dir string, maxSize int64) (*Store, error) {
 }
 
 // MaxSize is the largest object Put accepts.
-func (s *Store) MaxSize() int64 { return s.maxSize }
+func (s *Store) MaxSize() int64 { return s.cfg.MaxSize }
 
 func (s *Store) tmpDir() string { return filepath.Join(s.dir, "tmp") }
 
@@ -128,11 +150,11 @@ func (s *Store) path(id string) string {
 }
 
 // lock takes the lock of id's fan-out directory; the caller unlocks it.
-func (s *Store) lock(id string) *sync.Mutex {
+func (s *Store) lock(id string) *stripe {
 	b, _ := hex.DecodeString(id[:2])
-	mu := &s.locks[b[0]]
-	mu.Lock()
-	return mu
+	st := &s.stripes[b[0]]
+	st.Lock()
+	return st
 }
 
 // ValidID reports whether id has the form of an object id.
@@ -161,12 +183,12 @@ func (s *Store) Put(r io.Reader) (Info, error) {
 		os.Remove(f.Name()) // no-op after a successful rename
 	}()
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, s.maxSize+1))
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, s.cfg.MaxSize+1))
 	if err != nil {
 		return Info{}, fmt.Errorf("store: write object: %w", err)
 	}
-	if n > s.maxSize {
-		return Info{}, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, s.maxSize)
+	if n > s.cfg.MaxSize {
+		return Info{}, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, s.cfg.MaxSize)
 	}
 	if err := f.Sync(); err != nil {
 		return Info{}, fmt.Errorf("store: %w", err)
@@ -177,13 +199,16 @@ func (s *Store) Put(r io.Reader) (Info, error) {
 // PutBytes stores p. When the object already exists it only hashes and
 // refreshes the object's modification time (see Collection).
 func (s *Store) PutBytes(p []byte) (Info, error) {
-	if int64(len(p)) > s.maxSize {
-		return Info{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(p), s.maxSize)
+	if int64(len(p)) > s.cfg.MaxSize {
+		return Info{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(p), s.cfg.MaxSize)
 	}
 	sum := sha256.Sum256(p)
 	id := hex.EncodeToString(sum[:])
-	if info, err := s.Touch(id); err == nil {
-		return info, nil
+	st := s.lock(id)
+	created, err := s.refreshLocked(st, id)
+	st.Unlock()
+	if err == nil {
+		return Info{ID: id, Size: int64(len(p)), Created: created}, nil
 	}
 	f, err := os.CreateTemp(s.tmpDir(), "put-*")
 	if err != nil {
@@ -205,9 +230,10 @@ func (s *Store) PutBytes(p []byte) (Info, error) {
 // commit moves a synced temporary file into place as object id and makes
 // the rename durable; if the object exists it is refreshed instead.
 func (s *Store) commit(tmp, id string, size int64) (Info, error) {
-	defer s.lock(id).Unlock()
-	if info, err := s.touchLocked(id); err == nil {
-		return info, nil
+	st := s.lock(id)
+	defer st.Unlock()
+	if created, err := s.refreshLocked(st, id); err == nil {
+		return Info{ID: id, Size: size, Created: created}, nil
 	}
 	dst := s.path(id)
 	fanout := filepath.Dir(dst)
@@ -220,7 +246,9 @@ func (s *Store) commit(tmp, id string, size int64) (Info, error) {
 	if err := syncDir(fanout); err != nil {
 		return Info{}, fmt.Errorf("store: sync %s: %w", fanout, err)
 	}
-	return Info{ID: id, Size: size, Created: time.Now().UTC()}, nil
+	now := time.Now()
+	st.remember(id, now)
+	return Info{ID: id, Size: size, Created: now.UTC()}, nil
 }
 
 // makeFanout creates a fan-out directory if needed, syncing its parent
@@ -247,22 +275,43 @@ func (s *Store) Touch(id string) (Info, error) {
 	if !ValidID(id) {
 		return Info{}, ErrInvalidID
 	}
-	defer s.lock(id).Unlock()
-	return s.touchLocked(id)
-}
-
-func (s *Store) touchLocked(id string) (Info, error) {
-	now := time.Now()
-	err := os.Chtimes(s.path(id), time.Time{}, now)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Info{}, fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
+	st := s.lock(id)
+	defer st.Unlock()
+	created, err := s.refreshLocked(st, id)
 	if err != nil {
-		return Info{}, fmt.Errorf("store: %w", err)
+		return Info{}, err
 	}
 	info, err := s.Stat(id)
-	info.Created = now.UTC()
+	info.Created = created
 	return info, err
+}
+
+// refreshLocked moves an existing object's modification time to now,
+// unless this store did so less than TouchEvery ago, and returns the time
+// the object now has; ErrNotFound if there is no such object.
+func (s *Store) refreshLocked(st *stripe, id string) (time.Time, error) {
+	now := time.Now()
+	if at, ok := st.touched[id]; ok && now.UnixNano()-at < int64(s.cfg.TouchEvery) {
+		return time.Unix(0, at).UTC(), nil
+	}
+	err := os.Chtimes(s.path(id), time.Time{}, now)
+	if errors.Is(err, fs.ErrNotExist) {
+		delete(st.touched, id)
+		return time.Time{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("store: %w", err)
+	}
+	st.remember(id, now)
+	return now.UTC(), nil
+}
+
+// remember records that id's modification time is now at.
+func (st *stripe) remember(id string, at time.Time) {
+	if st.touched == nil || len(st.touched) >= maxTouched {
+		st.touched = make(map[string]int64, 16)
+	}
+	st.touched[id] = at.UnixNano()
 }
 
 // Remove deletes an object. It fails with ErrNotFound if there is none.
@@ -270,7 +319,9 @@ func (s *Store) Remove(id string) error {
 	if !ValidID(id) {
 		return ErrInvalidID
 	}
-	defer s.lock(id).Unlock()
+	st := s.lock(id)
+	defer st.Unlock()
+	delete(st.touched, id)
 	err := os.Remove(s.path(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -288,7 +339,8 @@ func (s *Store) RemoveIfOlder(id string, cutoff time.Time) (bool, error) {
 	if !ValidID(id) {
 		return false, ErrInvalidID
 	}
-	defer s.lock(id).Unlock()
+	st := s.lock(id)
+	defer st.Unlock()
 	fi, err := os.Stat(s.path(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -299,6 +351,7 @@ func (s *Store) RemoveIfOlder(id string, cutoff time.Time) (bool, error) {
 	if !fi.ModTime().Before(cutoff) {
 		return false, nil
 	}
+	delete(st.touched, id)
 	if err := os.Remove(s.path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("store: %w", err)
 	}

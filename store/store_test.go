@@ -15,7 +15,7 @@ import (
 )
 
 func TestPutGet(t *testing.T) {
-	s, err := Open(t.TempDir(), 0)
+	s, err := Open(t.TempDir(), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestPutGet(t *testing.T) {
 
 func TestTooLargeLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
-	s, _ := Open(dir, 10)
+	s, _ := Open(dir, Config{MaxSize: 10})
 	_, err := s.Put(strings.NewReader("0123456789abc"))
 	if !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("err = %v, want ErrTooLarge", err)
@@ -61,7 +61,7 @@ func TestTooLargeLeavesNothing(t *testing.T) {
 }
 
 func TestBadIDs(t *testing.T) {
-	s, _ := Open(t.TempDir(), 0)
+	s, _ := Open(t.TempDir(), Config{})
 	for _, id := range []string{"", "../../etc/passwd", strings.Repeat("A", 64), strings.Repeat("0", 63)} {
 		if _, err := s.Stat(id); !errors.Is(err, ErrInvalidID) {
 			t.Errorf("Stat(%q) = %v", id, err)
@@ -91,7 +91,7 @@ func watchSyncs(t *testing.T) *[]string {
 // state.db already names.
 func TestRenameIsSynced(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, 0)
+	s, err := Open(dir, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestRenameIsSynced(t *testing.T) {
 // moves its modification time forward, so RemoveIfOlder with an earlier
 // cutoff keeps it; an object not refreshed since the cutoff goes.
 func TestRewriteRefreshes(t *testing.T) {
-	s, _ := Open(t.TempDir(), 0)
+	s, _ := Open(t.TempDir(), Config{})
 	old := time.Now().Add(-time.Hour)
 	ids := map[string]string{}
 	for _, name := range []string{"PutBytes", "Put", "Touch", "untouched"} {
@@ -181,5 +181,37 @@ func TestRewriteRefreshes(t *testing.T) {
 	}
 	if err := s.Remove(ids["Touch"]); err != nil {
 		t.Errorf("Remove: %v", err)
+	}
+}
+
+// TestTouchEvery: an object this store refreshed less than TouchEvery ago
+// is not refreshed again (no system call for the many units that write the
+// same bytes), and a removal forgets that, so the next write stores anew.
+func TestTouchEvery(t *testing.T) {
+	s, _ := Open(t.TempDir(), Config{TouchEvery: time.Hour})
+	body := []byte("the same output, again and again")
+	first, err := s.PutBytes(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(s.path(first.ID), time.Time{}, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutBytes(body); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(s.path(first.ID)); !fi.ModTime().Equal(old) {
+		t.Errorf("refreshed within TouchEvery: mtime %v, want %v", fi.ModTime(), old)
+	}
+	if err := s.Remove(first.ID); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.PutBytes(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ReadAll(again.ID, 1<<10); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("written again after a removal: %q %v", got, err)
 	}
 }
