@@ -3,6 +3,7 @@ package server
 import (
 	"log/slog"
 	"sync"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -13,6 +14,12 @@ import (
 // on disk before it answers (a submit's 201) waits for about one commit
 // however busy the server is.
 //
+// A change someone waits for (one with an after func) is committed at
+// once. Changes nobody waits for (unit results) may wait up to linger for
+// company, so that a steady stream of results costs a commit every few
+// milliseconds rather than one after another: a crash loses at most that
+// much, and those units run again.
+//
 // Changes commit in the order they were queued, each once. Callers never
 // block on the disk unless they ask to (sync, flush) or the queue holds
 // maxQueued changes (back-pressure). One goroutine, started by newWriter
@@ -21,12 +28,13 @@ type writer struct {
 	db  *bolt.DB
 	log *slog.Logger
 
-	mu     sync.Mutex // guards queue, spare and closed
-	work   sync.Cond  // signalled when queue gains a change or closed is set
+	mu     sync.Mutex // guards queue, spare, urgent and closed
 	room   sync.Cond  // signalled when the goroutine takes the queue
 	queue  []change
 	spare  []change // the previous batch's slice, for reuse
+	urgent bool     // queue holds a change someone waits for
 	closed bool
+	wake   chan struct{} // capacity 1: the goroutine has something to look at
 	done   chan struct{} // closed when the goroutine has exited
 }
 
@@ -39,12 +47,19 @@ type change struct {
 	after func(error)
 }
 
-// maxQueued bounds the changes waiting for a commit; queueing more blocks.
-const maxQueued = 1 << 16
+const (
+	// maxQueued bounds the changes waiting for a commit; queueing more
+	// blocks.
+	maxQueued = 1 << 16
+	// linger is how long changes nobody waits for may wait for more;
+	// lingerMax changes end the wait early.
+	linger    = 10 * time.Millisecond
+	lingerMax = 4096
+)
 
 func newWriter(db *bolt.DB, log *slog.Logger) *writer {
-	w := &writer{db: db, log: log, done: make(chan struct{})}
-	w.work.L, w.room.L = &w.mu, &w.mu
+	w := &writer{db: db, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	w.room.L = &w.mu
 	go w.run()
 	return w
 }
@@ -65,8 +80,21 @@ func (w *writer) queueChange(c change) {
 		return
 	}
 	w.queue = append(w.queue, c)
-	w.work.Signal()
+	// Wake the goroutine for the first change, for one someone waits for,
+	// and when lingering should end; not for every unit result.
+	signal := len(w.queue) == 1 || (c.after != nil && !w.urgent) || len(w.queue) == lingerMax
+	w.urgent = w.urgent || c.after != nil
 	w.mu.Unlock()
+	if signal {
+		w.poke()
+	}
+}
+
+func (w *writer) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 // sync queues apply and waits until it is on disk.
@@ -83,31 +111,56 @@ func (w *writer) flush() { _ = w.sync(nil) }
 func (w *writer) close() {
 	w.mu.Lock()
 	w.closed = true
-	w.work.Signal()
 	w.room.Broadcast()
 	w.mu.Unlock()
+	w.poke()
 	<-w.done
 }
 
 func (w *writer) run() {
 	defer close(w.done)
 	for {
+		<-w.wake
+		w.lingerForCompany()
 		w.mu.Lock()
-		for len(w.queue) == 0 && !w.closed {
-			w.work.Wait()
-		}
 		batch, closed := w.queue, w.closed
-		w.queue, w.spare = w.spare[:0], nil
+		w.queue, w.spare, w.urgent = w.spare[:0], nil, false
 		w.room.Broadcast()
 		w.mu.Unlock()
-		if len(batch) == 0 && closed {
-			return
+		if len(batch) == 0 {
+			if closed {
+				return
+			}
+			continue
 		}
 		w.commit(batch)
 		clear(batch) // drop the closures' references
 		w.mu.Lock()
 		w.spare = batch[:0]
+		if len(w.queue) > 0 || w.closed {
+			w.poke() // what came in during the commit
+		}
 		w.mu.Unlock()
+	}
+}
+
+// lingerForCompany waits up to linger while the queue holds only changes
+// nobody waits for, and fewer than lingerMax.
+func (w *writer) lingerForCompany() {
+	timer := time.NewTimer(linger)
+	defer timer.Stop()
+	for {
+		w.mu.Lock()
+		wait := !w.urgent && !w.closed && len(w.queue) > 0 && len(w.queue) < lingerMax
+		w.mu.Unlock()
+		if !wait {
+			return
+		}
+		select {
+		case <-w.wake:
+		case <-timer.C:
+			return
+		}
 	}
 }
 

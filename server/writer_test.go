@@ -1,0 +1,61 @@
+package server
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestWriterOrderAndClose: changes commit in the order they were queued
+// (the last write of a key wins), a flush sees everything queued before
+// it whether anyone waited for it or not, close commits what is still
+// queued, and a change queued after close is refused.
+func TestWriterOrderAndClose(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "w.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(jobsBucket); return err }); err != nil {
+		t.Fatal(err)
+	}
+	w := newWriter(db, slog.New(slog.DiscardHandler))
+	put := func(k string, v int) change {
+		return change{apply: func(tx *bolt.Tx) error {
+			return tx.Bucket(jobsBucket).Put([]byte(k), binary.BigEndian.AppendUint64(nil, uint64(v)))
+		}}
+	}
+	for i := range 10_000 {
+		w.queueChange(put("last", i))
+		w.queueChange(put(fmt.Sprint(i), i))
+	}
+	w.flush()
+	count := func() (n int, last uint64) {
+		_ = db.View(func(tx *bolt.Tx) error {
+			n = tx.Bucket(jobsBucket).Stats().KeyN
+			last = binary.BigEndian.Uint64(tx.Bucket(jobsBucket).Get([]byte("last")))
+			return nil
+		})
+		return n, last
+	}
+	if n, last := count(); n != 10_001 || last != 9_999 {
+		t.Fatalf("after flush: %d keys, last = %d; want 10001 and 9999", n, last)
+	}
+	for i := range 100 {
+		w.queueChange(put(fmt.Sprint("late", i), i))
+	}
+	w.close()
+	if n, _ := count(); n != 10_101 {
+		t.Errorf("after close: %d keys, want 10101 (close commits what is queued)", n)
+	}
+	got := make(chan error, 1)
+	w.queueChange(change{apply: put("x", 1).apply, after: func(err error) { got <- err }})
+	if err := <-got; !errors.Is(err, errStateClosed) {
+		t.Errorf("change after close: %v, want errStateClosed", err)
+	}
+}
