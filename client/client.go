@@ -16,10 +16,13 @@ type Client struct {
 	base        string
 	http        *http.Client
 	workerToken string // sent with worker-registry calls
+	retry       Retry
 }
 
 // New returns a client for the server at base (e.g. http://127.0.0.1:7070).
-// An empty base means $BRAID_SERVER, else DefaultServer.
+// An empty base means $BRAID_SERVER, else DefaultServer. Its calls ride
+// through a server that cannot be reached for up to DefaultRetryFor (see
+// Retry and WithRetry).
 func New(base string) *Client {
 	if base == "" {
 		base = os.Getenv("BRAID_SERVER")
@@ -41,6 +44,16 @@ func (c *Client) URL() string { return c.base }
 func (c *Client) WithHTTPClient(hc *http.Client) *Client {
 	cp := *c
 	cp.http = hc
+	return &cp
+}
+
+// WithRetry returns a copy of c that rides through an unreachable server
+// as r says (see Retry). New's client has the zero Retry: it retries for up
+// to DefaultRetryFor. WithRetry(Retry{For: -1}) turns retrying off, for
+// callers that have a retry loop of their own.
+func (c *Client) WithRetry(r Retry) *Client {
+	cp := *c
+	cp.retry = r
 	return &cp
 }
 
