@@ -41,3 +41,11 @@ func (c *Client) Operations(ctx context.Context) ([]api.Operation, error) {
 	var out []api.Operation
 	return out, c.doJSON(ctx, http.MethodGet, "/v1/operations", nil, &out)
 }
+
+// DeleteJob deletes a finished job (done, failed or cancelled) and its
+// record; the objects it made stay. The server answers an *api.Error with
+// Code api.CodeNotFound if there is no such job, and api.CodeConflict if
+// the job is not finished yet: cancel it first.
+func (c *Client) DeleteJob(ctx context.Context, id string) error {
+	return c.doJSON(ctx, http.MethodDelete, "/v1/jobs/"+url.PathEscape(id), nil, nil)
+}

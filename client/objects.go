@@ -87,3 +87,10 @@ func (cw *countingWriter) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// DeleteObject deletes object id. The server answers an *api.Error with
+// Code api.CodeNoObject if there is no such object, and api.CodeConflict
+// while a job that is not finished uses it.
+func (c *Client) DeleteObject(ctx context.Context, id string) error {
+	return c.doJSON(ctx, http.MethodDelete, "/v1/objects/"+url.PathEscape(id), nil, nil)
+}
