@@ -37,6 +37,7 @@ func init() {
 		"server":  {"run a server: control API, object store, scheduler", runServer},
 		"worker":  {"run a worker that registers with servers and runs units", runWorker},
 		"put":     {"upload a file; prints its object id", runPut},
+		"delete":  {"delete objects, or finished jobs with --job", runDelete},
 		"get":     {"download an object", runGet},
 		"submit":  {"submit a job; prints its id", runSubmit},
 		"status":  {"show a job's status", runStatus},
