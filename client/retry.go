@@ -32,10 +32,10 @@ const (
 type Retry struct {
 	// For is the longest outage a call rides through: a call gives up once
 	// the server has not answered for this long since the attempt that
-	// started the outage failed, and returns the last attempt's error. An
-	// answer from the server ends the outage (Wait's long-poll and event
-	// stream ride through any number of outages). The call's context bounds
-	// it too. Zero means DefaultRetryFor (30 s); a negative For turns
+	// started the outage failed, with an error that wraps the last
+	// attempt's. An answer from the server ends the outage (Wait's
+	// long-poll and event stream ride through any number of outages). The
+	// call's context bounds it too. Zero means DefaultRetryFor (30 s); a negative For turns
 	// retrying off; math.MaxInt64 retries until the context ends.
 	For time.Duration
 	// Notify, if non-nil, is called before each wait with the error of the
