@@ -54,6 +54,9 @@ type Config struct {
 	HeartbeatInterval, HeartbeatTimeout time.Duration
 	// Window is the scheduler's initial units in flight per stream.
 	Window int
+	// Liveness is how long a worker may stay silent on its association
+	// before the server takes it for dead (default: the transport's, 3 s).
+	Liveness time.Duration
 	// Logger receives the server's logs (default: discard).
 	Logger *slog.Logger
 }

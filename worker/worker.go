@@ -71,6 +71,9 @@ type Config struct {
 	DrainTimeout time.Duration
 	// MaxAssociations caps the associations open at once (default 64).
 	MaxAssociations int
+	// Liveness is how long a server may stay silent on an association
+	// before the worker takes it for dead (default: the transport's, 3 s).
+	Liveness time.Duration
 }
 
 func (c *Config) validate() error {

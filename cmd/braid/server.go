@@ -25,6 +25,7 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	uploadIdle := fs.Duration("upload-idle-timeout", 30*time.Second, "an upload that sends no bytes this long fails with 408")
 	hbTimeout := fs.Duration("heartbeat-timeout", 5*time.Second, "a worker silent this long loses its units")
 	window := fs.Int("window", 0, "units in flight per stream (0: scheduler default)")
+	liveness := fs.Duration("liveness", 3*time.Second, "a worker silent this long on its association is taken for dead and its units go elsewhere (the smaller of the two ends' values applies)")
 	var sec secretFlags
 	var logs logFlags
 	var topts transports.Options
@@ -60,7 +61,7 @@ func runServer(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	s, err := server.New(server.Config{Listen: *listen, DataDir: *data, Secret: secret, Name: *name,
-		Transports: ts, MaxObjectSize: *maxObj, UploadIdleTimeout: *uploadIdle, HeartbeatTimeout: *hbTimeout, Window: *window, Logger: log})
+		Transports: ts, MaxObjectSize: *maxObj, UploadIdleTimeout: *uploadIdle, HeartbeatTimeout: *hbTimeout, Window: *window, Liveness: *liveness, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	advertise := fs.String("advertise", "", "data-plane address to announce to servers, if they must reach this worker through another address than --listen (NAT, relay)")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or Ctrl-C, wait this long for running units to finish (a second signal stops at once)")
 	leaseIdle := fs.Duration("lease-idle", time.Second, "a server that stops asking for threads keeps them this long before they go to other servers")
+	liveness := fs.Duration("liveness", 3*time.Second, "a server silent this long on an association is taken for dead and its units are dropped (the smaller of the two ends' values applies)")
 	var sec secretFlags
 	var logs logFlags
 	var topts transports.Options
@@ -64,7 +65,7 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	}
 	w, err := worker.New(worker.Config{Name: *name, Servers: servers, Threads: *threads, Transport: t,
 		Listen: *listen, Advertise: *advertise, InfoListen: *infoListen, Secret: secret, Ops: opNames, Logger: log,
-		DrainTimeout: *drain, LeaseIdle: *leaseIdle})
+		DrainTimeout: *drain, LeaseIdle: *leaseIdle, Liveness: *liveness})
 	if err != nil {
 		return err
 	}
