@@ -35,9 +35,10 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// CloseTimeout bounds a graceful Close. Default 5 s.
 	CloseTimeout time.Duration
-	// IdleTimeout is how long a silent peer is kept (keep-alives are sent
-	// at a third of it). Default 30 s.
-	IdleTimeout time.Duration
+	// How long a silent peer is kept is not set here but per association,
+	// by transport.DialConfig.Liveness and ListenConfig.Liveness: it
+	// becomes QUIC's idle timeout (see the package comment).
+
 	// Logger receives log lines (group "quic"); nil discards them.
 	Logger *slog.Logger
 }
@@ -48,7 +49,6 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.QueueBytes, 4<<20)
 	setDefault(&c.HandshakeTimeout, 10*time.Second)
 	setDefault(&c.CloseTimeout, 5*time.Second)
-	setDefault(&c.IdleTimeout, 30*time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -56,13 +56,16 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// quicConfig is the quic-go configuration: large windows for bulk data and
-// room for MaxStreams streams plus the control stream.
-func (c Config) quicConfig() *quicgo.Config {
+// quicConfig is the quic-go configuration for one side whose configured
+// liveness is liveness: large windows for bulk data, room for MaxStreams
+// streams plus the control stream, QUIC's idle timeout at the normalised
+// liveness and keep-alive PINGs at a third of it.
+func (c Config) quicConfig(liveness time.Duration) *quicgo.Config {
+	idle := transport.NormLiveness(liveness)
 	return &quicgo.Config{
 		HandshakeIdleTimeout:           c.HandshakeTimeout,
-		MaxIdleTimeout:                 c.IdleTimeout,
-		KeepAlivePeriod:                c.IdleTimeout / 3,
+		MaxIdleTimeout:                 idle,
+		KeepAlivePeriod:                idle / 3,
 		InitialStreamReceiveWindow:     min(c.StreamWindow, 2<<20),
 		MaxStreamReceiveWindow:         c.StreamWindow,
 		InitialConnectionReceiveWindow: min(c.ConnWindow, 32<<20),

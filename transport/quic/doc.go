@@ -23,6 +23,25 @@
 // handshake could read the association; set RootCAs (and a Certificate on
 // the listeners) where that matters.
 //
+// # Liveness
+//
+// QUIC has dead-peer detection of its own, and the transport uses it: each
+// side sets quic-go's idle timeout (MaxIdleTimeout) to its configured
+// liveness (DialConfig.Liveness or ListenConfig.Liveness, normalised by
+// transport.NormLiveness) and its keep-alive period to a third of that, so
+// an idle connection carries PINGs that the peer's QUIC stack acknowledges
+// whatever its application does. A connection that hears nothing for the
+// idle timeout is closed by quic-go, and the association ends with a
+// transport.PeerLostError.
+//
+// QUIC settles the idle timeout in its own handshake, before the braid
+// handshake, as the smaller of both sides' values; but quic-go raises a
+// peer's advertised value below 5 s to 5 s, so each side's timeout is
+// min(own, max(peer's, 5 s)). When both sides configure the same liveness
+// (the normal case) that is exactly the bound the braid handshake
+// negotiates; otherwise the side with the larger value may wait longer than
+// HandshakeResult.Liveness, at most its own value.
+//
 // # Close
 //
 // Close finishes every stream (QUIC FIN) and the control stream, waits for
