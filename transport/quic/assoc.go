@@ -36,8 +36,9 @@ type Association struct {
 	release func()
 	logf    func(format string, args ...any)
 
-	// idle is this side's QUIC idle timeout (its configured liveness),
-	// liveness the negotiated bound; see lostErr.
+	// idle is this side's configured liveness, the silence after which
+	// quic-go gives up (keep-alive period plus idle timeout); liveness is
+	// the negotiated bound. See peerErr.
 	idle, liveness time.Duration
 
 	local    chan struct{} // closed on local Close or Abort

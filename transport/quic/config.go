@@ -58,14 +58,19 @@ func (c Config) withDefaults() Config {
 
 // quicConfig is the quic-go configuration for one side whose configured
 // liveness is liveness: large windows for bulk data, room for MaxStreams
-// streams plus the control stream, QUIC's idle timeout at the normalised
-// liveness and keep-alive PINGs at a third of it.
+// streams plus the control stream, and keep-alive PINGs after a third of
+// the liveness without a packet from the peer. The idle timeout is the rest
+// of the liveness, because quic-go starts it at the first ack-eliciting
+// packet sent after the last one received, which for an idle connection is
+// that PING: so a peer that falls silent is given up the liveness after its
+// last packet (see the package comment).
 func (c Config) quicConfig(liveness time.Duration) *quicgo.Config {
-	idle := transport.NormLiveness(liveness)
+	l := transport.NormLiveness(liveness)
+	keepAlive := l / 3
 	return &quicgo.Config{
 		HandshakeIdleTimeout:           c.HandshakeTimeout,
-		MaxIdleTimeout:                 idle,
-		KeepAlivePeriod:                idle / 3,
+		MaxIdleTimeout:                 l - keepAlive,
+		KeepAlivePeriod:                keepAlive,
 		InitialStreamReceiveWindow:     min(c.StreamWindow, 2<<20),
 		MaxStreamReceiveWindow:         c.StreamWindow,
 		InitialConnectionReceiveWindow: min(c.ConnWindow, 32<<20),

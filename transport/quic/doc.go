@@ -26,21 +26,25 @@
 // # Liveness
 //
 // QUIC has dead-peer detection of its own, and the transport uses it: each
-// side sets quic-go's idle timeout (MaxIdleTimeout) to its configured
-// liveness (DialConfig.Liveness or ListenConfig.Liveness, normalised by
-// transport.NormLiveness) and its keep-alive period to a third of that, so
-// an idle connection carries PINGs that the peer's QUIC stack acknowledges
-// whatever its application does. A connection that hears nothing for the
-// idle timeout is closed by quic-go, and the association ends with a
+// side sends keep-alive PINGs (which the peer's QUIC stack acknowledges
+// whatever its application does) after a third of its configured liveness L
+// (DialConfig.Liveness or ListenConfig.Liveness, normalised by
+// transport.NormLiveness) without a packet from the peer, and sets quic-go's
+// idle timeout to the other two thirds. quic-go counts the idle timeout from
+// the later of the last packet received and the first ack-eliciting packet
+// sent after it, which on an idle connection is that PING; so a peer that
+// falls silent is given up L after its last packet (sooner, 2L/3 after the
+// first unacknowledged packet, while data is being sent). quic-go then
+// closes the connection and the association ends with a
 // transport.PeerLostError.
 //
 // QUIC settles the idle timeout in its own handshake, before the braid
 // handshake, as the smaller of both sides' values; but quic-go raises a
 // peer's advertised value below 5 s to 5 s, so each side's timeout is
 // min(own, max(peer's, 5 s)). When both sides configure the same liveness
-// (the normal case) that is exactly the bound the braid handshake
+// (the normal case) each side gives up after the bound the braid handshake
 // negotiates; otherwise the side with the larger value may wait longer than
-// HandshakeResult.Liveness, at most its own value.
+// HandshakeResult.Liveness, at most its own L.
 //
 // # Close
 //
