@@ -13,7 +13,10 @@ import (
 // alpn is the TLS application protocol braid speaks over QUIC.
 const alpn = "braid/1"
 
-// Config tunes the transport. Zero values mean the documented defaults.
+// Config tunes the transport. Zero values mean the documented defaults. How
+// long a silent peer is kept is not set here but per association, by
+// transport.DialConfig.Liveness and ListenConfig.Liveness, which set QUIC's
+// keep-alive period and idle timeout (see the package comment).
 type Config struct {
 	// Certificate is presented by listeners. Default: an ephemeral
 	// self-signed certificate made at Listen.
@@ -35,10 +38,6 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// CloseTimeout bounds a graceful Close. Default 5 s.
 	CloseTimeout time.Duration
-	// How long a silent peer is kept is not set here but per association,
-	// by transport.DialConfig.Liveness and ListenConfig.Liveness: it
-	// becomes QUIC's idle timeout (see the package comment).
-
 	// Logger receives log lines (group "quic"); nil discards them.
 	Logger *slog.Logger
 }
