@@ -118,7 +118,7 @@ func (d *dispatcher) ensureAssoc(w *workerConn) {
 	d.nextGen++
 	w.dialing, w.gen = true, d.nextGen
 	name, gen := w.info.Name, w.gen
-	cfg := transport.DialConfig{Secret: d.s.cfg.Secret, Name: d.s.cfg.Name,
+	cfg := transport.DialConfig{Secret: d.s.cfg.Secret, Name: d.s.cfg.Name, Liveness: d.s.cfg.Liveness,
 		RecStreams: max(w.info.MaxThreads, 1), MaxStreams: transport.MaxStreams}
 	d.s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(d.s.ctx, 10*time.Second)

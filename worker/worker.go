@@ -145,8 +145,10 @@ type Worker struct {
 	sessMu   sync.Mutex // guards sessions
 	sessions map[*session]bool
 
-	assocMu sync.Mutex // guards assocs
-	assocs  int        // associations admitted and not yet ended
+	// Lock order: assocMu before sessMu.
+	assocMu sync.Mutex        // guards assocs and newest
+	assocs  int               // associations admitted and not yet ended
+	newest  map[string]uint64 // per server id, the highest epoch admitted
 
 	figMu sync.Mutex // guards fig
 	fig   figures
@@ -159,8 +161,9 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, log: cfg.Logger, lender: newLender(cfg.Threads, cfg.LeaseIdle, time.Now),
 		threads: make(chan struct{}, cfg.Threads), drainStarted: make(chan struct{}), sessions: map[*session]bool{},
-		fig: readFigures(".")}
-	lc := transport.ListenConfig{Secret: cfg.Secret, Name: cfg.Name, RecStreams: cfg.Threads,
+		newest: map[string]uint64{}, fig: readFigures(".")}
+	lc := transport.ListenConfig{Secret: cfg.Secret, Name: cfg.Name, ID: cfg.Name, Epoch: uint64(time.Now().UnixNano()),
+		Liveness: cfg.Liveness, RecStreams: cfg.Threads,
 		MaxStreams: cfg.Threads, Admit: w.admit,
 		Logf: func(format string, args ...any) { w.log.Warn(fmt.Sprintf(format, args...)) }}
 	ln, err := cfg.Transport.Listen(cfg.Listen, lc)
@@ -177,7 +180,11 @@ func New(cfg Config) (*Worker, error) {
 }
 
 // admit runs after a server authenticated. The association gets one stream
-// per thread; the threads themselves are leased once it runs.
+// per thread; the threads themselves are leased once it runs. A server
+// keeps one association per worker, so a new one from the same server id
+// supersedes the others at once: they are from its previous incarnation (a
+// lower epoch: it restarted) or ones it has given up on. An association
+// from an incarnation older than one already admitted is refused.
 func (w *Worker) admit(peer transport.PeerInfo, n int) (int, func(), error) {
 	if w.draining() {
 		return 0, nil, errors.New("worker is shutting down")
@@ -187,8 +194,15 @@ func (w *Worker) admit(peer transport.PeerInfo, n int) (int, func(), error) {
 	if w.assocs >= w.cfg.MaxAssociations {
 		return 0, nil, fmt.Errorf("worker has %d associations open, its limit", w.assocs)
 	}
+	if peer.ID != "" {
+		if newest, ok := w.newest[peer.ID]; ok && peer.Epoch < newest {
+			return 0, nil, fmt.Errorf("server %s epoch %d is superseded: it restarted as epoch %d", peer.Name, peer.Epoch, newest)
+		}
+		w.newest[peer.ID] = peer.Epoch
+		w.supersede(peer)
+	}
 	w.assocs++
-	w.log.Info("association admitted", "server", peer.Name, "streams", n)
+	w.log.Info("association admitted", "server", peer.Name, "epoch", peer.Epoch, "streams", n)
 	var once sync.Once
 	return n, func() {
 		once.Do(func() {
@@ -288,14 +302,42 @@ func (w *Worker) settled() bool {
 	return true
 }
 
-// track adds or removes a session from those a stop waits for.
+// track adds or removes a session from those a stop waits for. A session
+// whose server has since been admitted again (see admit) is aborted.
 func (w *Worker) track(s *session, on bool) {
+	if !on {
+		w.sessMu.Lock()
+		delete(w.sessions, s)
+		w.sessMu.Unlock()
+		return
+	}
+	peer := s.a.Peer()
+	w.assocMu.Lock()
+	stale := peer.ID != "" && peer.Epoch < w.newest[peer.ID]
+	w.assocMu.Unlock()
+	if stale {
+		go s.a.Abort(errSuperseded)
+	}
+	w.sessMu.Lock()
+	w.sessions[s] = true
+	w.sessMu.Unlock()
+}
+
+// errSuperseded ends an association that a newer one from the same server
+// replaced.
+var errSuperseded = errors.New("worker: superseded by a newer association from the same server")
+
+// supersede aborts the sessions of peer's server id: a new association
+// from it replaces them. The caller holds assocMu.
+func (w *Worker) supersede(peer transport.PeerInfo) {
 	w.sessMu.Lock()
 	defer w.sessMu.Unlock()
-	if on {
-		w.sessions[s] = true
-	} else {
-		delete(w.sessions, s)
+	for s := range w.sessions {
+		if old := s.a.Peer(); old.ID == peer.ID {
+			w.log.Info("association superseded by a newer one from the same server", "server", peer.Name,
+				"old_epoch", old.Epoch, "new_epoch", peer.Epoch)
+			go s.a.Abort(errSuperseded)
+		}
 	}
 }
 

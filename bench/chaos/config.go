@@ -3,6 +3,7 @@ package chaos
 import (
 	"errors"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -52,7 +53,20 @@ func (c *Config) validate() error {
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
+	c.Log = &lockedWriter{w: c.Log}
 	return nil
+}
+
+// lockedWriter serialises the writes of concurrent faults.
+type lockedWriter struct {
+	mu sync.Mutex // guards w
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func setDefault[T int | time.Duration](p *T, def T) {

@@ -14,7 +14,7 @@ import (
 type outcome struct {
 	fault      Fault
 	detected   time.Duration // fault start to the server seeing the worker go; 0 if it did not
-	recovered  time.Duration // fault end to the worker (or every worker) up again; 0 if it was not
+	recovered  time.Duration // fault end to the worker (or every worker) up again, once its loss was noticed
 	unnoticed  bool          // lasted well past the liveness bound, and never noticed
 	unrecovery bool          // not up again within the recovery bound
 }
@@ -84,6 +84,9 @@ func (in *injector) workerFault(ctx context.Context, f Fault) outcome {
 	}
 	res.detected = <-gone
 	res.unnoticed = res.detected == 0 && f.For > in.cfg.Liveness+2*time.Second
+	if res.detected == 0 {
+		return res // nothing to recover from
+	}
 	wctx, cancel := context.WithTimeout(ctx, recoverWithin)
 	defer cancel()
 	if at, ok := in.o.waitFor(wctx, func(v map[string]api.Worker) bool { return up(v, name) }); ok {
