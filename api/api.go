@@ -170,13 +170,17 @@ type Endpoint struct {
 // WorkerInfo is what a worker tells servers about itself, at registration,
 // on every change, and from its GET /v1/info.
 type WorkerInfo struct {
-	Name          string     `json:"name"`
-	Cores         int        `json:"cores"`
-	ClockMHz      int        `json:"clock_mhz"`
-	RAMBytes      int64      `json:"ram_bytes"`
-	DiskFreeBytes int64      `json:"disk_free_bytes"`
-	MaxThreads    int        `json:"max_threads"`
-	FreeThreads   int        `json:"free_threads"`
+	Name          string `json:"name"`
+	Cores         int    `json:"cores"`
+	ClockMHz      int    `json:"clock_mhz"`
+	RAMBytes      int64  `json:"ram_bytes"`
+	DiskFreeBytes int64  `json:"disk_free_bytes"`
+	MaxThreads    int    `json:"max_threads"`
+	// FreeThreads are the threads not running a unit right now.
+	FreeThreads int `json:"free_threads"`
+	// LeasedThreads are the threads lent to servers right now (the sum of
+	// the leases; docs/leases.md).
+	LeasedThreads int        `json:"leased_threads"`
 	Ops           []string   `json:"ops"`
 	Endpoints     []Endpoint `json:"endpoints"`
 	// InfoURL is the worker's own HTTP address for GET /v1/info.
@@ -192,14 +196,17 @@ const (
 
 // Worker is a registered worker as a server sees it.
 type Worker struct {
-	Info         WorkerInfo `json:"info"`
-	State        string     `json:"state"`
-	Transport    string     `json:"transport,omitempty"`
-	Streams      int        `json:"streams"`
-	UnitsDone    int        `json:"units_done"`
-	Error        string     `json:"error,omitempty"`
-	RegisteredAt time.Time  `json:"registered_at"`
-	LastSeen     time.Time  `json:"last_seen"`
+	Info      WorkerInfo `json:"info"`
+	State     string     `json:"state"`
+	Transport string     `json:"transport,omitempty"`
+	Streams   int        `json:"streams"`
+	// Lease is how many of the streams the worker lends this server now
+	// (a worker shared by several servers divides its threads by demand).
+	Lease        int       `json:"lease"`
+	UnitsDone    int       `json:"units_done"`
+	Error        string    `json:"error,omitempty"`
+	RegisteredAt time.Time `json:"registered_at"`
+	LastSeen     time.Time `json:"last_seen"`
 }
 
 // Registration is the server's answer to a worker's registration.

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/cluster"
 	"github.com/braidhq/braid/ops/samples"
 )
@@ -54,4 +56,22 @@ func Example() {
 	// Output:
 	// done 8 units
 	// GIF89a
+}
+
+// A client for a tool that a person watches: ride through a server restart
+// for up to two minutes, and say so while waiting. Retry{For: -1} would
+// turn retrying off.
+func ExampleClient_WithRetry() {
+	c := client.New("http://127.0.0.1:7070").WithRetry(client.Retry{
+		For: 2 * time.Minute,
+		Notify: func(err error, wait time.Duration) {
+			log.Printf("server unreachable (%v); retrying in %v", err, wait)
+		},
+		Recovered: func() { log.Print("server is back") },
+	})
+	job, err := c.Wait(context.Background(), "j-0123456789ab", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(job.State)
 }

@@ -8,6 +8,12 @@ import (
 	"github.com/braidhq/braid/api"
 )
 
+// Workers lists registered workers.
+func (c *Client) Workers(ctx context.Context) ([]api.Worker, error) {
+	var out []api.Worker
+	return out, c.doJSON(ctx, http.MethodGet, "/v1/workers", nil, &out)
+}
+
 // The calls a worker makes. A server that has forgotten the worker (it
 // restarted, or timed the worker out) answers Heartbeat with an *api.Error
 // whose Code is api.CodeNotFound: register again.

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"net"
 	"regexp"
 	"syscall"
 	"testing"
@@ -33,17 +32,6 @@ func kill9(t *testing.T, p *proc) {
 		t.Fatal(err)
 	}
 	_ = p.cmd.Wait()
-}
-
-// freeAddr returns a loopback address with a port nobody listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // TestAcceptedJobSurvivesKill: an id the server returned names a job on

@@ -12,10 +12,7 @@ func (c *Core) Demand(name string) int {
 	if w == nil || !w.up {
 		return 0
 	}
-	n := 0
-	for _, k := range w.inflight {
-		n += k
-	}
+	n := c.InFlight(name)
 	for _, j := range c.live {
 		if n >= len(w.inflight) {
 			break
@@ -27,4 +24,19 @@ func (c *Core) Demand(name string) int {
 		}
 	}
 	return min(n, len(w.inflight))
+}
+
+// InFlight is how many units the worker holds: sent and not yet answered
+// (including those on streams no longer leased); zero for a worker that is
+// not up.
+func (c *Core) InFlight(name string) int {
+	w := c.workers[name]
+	if w == nil || !w.up {
+		return 0
+	}
+	n := 0
+	for _, k := range w.inflight {
+		n += k
+	}
+	return n
 }

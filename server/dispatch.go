@@ -47,11 +47,14 @@ type flight struct {
 	unsent  bool // never left the server (it could not be sent)
 }
 
-// resultMsg is a result read (and its output stored) by a stream reader.
+// resultMsg is a result read (and its output stored) by a stream reader, or
+// a lease (kind KindLease).
 type resultMsg struct {
 	worker   string
 	gen      int
 	stream   int
+	kind     wire.Kind
+	lease    int
 	res      wire.Result
 	output   string // stored object id when res.Status is OK
 	size     int64
@@ -209,12 +212,26 @@ func (d *dispatcher) refresh(j *jobRun) {
 }
 
 func (d *dispatcher) onResult(r resultMsg) {
+	if r.kind == wire.KindLease {
+		if w := d.workers[r.worker]; w != nil && w.gen == r.gen && w.assoc != nil {
+			d.onLease(w, r.lease)
+		}
+		return
+	}
 	f, ok := d.inflight[r.res.ID]
 	if !ok || f.worker != r.worker || f.gen != r.gen {
 		d.log.Warn("result for no unit in flight", "worker", r.worker, "unit_id", r.res.ID)
 		return
 	}
 	delete(d.inflight, r.res.ID)
+	if w := d.workers[r.worker]; w != nil && w.lease == 0 {
+		defer d.sendWant(w, false)
+	}
+	if r.res.Status == wire.StatusReturned {
+		d.step(scheduler.UnitReturned{Job: f.job.id, Unit: f.index, Worker: f.worker, Stream: f.stream, Attempt: f.attempt})
+		d.refresh(f.job)
+		return
+	}
 	if r.res.Status == wire.StatusRefused {
 		d.log.Warn("worker refused a unit; taking it off the worker", "worker", r.worker, "reason", r.res.Error)
 		if w := d.workers[r.worker]; w != nil && w.assoc != nil {
@@ -231,6 +248,7 @@ func (d *dispatcher) onResult(r resultMsg) {
 func (d *dispatcher) onTick(now time.Time) {
 	d.apply(d.core.Tick(now))
 	d.forgetEnded()
+	d.sendWants()
 	for _, w := range d.workers {
 		if w.state != api.WorkerDown && now.Sub(w.lastSeen) > d.s.cfg.HeartbeatTimeout {
 			d.log.Warn("worker missed its heartbeats; taking its units back", "worker", w.info.Name,

@@ -41,6 +41,7 @@ func (d *dispatcher) addJob(j *jobRun) {
 	d.jobs[j.id] = j
 	d.apply(out)
 	d.refresh(j)
+	d.sendWants()
 }
 
 // send encodes an assignment and queues it on the worker's stream. A unit

@@ -17,8 +17,9 @@ import (
 
 // fakeWorker is a worker made of the real data plane (tcpn on loopback)
 // and nothing else: it registers, heartbeats, accepts the server's
-// association, records every unit it receives and answers each after a
-// delay with the output "job/index". Tests use it to know exactly which
+// association, lends the server all its streams (one lease, never taken
+// back; wants are ignored), records every unit it receives and answers
+// each after a delay with the output "job/index". Tests use it to know exactly which
 // units left the server and when.
 type fakeWorker struct {
 	name  string
@@ -82,6 +83,10 @@ func (fw *fakeWorker) accept(ctx context.Context, ln transport.Listener) {
 		if err != nil {
 			return
 		}
+		if a.Send(ctx, 0, wire.AppendLease(nil, a.Streams())) != nil {
+			a.Abort(errors.New("fake worker: lease not sent"))
+			continue
+		}
 		for s := range a.Streams() {
 			fw.wg.Go(func() { fw.serve(ctx, a, s) })
 		}
@@ -102,6 +107,9 @@ func (fw *fakeWorker) serve(ctx context.Context, a transport.Association, s int)
 		msg, err := a.Recv(ctx, s)
 		if err != nil {
 			return
+		}
+		if wire.KindOf(msg) == wire.KindWant {
+			continue
 		}
 		u, err := wire.ParseUnit(msg)
 		if err != nil {

@@ -75,6 +75,9 @@ type Config struct {
 	// Window is the scheduler's initial units in flight per stream: 0 for
 	// the scheduler's default (2), at most MaxWindow.
 	Window int
+	// Liveness is how long a worker may stay silent on its association
+	// before the server takes it for dead (default: the transport's, 3 s).
+	Liveness time.Duration
 	// RetainFor is how long a finished job (done, failed or cancelled) is
 	// kept, with its unit statistics (default 7 days; negative: no age
 	// limit). RetainJobs is how many finished jobs are kept at most, the

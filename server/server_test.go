@@ -471,8 +471,8 @@ func TestWorkerInfoEndpoint(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
 		t.Fatal(err)
 	}
-	if info.Name != "info" || info.FreeThreads != 0 || info.MaxThreads != 3 {
-		t.Errorf("GET /v1/info: %+v (all 3 threads should be reserved by the association)", info)
+	if info.Name != "info" || info.FreeThreads != 3 || info.LeasedThreads != 0 || info.MaxThreads != 3 {
+		t.Errorf("GET /v1/info: %+v (an idle worker lends no thread and runs nothing)", info)
 	}
 }
 
@@ -521,16 +521,29 @@ func TestRefreshAsksTheWorker(t *testing.T) {
 	if resp := post("/v1/workers/fresh/refresh", "wrong"); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("refresh with a wrong token: %d", resp.StatusCode)
 	}
-	resp := post("/v1/workers/fresh/refresh", token)
-	defer resp.Body.Close()
+	// While a job keeps the worker busy, its figures differ from those it
+	// registered with (no thread lent, none running); only a refresh that
+	// asks the worker can see that.
+	in := put(t, cl.Client, samples.PNG())
+	j, err := cl.Client.Submit(testCtx(t), api.JobSpec{Op: "blur", Input: in, Repeat: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Client.Cancel(testCtx(t), j.ID)
 	var w api.Worker
-	if err := json.NewDecoder(resp.Body).Decode(&w); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("refresh: %d %v", resp.StatusCode, err)
+	for deadline := time.Now().Add(10 * time.Second); w.Info.LeasedThreads != 2 && time.Now().Before(deadline); {
+		resp := post("/v1/workers/fresh/refresh", token)
+		w = api.Worker{}
+		if err := json.NewDecoder(resp.Body).Decode(&w); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("refresh: %d %v", resp.StatusCode, err)
+		}
+		resp.Body.Close()
+		time.Sleep(20 * time.Millisecond)
 	}
-	if w.Info.Name != "fresh" || w.Info.FreeThreads != 0 || w.State != api.WorkerUp {
-		t.Errorf("refreshed worker: %+v (both threads are reserved by the association)", w)
+	if w.Info.Name != "fresh" || w.Info.LeasedThreads != 2 || w.State != api.WorkerUp {
+		t.Errorf("refreshed worker: %+v (both threads should be lent to the busy server)", w)
 	}
-	resp = post("/v1/workers/nobody/refresh", token)
+	resp := post("/v1/workers/nobody/refresh", token)
 	resp.Body.Close()
 	if resp.StatusCode != 404 {
 		t.Errorf("refresh of unknown worker: %d", resp.StatusCode)

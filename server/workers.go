@@ -20,8 +20,10 @@ type workerConn struct {
 	state        string
 	transport    string
 	assoc        transport.Association
-	queues       []chan []byte // per stream: encoded units for the sender
+	queues       []chan []byte // per stream: encoded units (and, on 0, wants) for the sender
 	gen          int           // bumped per association; stale events carry an old one
+	lease        int           // streams the worker lends us now (docs/leases.md)
+	want         wire.Want     // the demand last sent to the worker
 	dialing      bool
 	retry        *time.Timer
 	registeredAt time.Time
@@ -34,7 +36,7 @@ func (w *workerConn) status() api.Worker {
 	s := api.Worker{Info: w.info, State: w.state, Transport: w.transport, UnitsDone: w.unitsDone,
 		Error: w.errText, RegisteredAt: w.registeredAt, LastSeen: w.lastSeen}
 	if w.assoc != nil {
-		s.Streams = w.assoc.Streams()
+		s.Streams, s.Lease = w.assoc.Streams(), w.lease
 	}
 	return s
 }
@@ -116,7 +118,7 @@ func (d *dispatcher) ensureAssoc(w *workerConn) {
 	d.nextGen++
 	w.dialing, w.gen = true, d.nextGen
 	name, gen := w.info.Name, w.gen
-	cfg := transport.DialConfig{Secret: d.s.cfg.Secret, Name: d.s.cfg.Name,
+	cfg := transport.DialConfig{Secret: d.s.cfg.Secret, Name: d.s.cfg.Name, Liveness: d.s.cfg.Liveness,
 		RecStreams: max(w.info.MaxThreads, 1), MaxStreams: transport.MaxStreams}
 	d.s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(d.s.ctx, 10*time.Second)
@@ -144,9 +146,52 @@ func (d *dispatcher) dialed(name string, gen int, tname string, a transport.Asso
 		return
 	}
 	w.assoc, w.transport, w.state, w.errText = a, tname, api.WorkerUp, ""
+	w.lease, w.want = 0, wire.Want{}
 	d.startStreams(w, a)
 	d.log.Info("association up", "worker", name, "transport", tname, "streams", a.Streams())
-	d.step(scheduler.WorkerUp{Worker: name, Streams: a.Streams(), Threads: w.info.MaxThreads, Ops: w.info.Ops})
+	d.step(scheduler.WorkerUp{Worker: name, Streams: a.Streams(), Threads: w.info.MaxThreads, Ops: w.info.Ops, AwaitLease: true})
+	d.sendWant(w, true)
+}
+
+// sendWant tells the worker how many streams we could keep busy and how
+// many units we have in flight there: when forced (the answer to a lease),
+// when the demand changed, and, while the worker lends us nothing, when
+// the in-flight count changed (so a worker shutting down learns when we
+// have every answer). A full stream-0 queue defers it to the next tick.
+func (d *dispatcher) sendWant(w *workerConn, force bool) {
+	if w.assoc == nil {
+		return
+	}
+	want := wire.Want{Streams: d.core.Demand(w.info.Name), InFlight: d.core.InFlight(w.info.Name)}
+	if !force && want.Streams == w.want.Streams && (w.lease > 0 || want.InFlight == w.want.InFlight) {
+		return
+	}
+	select {
+	case w.queues[0] <- wire.AppendWant(getBuf(16), want):
+		w.want = want
+	default:
+	}
+}
+
+// sendWants updates every worker's demand.
+func (d *dispatcher) sendWants() {
+	for _, w := range d.workers {
+		d.sendWant(w, false)
+	}
+}
+
+// onLease applies the worker's new lease.
+func (d *dispatcher) onLease(w *workerConn, n int) {
+	if n > w.assoc.Streams() {
+		w.assoc.Abort(fmt.Errorf("server: %w: worker lent %d of %d streams", transport.ErrProtocol, n, w.assoc.Streams()))
+		return
+	}
+	if n != w.lease {
+		d.log.Debug("lease", "worker", w.info.Name, "streams", n)
+	}
+	w.lease = n
+	d.step(scheduler.WorkerLease{Worker: w.info.Name, Streams: n})
+	d.sendWant(w, true)
 }
 
 // startStreams starts a sender and a reader per stream, and a watcher that
@@ -213,16 +258,26 @@ func (d *dispatcher) sender(a transport.Association, s int, q chan []byte) {
 }
 
 // reader reads results from one stream, stores their outputs, and hands
-// them to the loop.
+// them to the loop; stream 0 also carries the worker's leases, which go to
+// the loop by the same channel so that a lease and the units handed back
+// after it are seen in order.
 func (d *dispatcher) reader(a transport.Association, worker string, gen, s int) {
 	for {
 		msg, err := a.Recv(d.s.ctx, s)
 		if err != nil {
 			return
 		}
-		r := resultMsg{worker: worker, gen: gen, stream: s, returned: time.Now()}
-		if r.res, err = wire.ParseResult(msg); err != nil {
-			d.log.Warn("bad result from worker; closing association", "worker", worker, "err", err)
+		r := resultMsg{worker: worker, gen: gen, stream: s, returned: time.Now(), kind: wire.KindOf(msg)}
+		switch {
+		case r.kind == wire.KindLease && s == 0:
+			r.lease, err = wire.ParseLease(msg)
+		case r.kind == wire.KindResult:
+			r.res, err = wire.ParseResult(msg)
+		default:
+			err = fmt.Errorf("%w: %s message on stream %d", wire.ErrMalformed, r.kind, s)
+		}
+		if err != nil {
+			d.log.Warn("bad message from worker; closing association", "worker", worker, "err", err)
 			a.Abort(err)
 			return
 		}

@@ -3,18 +3,18 @@ package transport
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 )
 
-// The braid handshake runs on an association's first channel before any
-// stream carries data:
+// The braid handshake (version 2) runs on an association's first channel
+// before any stream carries data:
 //
-//	dialer   -> listener  hello     {nonceD, recD, maxD, nameD}
-//	listener -> dialer    challenge {nonceL, recL, maxL, nameL, macL}
+//	dialer   -> listener  hello     {nonceD, recD, maxD, livenessD, epochD, nameD, idD}
+//	listener -> dialer    challenge {nonceL, recL, maxL, livenessL, epochL, nameL, idL, macL}
 //	dialer   -> listener  auth      {macD}
 //	listener -> dialer    accept    {streams}  |  reject {reason}
 //
@@ -22,11 +22,14 @@ import (
 // macD = HMAC-SHA256(secret, "braid dialer"   || hello || challenge)
 //
 // Each side proves it knows the secret without sending it, and the nonces make
-// the proofs single-use. The listener reserves threads (Admit) only after the
-// dialer's mac checks out.
+// the proofs single-use; the macs cover both offers whole, so neither side's
+// identity, epoch or liveness can be altered on the way. The listener
+// reserves threads (Admit) only after the dialer's mac checks out. Streams
+// are negotiated as NegotiateStreams and the liveness bound as
+// NegotiateLiveness. handshake_offer.go has the byte layout. A version-1
+// peer (magic "BRD1") is refused with an error that says so.
 
 const (
-	hsMagic    = "BRD1"
 	hsNonceLen = 32
 	hsMacLen   = sha256.Size
 	// MaxHandshakeMessage bounds every handshake message; a reader may
@@ -51,17 +54,13 @@ type HandshakeConn interface {
 	ReadMsg() ([]byte, error)
 }
 
-// Offer is one side's half of the negotiation.
-type Offer struct {
-	Nonce    [hsNonceLen]byte
-	Rec, Max int
-	Name     string
-}
-
 // HandshakeResult is what a finished handshake agreed on.
 type HandshakeResult struct {
 	Streams int
 	Peer    PeerInfo
+	// Liveness is the negotiated liveness bound: the association ends once
+	// the peer has been silent this long.
+	Liveness time.Duration
 }
 
 func checkSecret(secret []byte) error {
@@ -71,72 +70,7 @@ func checkSecret(secret []byte) error {
 	return nil
 }
 
-func normOffer(rec, maxS int, name string) (Offer, error) {
-	var o Offer
-	if rec <= 0 {
-		rec = 1
-	}
-	if maxS <= 0 || maxS > MaxStreams {
-		maxS = MaxStreams
-	}
-	if len(name) > maxNameLen {
-		name = name[:maxNameLen]
-	}
-	o.Rec, o.Max, o.Name = min(rec, maxS), maxS, name
-	_, err := rand.Read(o.Nonce[:])
-	return o, err
-}
-
-// appendOffer encodes magic, type and an offer.
-func appendOffer(b []byte, typ byte, o Offer) []byte {
-	b = append(b, hsMagic...)
-	b = append(b, typ)
-	b = append(b, o.Nonce[:]...)
-	b = binary.BigEndian.AppendUint16(b, uint16(o.Rec))
-	b = binary.BigEndian.AppendUint16(b, uint16(o.Max))
-	b = append(b, byte(len(o.Name)))
-	return append(b, o.Name...)
-}
-
-// parseHeader checks magic and type and returns the body.
-func parseHeader(p []byte, want byte) ([]byte, error) {
-	if len(p) < len(hsMagic)+1 || string(p[:len(hsMagic)]) != hsMagic {
-		return nil, fmt.Errorf("%w: not a braid handshake (bad magic)", ErrProtocol)
-	}
-	if got := p[len(hsMagic)]; got != want {
-		if got == hsReject && want == hsAccept {
-			return nil, fmt.Errorf("%w: %s", ErrRefused, p[len(hsMagic)+1:])
-		}
-		return nil, fmt.Errorf("%w: handshake message type %d, want %d", ErrProtocol, got, want)
-	}
-	return p[len(hsMagic)+1:], nil
-}
-
-// ParseOffer decodes a hello (typ 1) or a challenge (typ 2, whose trailing
-// mac is returned as rest).
-func parseOffer(p []byte, typ byte) (o Offer, rest []byte, err error) {
-	body, err := parseHeader(p, typ)
-	if err != nil {
-		return o, nil, err
-	}
-	if len(body) < hsNonceLen+5 {
-		return o, nil, fmt.Errorf("%w: handshake offer truncated", ErrProtocol)
-	}
-	copy(o.Nonce[:], body)
-	body = body[hsNonceLen:]
-	o.Rec = int(binary.BigEndian.Uint16(body))
-	o.Max = int(binary.BigEndian.Uint16(body[2:]))
-	n := int(body[4])
-	body = body[5:]
-	if len(body) < n {
-		return o, nil, fmt.Errorf("%w: handshake name truncated", ErrProtocol)
-	}
-	o.Name, rest = string(body[:n]), body[n:]
-	if o.Rec < 1 || o.Max < 1 || o.Max > MaxStreams || o.Rec > o.Max {
-		return o, nil, fmt.Errorf("%w: bad stream offer rec=%d max=%d", ErrProtocol, o.Rec, o.Max)
-	}
-	return o, rest, nil
-}
+func peerInfo(o Offer) PeerInfo { return PeerInfo{Name: o.Name, ID: o.ID, Epoch: o.Epoch} }
 
 func mac(secret []byte, label string, parts ...[]byte) []byte {
 	h := hmac.New(sha256.New, secret)
@@ -154,7 +88,7 @@ func DialHandshake(ctx context.Context, c HandshakeConn, cfg DialConfig) (Handsh
 	if err := checkSecret(cfg.Secret); err != nil {
 		return res, err
 	}
-	mine, err := normOffer(cfg.RecStreams, cfg.MaxStreams, cfg.Name)
+	mine, err := normOffer(cfg.RecStreams, cfg.MaxStreams, cfg.Name, cfg.ID, cfg.Epoch, cfg.Liveness)
 	if err != nil {
 		return res, err
 	}
@@ -164,6 +98,9 @@ func DialHandshake(ctx context.Context, c HandshakeConn, cfg DialConfig) (Handsh
 	}
 	chal, err := c.ReadMsg()
 	if err != nil {
+		if errors.Is(err, ErrPeerClosed) {
+			return res, fmt.Errorf("read challenge: %w (a listener running an older braid, handshake v1, hangs up here)", err)
+		}
 		return res, fmt.Errorf("read challenge: %w", err)
 	}
 	theirs, rest, err := parseOffer(chal, hsChallenge)
@@ -204,7 +141,7 @@ func DialHandshake(ctx context.Context, c HandshakeConn, cfg DialConfig) (Handsh
 	if granted < 1 || granted > n {
 		return res, fmt.Errorf("%w: peer granted %d streams, negotiated %d", ErrProtocol, granted, n)
 	}
-	return HandshakeResult{Streams: granted, Peer: PeerInfo{Name: theirs.Name}}, nil
+	return HandshakeResult{Streams: granted, Peer: peerInfo(theirs), Liveness: NegotiateLiveness(mine.Liveness, theirs.Liveness)}, nil
 }
 
 // ListenHandshake runs the listener's side. On success the caller owns
@@ -227,7 +164,7 @@ func ListenHandshake(ctx context.Context, c HandshakeConn, cfg ListenConfig) (Ha
 	if len(rest) != 0 {
 		return res, noop, fmt.Errorf("%w: %d trailing bytes after hello", ErrProtocol, len(rest))
 	}
-	mine, err := normOffer(cfg.RecStreams, cfg.MaxStreams, cfg.Name)
+	mine, err := normOffer(cfg.RecStreams, cfg.MaxStreams, cfg.Name, cfg.ID, cfg.Epoch, cfg.Liveness)
 	if err != nil {
 		return res, noop, err
 	}
@@ -255,7 +192,7 @@ func ListenHandshake(ctx context.Context, c HandshakeConn, cfg ListenConfig) (Ha
 		return res, noop, err
 	}
 	n := NegotiateStreams(theirs.Rec, theirs.Max, mine.Rec, mine.Max)
-	peer := PeerInfo{Name: theirs.Name}
+	peer := peerInfo(theirs)
 	granted, release := n, noop
 	if cfg.Admit != nil {
 		g, rel, err := cfg.Admit(peer, n)
@@ -282,5 +219,5 @@ func ListenHandshake(ctx context.Context, c HandshakeConn, cfg ListenConfig) (Ha
 		release()
 		return res, noop, fmt.Errorf("send accept: %w", err)
 	}
-	return HandshakeResult{Streams: granted, Peer: peer}, release, nil
+	return HandshakeResult{Streams: granted, Peer: peer, Liveness: NegotiateLiveness(mine.Liveness, theirs.Liveness)}, release, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // chanConn is one end of an in-memory HandshakeConn pair; closing its out
@@ -70,12 +71,15 @@ func TestHandshakeRoundTrip(t *testing.T) {
 	for _, tc := range tests {
 		var released atomic.Int32
 		var admitN int
+		var admitPeer PeerInfo
 		lc := ListenConfig{Secret: []byte("s"), Name: "worker", RecStreams: tc.recL, MaxStreams: tc.maxL,
+			ID: "w-17", Epoch: 2,
 			Admit: func(p PeerInfo, n int) (int, func(), error) {
-				admitN = n
+				admitN, admitPeer = n, p
 				return n, func() { released.Add(1) }, nil
 			}}
-		dc := DialConfig{Secret: []byte("s"), Name: "server", RecStreams: tc.recD, MaxStreams: tc.maxD}
+		dc := DialConfig{Secret: []byte("s"), Name: "server", RecStreams: tc.recD, MaxStreams: tc.maxD,
+			ID: strings.Repeat("s", MaxIDLen), Epoch: 1<<63 + 5}
 		o := runHandshake(dc, lc)
 		if o.derr != nil || o.lerr != nil {
 			t.Fatalf("%+v: errors %v / %v", tc, o.derr, o.lerr)
@@ -83,8 +87,13 @@ func TestHandshakeRoundTrip(t *testing.T) {
 		if o.dres.Streams != tc.want || o.lres.Streams != tc.want || admitN != tc.want {
 			t.Errorf("%+v: streams %d/%d admit %d, want %d", tc, o.dres.Streams, o.lres.Streams, admitN, tc.want)
 		}
-		if o.dres.Peer.Name != "worker" || o.lres.Peer.Name != "server" {
-			t.Errorf("peer names %q / %q", o.dres.Peer.Name, o.lres.Peer.Name)
+		wantD := PeerInfo{Name: "server", ID: dc.ID, Epoch: dc.Epoch}
+		wantL := PeerInfo{Name: "worker", ID: "w-17", Epoch: 2}
+		if o.dres.Peer != wantL || o.lres.Peer != wantD || admitPeer != wantD {
+			t.Errorf("peers: dialer sees %+v, listener sees %+v, Admit got %+v", o.dres.Peer, o.lres.Peer, admitPeer)
+		}
+		if o.dres.Liveness != DefaultLiveness || o.lres.Liveness != DefaultLiveness {
+			t.Errorf("liveness %v / %v, want the default %v", o.dres.Liveness, o.lres.Liveness, DefaultLiveness)
 		}
 		if released.Load() != 0 {
 			t.Errorf("release called during the handshake")
@@ -92,6 +101,107 @@ func TestHandshakeRoundTrip(t *testing.T) {
 		o.release()
 		if released.Load() != 1 {
 			t.Errorf("release not wired through")
+		}
+	}
+}
+
+func TestHandshakeLiveness(t *testing.T) {
+	tests := []struct{ d, l, want time.Duration }{
+		{0, 0, DefaultLiveness},
+		{time.Second, 0, time.Second},
+		{0, 500 * time.Millisecond, 500 * time.Millisecond},
+		{2 * time.Second, 7 * time.Second, 2 * time.Second},
+		{time.Nanosecond, time.Hour, MinLiveness},
+		{time.Hour, time.Hour, MaxLiveness},
+		{1500*time.Millisecond + 999*time.Microsecond, 0, 1500 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		o := runHandshake(DialConfig{Secret: []byte("s"), Liveness: tc.d}, ListenConfig{Secret: []byte("s"), Liveness: tc.l})
+		if o.derr != nil || o.lerr != nil {
+			t.Fatalf("%+v: errors %v / %v", tc, o.derr, o.lerr)
+		}
+		if o.dres.Liveness != tc.want || o.lres.Liveness != tc.want {
+			t.Errorf("offers %v / %v: negotiated %v / %v, want %v", tc.d, tc.l, o.dres.Liveness, o.lres.Liveness, tc.want)
+		}
+	}
+}
+
+func TestHandshakeIDTooLong(t *testing.T) {
+	long := strings.Repeat("x", MaxIDLen+1)
+	if _, err := DialHandshake(context.Background(), chanConn{}, DialConfig{Secret: []byte("s"), ID: long}); err == nil {
+		t.Error("dial with an oversize ID succeeded")
+	}
+	o := runHandshake(DialConfig{Secret: []byte("s")}, ListenConfig{Secret: []byte("s"), ID: long})
+	if o.lerr == nil || o.derr == nil {
+		t.Errorf("listener with an oversize ID: errors %v / %v, want both to fail", o.derr, o.lerr)
+	}
+}
+
+// TestHandshakeV1Peer checks that a peer speaking the first handshake
+// version is told apart from garbage.
+func TestHandshakeV1Peer(t *testing.T) {
+	o, _ := normOffer(1, 1, "old", "", 0, 0)
+	v1 := appendOffer(nil, hsHello, o)
+	copy(v1, hsMagicV1)
+	_, _, err := ListenHandshake(context.Background(), &scriptConn{msgs: [][]byte{v1}}, ListenConfig{Secret: []byte("s")})
+	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "handshake v1") {
+		t.Errorf("v1 hello: %v, want ErrProtocol naming handshake v1", err)
+	}
+	_, err = DialHandshake(context.Background(), &scriptConn{msgs: [][]byte{v1}}, DialConfig{Secret: []byte("s")})
+	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "upgrade") {
+		t.Errorf("v1 challenge: %v, want ErrProtocol asking for an upgrade", err)
+	}
+}
+
+// tamperConn flips one byte of the n-th message it writes.
+type tamperConn struct {
+	chanConn
+	n, off int
+	seen   *int
+}
+
+func (c tamperConn) WriteMsg(p []byte) error {
+	if *c.seen++; *c.seen == c.n && c.off < len(p) {
+		p = bytes.Clone(p)
+		p[c.off] ^= 0x01
+	}
+	return c.chanConn.WriteMsg(p)
+}
+
+// TestHandshakeMacCoversOffers flips every byte of the hello and of the
+// challenge in turn (after magic and type): each flip must make the
+// handshake fail, so no field can be altered unnoticed.
+func TestHandshakeMacCoversOffers(t *testing.T) {
+	dc := DialConfig{Secret: []byte("s"), Name: "srv", ID: "server-a", Epoch: 9, Liveness: time.Second, RecStreams: 2, MaxStreams: 4}
+	lc := ListenConfig{Secret: []byte("s"), Name: "wrk", ID: "worker-b", Epoch: 3, Liveness: 2 * time.Second, RecStreams: 2, MaxStreams: 4,
+		Admit: func(_ PeerInfo, n int) (int, func(), error) { return n, nil, nil }}
+	o, _ := normOffer(2, 4, "srv", "server-a", 9, time.Second)
+	helloLen := len(appendOffer(nil, hsHello, o))
+	for _, side := range []string{"hello", "challenge"} {
+		for off := len(hsMagic) + 1 + hsNonceLen; off < helloLen; off++ {
+			d, l := connPair()
+			var seen int
+			var derr, lerr error
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				defer close(l.out)
+				var lconn HandshakeConn = l
+				if side == "challenge" {
+					lconn = tamperConn{chanConn: l, n: 1, off: off, seen: &seen}
+				}
+				_, _, lerr = ListenHandshake(context.Background(), lconn, lc)
+			}()
+			var dconn HandshakeConn = d
+			if side == "hello" {
+				dconn = tamperConn{chanConn: d, n: 1, off: off, seen: &seen}
+			}
+			_, derr = DialHandshake(context.Background(), dconn, dc)
+			close(d.out)
+			<-done
+			if derr == nil || lerr == nil {
+				t.Errorf("%s byte %d flipped: errors %v / %v, want both sides to fail", side, off, derr, lerr)
+			}
 		}
 	}
 }
@@ -195,18 +305,22 @@ func splitMsgs(data []byte) [][]byte {
 }
 
 func FuzzHandshake(f *testing.F) {
-	o, _ := normOffer(2, 4, "seed")
+	o, _ := normOffer(2, 4, "seed", "id-seed", 7, time.Second)
 	hello := appendOffer(nil, hsHello, o)
 	chal := appendOffer(nil, hsChallenge, o)
 	chal = append(chal, make([]byte, hsMacLen)...)
 	f.Add(hello)
 	f.Add(chal)
-	f.Add([]byte("BRD1\x05reason"))
-	f.Add(binary.BigEndian.AppendUint16([]byte("BRD1\x04"), 3))
+	f.Add([]byte("BRD2\x05reason"))
+	f.Add(binary.BigEndian.AppendUint16([]byte("BRD2\x04"), 3))
+	f.Add([]byte("BRD1\x01 an old hello"))
 	f.Add(append([]byte{byte(len(hello))}, hello...))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		parseOffer(data, hsHello)
-		parseOffer(data, hsChallenge)
+		for _, typ := range []byte{hsHello, hsChallenge} {
+			if o, rest, err := parseOffer(data, typ); err == nil {
+				checkOffer(t, o, data, rest, typ)
+			}
+		}
 		parseHeader(data, hsAccept)
 		lc := ListenConfig{Secret: []byte("s"), Admit: func(_ PeerInfo, n int) (int, func(), error) {
 			t.Fatal("Admit called for an unauthenticated peer")
@@ -218,4 +332,18 @@ func FuzzHandshake(f *testing.F) {
 		DialHandshake(ctx, &scriptConn{msgs: splitMsgs(data)}, DialConfig{Secret: []byte("s")})
 		DialHandshake(ctx, &scriptConn{msgs: [][]byte{data, data}}, DialConfig{Secret: []byte("s")})
 	})
+}
+
+// checkOffer checks an offer parseOffer accepted: its fields are within
+// bounds and it re-encodes to the bytes it came from.
+func checkOffer(t *testing.T, o Offer, data, rest []byte, typ byte) {
+	if len(o.ID) > MaxIDLen || len(o.Name) > maxNameLen || o.Liveness < MinLiveness || o.Liveness > MaxLiveness {
+		t.Fatalf("accepted offer out of bounds: %+v", o)
+	}
+	enc := appendOffer(nil, typ, o)
+	ms := binary.BigEndian.Uint32(data[len(hsMagic)+1+hsNonceLen+4:])
+	if ms >= uint32(MinLiveness/time.Millisecond) && ms <= uint32(MaxLiveness/time.Millisecond) &&
+		!bytes.Equal(append(enc, rest...), data) {
+		t.Fatalf("offer %+v re-encodes to %x, came from %x", o, enc, data)
+	}
 }

@@ -12,13 +12,23 @@
 // the stream count as min(max(recA, recB), maxA, maxB). Only after the peer has
 // proved it knows the secret does the listener call its Admit hook, which is
 // where a worker reserves one processing thread per stream; so an
-// unauthenticated peer never holds a thread.
+// unauthenticated peer never holds a thread. The handshake also tells each
+// side who the other is (PeerInfo: name, role identity and incarnation
+// epoch) and negotiates the liveness bound.
+//
+// An open association is never trusted blindly: each transport keeps it
+// alive with a cheap sign of life and ends it with an error wrapping both
+// ErrPeerLost and ErrPeerClosed once the peer has been silent for the
+// negotiated liveness (liveness.go), so that a peer killed with SIGKILL,
+// frozen with SIGSTOP or cut off by the network frees the resources held
+// for it on the other end.
 package transport
 
 import (
 	"context"
 	"errors"
 	"net"
+	"time"
 )
 
 // MaxMessageSize is the largest message a Stream must carry: 64 MiB of payload
@@ -35,7 +45,8 @@ var (
 	// locally (Close or Abort).
 	ErrClosed = errors.New("transport: association closed")
 	// ErrPeerClosed is returned when the peer closed or aborted the
-	// association, or the underlying connection was lost.
+	// association, or the underlying connection was lost (including a peer
+	// that went silent, which also wraps ErrPeerLost).
 	ErrPeerClosed = errors.New("transport: association closed by peer")
 	// ErrMessageTooLarge is returned by Send for a message over MaxMessageSize
 	// and by a receiver that is told of one.
@@ -101,9 +112,12 @@ type Association interface {
 	// Abort tears the association down at once, telling the peer reason when
 	// the protocol allows it. Pending and later calls fail.
 	Abort(reason error)
-	// Done is closed when the association has ended, by either side.
+	// Done is closed when the association has ended, by either side, or
+	// because the peer was silent for the negotiated liveness.
 	Done() <-chan struct{}
-	// Err tells why the association ended; nil while it is open.
+	// Err tells why the association ended; nil while it is open. A silent
+	// peer ends it with a *PeerLostError (errors.Is ErrPeerLost and
+	// ErrPeerClosed).
 	Err() error
 	// LocalAddr and RemoteAddr are the transport addresses of the two ends.
 	LocalAddr() net.Addr
@@ -116,7 +130,17 @@ type Association interface {
 type PeerInfo struct {
 	// Name is the peer's self-chosen name (a worker or server name).
 	Name string
+	// ID is a stable identity of the peer process's role, such as a
+	// server's persistent id (at most MaxIDLen bytes, possibly empty).
+	ID string
+	// Epoch is the peer's incarnation number: a restarted process with the
+	// same ID offers a higher one, so that its associations supersede
+	// those of its previous incarnation.
+	Epoch uint64
 }
+
+// MaxIDLen bounds PeerInfo.ID.
+const MaxIDLen = 64
 
 // Capabilities describes what a transport guarantees, so that the
 // conformance suite can check the rest and state plainly what is expected to
@@ -142,6 +166,13 @@ type DialConfig struct {
 	// stream counts. Zero RecStreams means 1; zero MaxStreams means
 	// MaxStreams (the package constant).
 	RecStreams, MaxStreams int
+	// ID and Epoch are sent to the peer as PeerInfo.ID and .Epoch. An ID
+	// longer than MaxIDLen makes Dial fail.
+	ID    string
+	Epoch uint64
+	// Liveness is this side's offer for the liveness bound (see
+	// NegotiateLiveness). Zero means DefaultLiveness.
+	Liveness time.Duration
 }
 
 // ListenConfig configures the listening side (the worker).
@@ -152,8 +183,12 @@ type ListenConfig struct {
 	Name string
 	// RecStreams and MaxStreams as in DialConfig.
 	RecStreams, MaxStreams int
-	// Admit is called after the peer authenticated, with the negotiated
-	// count n. It returns how many streams to grant (1..n), and a release
+	// ID, Epoch and Liveness as in DialConfig.
+	ID       string
+	Epoch    uint64
+	Liveness time.Duration
+	// Admit is called after the peer authenticated, with what it said
+	// about itself (name, ID, epoch) and the negotiated stream count n. It returns how many streams to grant (1..n), and a release
 	// func the transport calls exactly once when the association ends. An
 	// error refuses the association (the dialer gets ErrRefused with its
 	// text). A nil Admit grants n.

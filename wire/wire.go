@@ -56,9 +56,12 @@ type Status uint8
 const (
 	StatusOK     Status = 0 // Output holds the unit's output
 	StatusFailed Status = 1 // the operation failed on this input; Error says why
-	// StatusRefused: the worker could not run the unit (unknown operation,
-	// shutting down); the server may place it elsewhere.
+	// StatusRefused: the worker cannot run the unit (it does not have the
+	// operation); the server takes the unit off that worker.
 	StatusRefused Status = 2
+	// StatusReturned: the worker hands the unit back unrun (it is shutting
+	// down); the server places it again, elsewhere. Not a failure.
+	StatusReturned Status = 3
 )
 
 func (s Status) String() string {
@@ -69,6 +72,8 @@ func (s Status) String() string {
 		return "failed"
 	case StatusRefused:
 		return "refused"
+	case StatusReturned:
+		return "returned"
 	}
 	return fmt.Sprintf("status(%d)", uint8(s))
 }
@@ -175,7 +180,7 @@ func ParseResult(p []byte) (Result, error) {
 	res.QueueDepth = int(r.u32())
 	res.Rate = float64(r.u32()) / 1000
 	res.Output = r.rest()
-	if r.err == nil && res.Status > StatusRefused {
+	if r.err == nil && res.Status > StatusReturned {
 		return res, fmt.Errorf("%w: unknown result status %d", ErrMalformed, res.Status)
 	}
 	return res, r.err

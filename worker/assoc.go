@@ -21,31 +21,48 @@ type task struct {
 	queued time.Time
 }
 
-// session is one association's state: its queue and sub-pool.
+// session is one association's state: its queue, its loan of threads and
+// the goroutines that serve it.
+//
+// Per stream a reader moves units into the queue; per stream a compute
+// goroutine k runs units while k is below the association's lease, each
+// unit holding one of the worker's threads; one control sender writes the
+// lease messages and the units handed back, in that order, on stream 0.
 type session struct {
-	w     *Worker
-	a     transport.Association
-	queue chan task
-	// rate is an EWMA of compute time in nanoseconds, for the feedback
+	w       *Worker
+	a       transport.Association
+	loan    *loan
+	queue   chan task
+	returns chan task // units to hand back unrun, in order
+	// owed is the server's last count of units it has in flight here (-1
+	// until it says): a stop waits for it to reach zero.
+	owed atomic.Int64
+	// ewmaNS is an EWMA of compute time in nanoseconds, for the feedback
 	// each result carries.
 	ewmaNS atomic.Int64
 	canRun map[string]bool
 }
 
-// serveAssoc runs one association: one reader per stream moves units into
-// the queue, and one thread per stream (the sub-pool) runs them.
+// serveAssoc runs one association until it ends or ctx does (then it is
+// closed gracefully: results already being sent are delivered).
 func (w *Worker) serveAssoc(ctx context.Context, a transport.Association) {
 	n := a.Streams()
-	s := &session{w: w, a: a, queue: make(chan task, 2*n), canRun: map[string]bool{}}
+	s := &session{w: w, a: a, loan: w.lender.add(n), queue: make(chan task, 4*n),
+		returns: make(chan task, 4*n), canRun: map[string]bool{}}
+	s.owed.Store(-1)
+	defer w.lender.remove(s.loan)
+	w.track(s, true)
+	defer w.track(s, false)
 	for _, op := range w.cfg.Ops {
 		s.canRun[op] = true
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	wg.Go(func() { s.control(ctx) })
 	for i := range n {
 		wg.Go(func() { s.read(ctx, i) })
-		wg.Go(func() { s.compute(ctx) })
+		wg.Go(func() { s.compute(ctx, i) })
 	}
 	select {
 	case <-a.Done():
@@ -57,51 +74,180 @@ func (w *Worker) serveAssoc(ctx context.Context, a transport.Association) {
 	if err := a.Err(); err != nil && !errors.Is(err, transport.ErrPeerClosed) && !errors.Is(err, transport.ErrClosed) {
 		w.log.Warn("association ended", "server", a.Peer().Name, "err", err)
 	} else {
-		w.log.Info("association closed", "server", a.Peer().Name)
+		w.log.Info("association closed", "server", a.Peer().Name, "reason", err)
 	}
 }
 
-// read moves units from one stream into the queue; a message that is not a
-// unit aborts the association.
+// read moves units from one stream into the queue (or, once the worker is
+// draining, hands them back); stream 0 also carries the server's wants. A
+// message that is neither aborts the association.
 func (s *session) read(ctx context.Context, stream int) {
 	for {
 		msg, err := s.a.Recv(ctx, stream)
 		if err != nil {
 			return
 		}
-		u, err := wire.ParseUnit(msg)
-		if err != nil {
-			s.w.log.Warn("server sent a malformed unit; aborting the association", "server", s.a.Peer().Name, "err", err)
+		if err := s.take(ctx, stream, msg); err != nil {
+			s.w.log.Warn("server broke the protocol; aborting the association", "server", s.a.Peer().Name, "err", err)
 			s.a.Abort(fmt.Errorf("worker: %w", err))
-			return
-		}
-		select {
-		case s.queue <- task{unit: u, stream: stream, queued: time.Now()}:
-		case <-ctx.Done():
 			return
 		}
 	}
 }
 
-// compute is one thread of the sub-pool.
-func (s *session) compute(ctx context.Context) {
+func (s *session) take(ctx context.Context, stream int, msg []byte) error {
+	switch k := wire.KindOf(msg); {
+	case k == wire.KindWant && stream == 0:
+		want, err := wire.ParseWant(msg)
+		if err == nil {
+			s.owed.Store(int64(want.InFlight))
+			s.w.lender.ask(s.loan, want.Streams)
+		}
+		return err
+	case k != wire.KindUnit:
+		return fmt.Errorf("%w: %s message on stream %d", wire.ErrMalformed, k, stream)
+	}
+	u, err := wire.ParseUnit(msg)
+	if err != nil {
+		return err
+	}
+	t := task{unit: u, stream: stream, queued: time.Now()}
+	if s.w.draining() {
+		s.giveBack(ctx, t)
+		return nil
+	}
+	select {
+	case s.queue <- t:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// giveBack queues t to be handed back; it counts as busy until it is.
+func (s *session) giveBack(ctx context.Context, t task) {
+	s.w.busy.Add(1)
+	select {
+	case s.returns <- t:
+	case <-ctx.Done():
+		s.w.busy.Add(-1)
+	}
+}
+
+// compute is thread slot k of the association: it runs units while k is
+// below the lease, each on one of the worker's threads.
+func (s *session) compute(ctx context.Context, k int) {
 	var buf []byte
 	for {
+		lease, changed := s.w.lender.current(s.loan)
+		if k >= lease {
+			select {
+			case <-changed:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
 		var t task
 		select {
 		case t = <-s.queue:
+		case <-changed:
+			continue
 		case <-ctx.Done():
 			return
 		}
-		res := s.run(t)
-		buf = wire.AppendResult(buf[:0], &res)
-		if err := s.a.Send(ctx, t.stream, buf); err != nil {
+		s.w.busy.Add(1) // until its result is sent: a stop waits for it
+		if !s.runAndSend(ctx, t, &buf) {
 			return
 		}
-		if cap(buf) > 1<<20 {
-			buf = nil
+	}
+}
+
+// runAndSend runs t on one of the worker's threads and sends its result,
+// or hands t back if the worker began to stop meanwhile. It reports
+// whether the association can go on.
+func (s *session) runAndSend(ctx context.Context, t task, buf *[]byte) bool {
+	defer s.w.busy.Add(-1)
+	if s.w.draining() {
+		s.giveBack(ctx, t)
+		return ctx.Err() == nil
+	}
+	res, ok := s.runOnThread(ctx, t)
+	if !ok {
+		return false
+	}
+	*buf = wire.AppendResult((*buf)[:0], &res)
+	err := s.a.Send(ctx, t.stream, *buf)
+	if cap(*buf) > 1<<20 {
+		*buf = nil
+	}
+	return err == nil
+}
+
+// runOnThread waits for one of the worker's threads and runs t on it.
+func (s *session) runOnThread(ctx context.Context, t task) (wire.Result, bool) {
+	select {
+	case s.w.threads <- struct{}{}:
+	case <-ctx.Done():
+		return wire.Result{}, false
+	}
+	defer func() { <-s.w.threads }()
+	return s.run(t), true
+}
+
+// control sends the lease whenever it changes and hands back units (after
+// the lease that took the streams back, so the server does not send them
+// here again).
+func (s *session) control(ctx context.Context) {
+	sent := -1
+	drain := s.w.drainStarted
+	for {
+		var back []task
+		select {
+		case <-s.loan.kick:
+		case t := <-s.returns:
+			back = append(back, t)
+		case <-drain: // once: hand back what no thread has started
+			drain = nil
+			back = s.unstarted()
+		case <-ctx.Done():
+			return
+		}
+		if n, _ := s.w.lender.current(s.loan); n != sent {
+			if s.a.Send(ctx, 0, wire.AppendLease(nil, n)) != nil {
+				return
+			}
+			sent = n
+		}
+		for i, t := range back {
+			ok := s.handBack(ctx, t)
+			s.w.busy.Add(-1)
+			if !ok {
+				s.w.busy.Add(-int64(len(back) - i - 1))
+				return
+			}
 		}
 	}
+}
+
+// unstarted empties the queue; what it returns counts as busy until it is
+// handed back.
+func (s *session) unstarted() []task {
+	var out []task
+	for {
+		select {
+		case t := <-s.queue:
+			s.w.busy.Add(1)
+			out = append(out, t)
+		default:
+			return out
+		}
+	}
+}
+
+// handBack tells the server that t was not run.
+func (s *session) handBack(ctx context.Context, t task) bool {
+	res := wire.Result{ID: t.unit.ID, Status: wire.StatusReturned, Error: "worker " + s.w.cfg.Name + " is shutting down"}
+	return s.a.Send(ctx, 0, wire.AppendResult(nil, &res)) == nil
 }
 
 // run executes one unit and fills in its result and the feedback.
@@ -123,7 +269,8 @@ func (s *session) run(t task) wire.Result {
 	s.observe(res.Compute)
 	res.QueueDepth = len(s.queue)
 	if e := s.ewmaNS.Load(); e > 0 {
-		res.Rate = float64(s.a.Streams()) * float64(time.Second) / float64(e)
+		lease, _ := s.w.lender.current(s.loan)
+		res.Rate = float64(max(lease, 1)) * float64(time.Second) / float64(e)
 	}
 	return res
 }

@@ -15,7 +15,7 @@ import (
 // again whenever the server forgets the worker (a server restart), and
 // backs off while the server is unreachable. On exit it deregisters.
 func (w *Worker) registerLoop(ctx context.Context, base string) {
-	c := client.New(base).WithHTTPClient(w.cfg.HTTPClient).WithSecret(w.cfg.Secret)
+	c := client.New(base).WithHTTPClient(w.cfg.HTTPClient).WithSecret(w.cfg.Secret).WithRetry(client.Retry{For: -1})
 	interval, backoff := time.Second, 250*time.Millisecond
 	registered := false
 	for ctx.Err() == nil {
@@ -59,7 +59,7 @@ func isNotFound(err error) bool {
 // reannounce sends the worker's current figures to every server.
 func (w *Worker) reannounce(ctx context.Context) {
 	for _, base := range w.cfg.Servers {
-		c := client.New(base).WithHTTPClient(w.cfg.HTTPClient).WithSecret(w.cfg.Secret)
+		c := client.New(base).WithHTTPClient(w.cfg.HTTPClient).WithSecret(w.cfg.Secret).WithRetry(client.Retry{For: -1})
 		if err := c.UpdateWorker(ctx, w.Info()); err != nil {
 			w.log.Warn("re-announcing figures", "server", base, "err", err)
 		}

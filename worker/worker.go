@@ -2,10 +2,19 @@
 // accepts data-plane associations from them, and runs the units that arrive
 // on a pool of processing threads.
 //
-// Each association reserves one thread per stream for its life (the
-// sub-pool of the paper, section III.B); units from all of its streams go to
-// one queue that the sub-pool drains, and each result goes back on the
-// stream its unit came in on.
+// An association has one stream per worker thread. Units from all of its
+// streams go to one queue, drained by the association's sub-pool (the
+// paper, section III.B), and each result goes back on the stream its unit
+// came in on. The threads are not reserved for an association's life but
+// leased (docs/leases.md): each server says how many streams it could keep
+// busy, and the worker lends its threads by that demand — a fair share each
+// when several servers are busy, all of them to the only busy one — and
+// tells each server how many of its streams it may use now.
+//
+// Run stops gracefully when its context ends: the worker takes every lease
+// back, hands back the units no thread has started, lets the running ones
+// finish (for up to Config.DrainTimeout), deregisters and closes its
+// associations.
 package worker
 
 import (
@@ -19,6 +28,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -38,6 +48,10 @@ type Config struct {
 	Transport transport.Transport
 	// Listen is the data-plane address (default 127.0.0.1:0).
 	Listen string
+	// Advertise is the data-plane address announced to servers, when they
+	// must reach the worker through another address than Listen (a NAT, a
+	// relay). Default: the listener's address.
+	Advertise string
 	// InfoListen is the HTTP address serving GET /v1/info (default
 	// 127.0.0.1:0).
 	InfoListen string
@@ -49,6 +63,17 @@ type Config struct {
 	Logger *slog.Logger
 	// HTTPClient talks to servers (default: one with a 10 s timeout).
 	HTTPClient *http.Client
+	// LeaseIdle is how long a server that stops asking for threads keeps
+	// them before they go to others (default 1 s).
+	LeaseIdle time.Duration
+	// DrainTimeout bounds a graceful stop: units still running then are
+	// abandoned (their servers run them elsewhere). Default 30 s.
+	DrainTimeout time.Duration
+	// MaxAssociations caps the associations open at once (default 64).
+	MaxAssociations int
+	// Liveness is how long a server may stay silent on an association
+	// before the worker takes it for dead (default: the transport's, 3 s).
+	Liveness time.Duration
 }
 
 func (c *Config) validate() error {
@@ -70,6 +95,15 @@ func (c *Config) validate() error {
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if c.LeaseIdle <= 0 {
+		c.LeaseIdle = time.Second
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 30 * time.Second
+	}
+	if c.MaxAssociations <= 0 {
+		c.MaxAssociations = 64
 	}
 	if len(c.Ops) == 0 {
 		for _, info := range ops.Catalogue() {
@@ -94,12 +128,27 @@ func (c *Config) validate() error {
 
 // Worker is a braid worker. Create it with New, then call Run.
 type Worker struct {
-	cfg    Config
-	log    *slog.Logger
-	pool   *threadPool
-	ln     transport.Listener
-	infoLn net.Listener
-	wg     sync.WaitGroup
+	cfg     Config
+	log     *slog.Logger
+	lender  *lender
+	threads chan struct{} // one token per processing thread running a unit
+	ln      transport.Listener
+	infoLn  net.Listener
+	wg      sync.WaitGroup
+
+	drainOnce    sync.Once
+	drainStarted chan struct{} // closed when a graceful stop begins
+	// busy counts units taken off a queue whose result (or hand-back) is
+	// not yet sent; a graceful stop waits for it to reach zero.
+	busy atomic.Int64
+
+	sessMu   sync.Mutex // guards sessions
+	sessions map[*session]bool
+
+	// Lock order: assocMu before sessMu.
+	assocMu sync.Mutex        // guards assocs and newest
+	assocs  int               // associations admitted and not yet ended
+	newest  map[string]uint64 // per server id, the highest epoch admitted
 
 	figMu sync.Mutex // guards fig
 	fig   figures
@@ -110,8 +159,11 @@ func New(cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, log: cfg.Logger, pool: newThreadPool(cfg.Threads), fig: readFigures(".")}
-	lc := transport.ListenConfig{Secret: cfg.Secret, Name: cfg.Name, RecStreams: cfg.Threads,
+	w := &Worker{cfg: cfg, log: cfg.Logger, lender: newLender(cfg.Threads, cfg.LeaseIdle, time.Now),
+		threads: make(chan struct{}, cfg.Threads), drainStarted: make(chan struct{}), sessions: map[*session]bool{},
+		newest: map[string]uint64{}, fig: readFigures(".")}
+	lc := transport.ListenConfig{Secret: cfg.Secret, Name: cfg.Name, ID: cfg.Name, Epoch: uint64(time.Now().UnixNano()),
+		Liveness: cfg.Liveness, RecStreams: cfg.Threads,
 		MaxStreams: cfg.Threads, Admit: w.admit,
 		Logf: func(format string, args ...any) { w.log.Warn(fmt.Sprintf(format, args...)) }}
 	ln, err := cfg.Transport.Listen(cfg.Listen, lc)
@@ -127,13 +179,48 @@ func New(cfg Config) (*Worker, error) {
 	return w, nil
 }
 
-// admit runs after a server authenticated: reserve one thread per stream.
+// admit runs after a server authenticated. The association gets one stream
+// per thread; the threads themselves are leased once it runs. A server
+// keeps one association per worker, so a new one from the same server id
+// supersedes the others at once: they are from its previous incarnation (a
+// lower epoch: it restarted) or ones it has given up on. An association
+// from an incarnation older than one already admitted is refused.
 func (w *Worker) admit(peer transport.PeerInfo, n int) (int, func(), error) {
-	g, release, err := w.pool.reserve(n)
-	if err == nil {
-		w.log.Info("association admitted", "server", peer.Name, "streams", g, "free_threads", w.pool.freeCount())
+	if w.draining() {
+		return 0, nil, errors.New("worker is shutting down")
 	}
-	return g, release, err
+	w.assocMu.Lock()
+	defer w.assocMu.Unlock()
+	if w.assocs >= w.cfg.MaxAssociations {
+		return 0, nil, fmt.Errorf("worker has %d associations open, its limit", w.assocs)
+	}
+	if peer.ID != "" {
+		if newest, ok := w.newest[peer.ID]; ok && peer.Epoch < newest {
+			return 0, nil, fmt.Errorf("server %s epoch %d is superseded: it restarted as epoch %d", peer.Name, peer.Epoch, newest)
+		}
+		w.newest[peer.ID] = peer.Epoch
+		w.supersede(peer)
+	}
+	w.assocs++
+	w.log.Info("association admitted", "server", peer.Name, "epoch", peer.Epoch, "streams", n)
+	var once sync.Once
+	return n, func() {
+		once.Do(func() {
+			w.assocMu.Lock()
+			w.assocs--
+			w.assocMu.Unlock()
+		})
+	}, nil
+}
+
+// draining reports whether a graceful stop has begun.
+func (w *Worker) draining() bool {
+	select {
+	case <-w.drainStarted:
+		return true
+	default:
+		return false
+	}
 }
 
 // Info returns the figures the worker advertises.
@@ -141,32 +228,117 @@ func (w *Worker) Info() api.WorkerInfo {
 	w.figMu.Lock()
 	f := w.fig
 	w.figMu.Unlock()
+	addr := w.cfg.Advertise
+	if addr == "" {
+		addr = w.ln.Addr().String()
+	}
 	return api.WorkerInfo{Name: w.cfg.Name, Cores: f.cores, ClockMHz: f.clockMHz, RAMBytes: f.ramBytes,
-		DiskFreeBytes: f.diskFree, MaxThreads: w.cfg.Threads, FreeThreads: w.pool.freeCount(),
-		Ops: slices.Clone(w.cfg.Ops), InfoURL: "http://" + w.infoLn.Addr().String(),
-		Endpoints: []api.Endpoint{{Transport: w.cfg.Transport.Name(), Addr: w.ln.Addr().String()}}}
+		DiskFreeBytes: f.diskFree, MaxThreads: w.cfg.Threads, FreeThreads: w.cfg.Threads - len(w.threads),
+		LeasedThreads: w.lender.leased(), Ops: slices.Clone(w.cfg.Ops), InfoURL: "http://" + w.infoLn.Addr().String(),
+		Endpoints: []api.Endpoint{{Transport: w.cfg.Transport.Name(), Addr: addr}}}
 }
 
 // DataAddr is the data-plane listener's address.
 func (w *Worker) DataAddr() net.Addr { return w.ln.Addr() }
 
-// Run serves until ctx ends, deregisters, and waits for its goroutines.
+// Run serves until ctx ends, then stops gracefully (see the package
+// comment) and waits for its goroutines.
 func (w *Worker) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	life, stop := context.WithCancel(context.Background()) // the associations'
+	defer stop()
+	reg, unregister := context.WithCancel(context.Background()) // the registrations'
+	defer unregister()
+	var regs sync.WaitGroup
 	hs := &http.Server{Handler: w.infoHandler(), ReadHeaderTimeout: 5 * time.Second}
 	w.wg.Go(func() { _ = hs.Serve(w.infoLn) })
-	w.wg.Go(func() { w.acceptLoop(ctx) })
+	w.wg.Go(func() { w.acceptLoop(life) })
 	for _, url := range w.cfg.Servers {
-		w.wg.Go(func() { w.registerLoop(ctx, url) })
+		regs.Go(func() { w.registerLoop(reg, url) })
 	}
-	w.wg.Go(func() { w.watchFigures(ctx) })
+	w.wg.Go(func() { w.watchFigures(life) })
 	w.log.Info("worker running", "name", w.cfg.Name, "data", w.ln.Addr(), "transport", w.cfg.Transport.Name(), "threads", w.cfg.Threads)
 	<-ctx.Done()
+	w.drain()
+	unregister()
+	regs.Wait()
 	w.ln.Close()
+	stop()
 	_ = hs.Close()
 	w.wg.Wait()
+	w.lender.stop()
 	return nil
+}
+
+// drain begins a graceful stop: every lease goes back, units not started
+// are handed back, and it waits (up to DrainTimeout) for the running ones.
+func (w *Worker) drain() {
+	w.drainOnce.Do(func() {
+		w.lender.drain()
+		close(w.drainStarted)
+	})
+	w.log.Info("stopping: handing back queued units, finishing running ones", "running", len(w.threads), "timeout", w.cfg.DrainTimeout)
+	deadline := time.Now().Add(w.cfg.DrainTimeout)
+	for !w.settled() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !w.settled() {
+		w.log.Warn("stopping with units still running; their servers will run them elsewhere", "running", len(w.threads))
+	}
+}
+
+// settled reports whether every unit sent to the worker has been answered
+// (run and sent back, or handed back) and each server says so.
+func (w *Worker) settled() bool {
+	if w.busy.Load() > 0 {
+		return false
+	}
+	w.sessMu.Lock()
+	defer w.sessMu.Unlock()
+	for s := range w.sessions {
+		if len(s.queue) > 0 || len(s.returns) > 0 || s.owed.Load() != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// track adds or removes a session from those a stop waits for. A session
+// whose server has since been admitted again (see admit) is aborted.
+func (w *Worker) track(s *session, on bool) {
+	if !on {
+		w.sessMu.Lock()
+		delete(w.sessions, s)
+		w.sessMu.Unlock()
+		return
+	}
+	peer := s.a.Peer()
+	w.assocMu.Lock()
+	stale := peer.ID != "" && peer.Epoch < w.newest[peer.ID]
+	w.assocMu.Unlock()
+	if stale {
+		go s.a.Abort(errSuperseded)
+	}
+	w.sessMu.Lock()
+	w.sessions[s] = true
+	w.sessMu.Unlock()
+}
+
+// errSuperseded ends an association that a newer one from the same server
+// replaced.
+var errSuperseded = errors.New("worker: superseded by a newer association from the same server")
+
+// supersede aborts the sessions of peer's server id: a new association
+// from it replaces them. The caller holds assocMu.
+func (w *Worker) supersede(peer transport.PeerInfo) {
+	w.sessMu.Lock()
+	defer w.sessMu.Unlock()
+	for s := range w.sessions {
+		if old := s.a.Peer(); old.ID == peer.ID {
+			w.log.Info("association superseded by a newer one from the same server", "server", peer.Name,
+				"old_epoch", old.Epoch, "new_epoch", peer.Epoch)
+			go s.a.Abort(errSuperseded)
+		}
+	}
 }
 
 func (w *Worker) acceptLoop(ctx context.Context) {

@@ -1,13 +1,18 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
-	"strings"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/ops/samples"
 	"github.com/braidhq/braid/server"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/tcpn"
@@ -18,8 +23,35 @@ var secret = []byte("worker test secret")
 
 func startServer(t *testing.T, ctx context.Context) *client.Client {
 	t.Helper()
+	c, _ := startServerLog(t, ctx)
+	return c
+}
+
+// logBuf collects log text from several goroutines.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startServerLog starts a server whose log the test can read.
+func startServerLog(t *testing.T, ctx context.Context) (*client.Client, *logBuf) {
+	t.Helper()
+	logs := &logBuf{}
 	s, err := server.New(server.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Secret: secret,
-		Transports: map[string]transport.Transport{"tcpn": tcpn.New(tcpn.Config{})}})
+		Transports: map[string]transport.Transport{"tcpn": tcpn.New(tcpn.Config{})},
+		Logger:     slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,16 +62,18 @@ func startServer(t *testing.T, ctx context.Context) *client.Client {
 			t.Error(err)
 		}
 	})
-	return client.New(s.URL())
+	return client.New(s.URL()), logs
 }
 
-// Two servers share one worker's threads: together they never hold more
-// streams than the worker has threads, and the one left out says why.
-func TestThreadsSharedAcrossServers(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// Two servers share one worker's threads by demand: the only busy server
+// gets all of them, two busy servers get half each at once, and the
+// threads of a server that has nothing left to run go back to the other
+// about a second later. Together they never hold more than the worker has.
+func TestLeasesFollowDemand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	a, b := startServer(t, ctx), startServer(t, ctx)
-	w, err := worker.New(worker.Config{Name: "shared", Servers: []string{a.URL(), b.URL()}, Threads: 2,
+	w, err := worker.New(worker.Config{Name: "shared", Servers: []string{a.URL(), b.URL()}, Threads: 4,
 		Transport: tcpn.New(tcpn.Config{}), Secret: secret})
 	if err != nil {
 		t.Fatal(err)
@@ -50,35 +84,137 @@ func TestThreadsSharedAcrossServers(t *testing.T) {
 		cancel()
 		<-done
 	}()
+	waitLeases(t, ctx, w, a, b, func(la, lb int) bool {
+		return workerOf(ctx, a).State == api.WorkerUp && workerOf(ctx, b).State == api.WorkerUp
+	})
+	ja := longJob(t, ctx, a)
+	waitLeases(t, ctx, w, a, b, func(la, lb int) bool { return la == 4 && lb == 0 })
+	jb := longJob(t, ctx, b)
+	waitLeases(t, ctx, w, a, b, func(la, lb int) bool { return la == 2 && lb == 2 })
+	if _, err := a.Cancel(ctx, ja); err != nil {
+		t.Fatal(err)
+	}
+	idle := time.Now()
+	waitLeases(t, ctx, w, a, b, func(la, lb int) bool { return la == 0 && lb == 4 })
+	if d := time.Since(idle); d < 500*time.Millisecond {
+		t.Errorf("threads moved %v after the server went idle; the idle hold is 1s", d)
+	}
+	if _, err := b.Cancel(ctx, jb); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// longJob submits a job that keeps a worker busy for longer than the test.
+func longJob(t *testing.T, ctx context.Context, c *client.Client) string {
+	t.Helper()
+	obj, err := c.Put(ctx, bytes.NewReader(samples.GIF()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := c.Submit(ctx, api.JobSpec{Op: "blur", Input: obj.ID, Repeat: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j.ID
+}
+
+// waitLeases polls both servers' view of the shared worker until ok holds,
+// failing if the worker ever lends or runs more than its threads. (The
+// servers' views may add up to more for a moment, while one of them has
+// not yet read the lease that shrank its share; what it sends meanwhile
+// waits for a thread on the worker.)
+func waitLeases(t *testing.T, ctx context.Context, w *worker.Worker, a, b *client.Client, ok func(la, lb int) bool) {
+	t.Helper()
 	for {
-		wa, wb := workerOf(ctx, a), workerOf(ctx, b)
-		total := wa.Streams + wb.Streams
-		if total > 2 {
-			t.Fatalf("servers hold %d+%d streams on a 2-thread worker", wa.Streams, wb.Streams)
+		la, lb := workerOf(ctx, a).Lease, workerOf(ctx, b).Lease
+		if info := w.Info(); info.LeasedThreads > 4 || info.FreeThreads < 0 {
+			t.Fatalf("the worker lends %d and runs %d units on 4 threads", info.LeasedThreads, 4-info.FreeThreads)
 		}
-		left := wa
-		if wa.Streams > 0 {
-			left = wb
-		}
-		if total == 2 && strings.Contains(left.Error, "no free processing threads") {
+		if ok(la, lb) {
 			return
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("no settled state: a=%+v b=%+v", wa, wb)
-		case <-time.After(50 * time.Millisecond):
+			t.Fatalf("leases a=%d b=%d never settled", la, lb)
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
 
-func workerOf(ctx context.Context, c *client.Client) api.Worker {
-	ws, _ := c.Workers(ctx)
-	for _, w := range ws {
-		if w.Info.Name == "shared" {
-			return w
+// The issue's scenario: two servers, two workers registered with both (4
+// and 2 threads), a job on each server at once: each job uses both workers.
+func TestSharedWorkersServeBothServers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	a, b := startServer(t, ctx), startServer(t, ctx)
+	var runs []chan error
+	for i, threads := range []int{4, 2} {
+		w, err := worker.New(worker.Config{Name: fmt.Sprintf("w%d", i+1), Servers: []string{a.URL(), b.URL()},
+			Threads: threads, Transport: tcpn.New(tcpn.Config{}), Secret: secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- w.Run(ctx) }()
+		runs = append(runs, done)
+	}
+	defer func() {
+		cancel()
+		for _, d := range runs {
+			<-d
+		}
+	}()
+	for _, c := range []*client.Client{a, b} {
+		for c := c; ; {
+			if ws, _ := c.Workers(ctx); upCount(ws) == 2 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatal("workers not up on both servers")
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
 	}
-	return api.Worker{}
+	obj, err := a.Put(ctx, bytes.NewReader(samples.GIF()))
+	if err == nil {
+		_, err = b.Put(ctx, bytes.NewReader(samples.GIF()))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := api.JobSpec{Op: "grayscale", Input: obj.ID, Repeat: 200}
+	ids := make([]string, 2)
+	for i, c := range []*client.Client{a, b} {
+		j, err := c.Submit(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = j.ID
+	}
+	for i, c := range []*client.Client{a, b} {
+		j, err := c.Wait(ctx, ids[i], nil)
+		if err != nil || j.State != api.JobDone {
+			t.Fatalf("job %d: %v %+v", i, err, j)
+		}
+		if j.UnitsPerWorker["w1"] == 0 || j.UnitsPerWorker["w2"] == 0 {
+			t.Errorf("server %d ran its job on %v; both workers should serve both servers", i, j.UnitsPerWorker)
+		}
+	}
+}
+
+func upCount(ws []api.Worker) int {
+	n := 0
+	for _, w := range ws {
+		if w.State == api.WorkerUp {
+			n++
+		}
+	}
+	return n
+}
+
+func workerOf(ctx context.Context, c *client.Client) api.Worker {
+	return workerOfName(ctx, c, "shared")
 }
 
 // A worker outlives a server restart: the new server does not know it, says
@@ -139,4 +275,102 @@ func workerOfName(ctx context.Context, c *client.Client, name string) api.Worker
 		}
 	}
 	return api.Worker{}
+}
+
+// A worker told to stop hands back the units it has not started, finishes
+// the running ones, deregisters and returns: when its association ends the
+// server has nothing of its in flight to take back, and the job loses
+// nothing and fails nothing.
+func TestGracefulStopHandsBackUnits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, logs := startServerLog(t, ctx)
+	run := func(name string, threads int) (context.CancelFunc, chan error) {
+		wctx, stop := context.WithCancel(ctx)
+		w, err := worker.New(worker.Config{Name: name, Servers: []string{c.URL()}, Threads: threads,
+			Transport: tcpn.New(tcpn.Config{}), Secret: secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- w.Run(wctx) }()
+		return stop, done
+	}
+	stopStayer, stayer := run("stayer", 1)
+	defer func() { stopStayer(); <-stayer }()
+	stopQuitter, quitter := run("quitter", 2)
+	for upCount(mustWorkers(t, ctx, c)) < 2 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	obj, err := c.Put(ctx, bytes.NewReader(samples.GIF()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	const units = 60
+	j, err := c.Submit(ctx, api.JobSpec{Op: "blur", Input: obj.ID, Repeat: units, Speculate: &no})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		s, err := c.Job(ctx, j.ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.UnitsPerWorker["quitter"] >= 3 {
+			break
+		}
+		if s.Terminal() {
+			t.Fatal("job ended before the quitter did 3 units")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stopQuitter()
+	select {
+	case err := <-quitter:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stopping worker did not return")
+	}
+	if w := workerOfName(ctx, c, "quitter"); w.Info.Name != "" {
+		t.Errorf("the stopped worker is still registered: %+v", w)
+	}
+	final, err := c.Wait(ctx, j.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.State != api.JobDone || final.Progress.Done != units || final.Progress.Failed != 0 {
+		t.Fatalf("job after a graceful stop: %s %+v %q", final.State, final.Progress, final.Error)
+	}
+	again := 0
+	for _, u := range final.Units {
+		if u.Attempts > 1 {
+			again++
+		}
+	}
+	if again == 0 {
+		t.Errorf("no unit was handed back (the quitter held %d in flight)", 2*2)
+	}
+	down := regexp.MustCompile(`msg="association down" dispatch.worker=quitter .*units_requeued=(\d+)`).FindAllStringSubmatch(logs.String(), -1)
+	if len(down) == 0 {
+		t.Errorf("the server never logged the quitter's association going down:\n%s", logs)
+
+	}
+	for _, m := range down {
+		if m[1] != "0" {
+			t.Errorf("the server took back %s units when the quitter's association ended; it should have had none in flight", m[1])
+		}
+	}
+	t.Logf("per worker %v, %d units placed again", final.UnitsPerWorker, again)
+}
+
+func mustWorkers(t *testing.T, ctx context.Context, c *client.Client) []api.Worker {
+	t.Helper()
+	ws, err := c.Workers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws
 }

@@ -93,7 +93,7 @@ func (f *fleet) startServer(secretFile string) error {
 		return fmt.Errorf("paper: server: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f.cancel, f.client = cancel, client.New(srv.URL())
+	f.cancel, f.client = cancel, client.New(srv.URL()).WithRetry(client.Retry{For: -1}) // a dead server is noticed at once
 	go func() { f.served <- srv.Run(ctx) }()
 	return nil
 }

@@ -11,6 +11,7 @@ var benchCommands = map[string]command{
 	"overhead":  {"units/s of a no-op operation through the whole system", runBenchOverhead},
 	"transport": {"throughput and request/response rate per transport and stream count", runBenchTransport},
 	"paper":     {"section IV of the paper: figures 4–16, plots and REPORT.md", runBenchPaper},
+	"chaos":     {"kill, freeze, cut off and restart the parts of a running cluster; check nothing is lost", runBenchChaos},
 	"soak":      {"a server fed jobs for a long time: memory and state.db size as it goes", runBenchSoak},
 }
 

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/transports"
@@ -15,9 +19,13 @@ import (
 
 // clientFlags are the flags every client command shares.
 type clientFlags struct {
-	server string
-	json   bool
+	server  string
+	json    bool
+	timeout timeoutFlag
 }
+
+// defaultTimeout is a client command's --timeout unless it waits for a job.
+const defaultTimeout = time.Minute
 
 func (c *clientFlags) register(fs *flag.FlagSet, e *env) {
 	def := e.getenv("BRAID_SERVER")
@@ -26,9 +34,67 @@ func (c *clientFlags) register(fs *flag.FlagSet, e *env) {
 	}
 	fs.StringVar(&c.server, "server", def, "server URL ($BRAID_SERVER)")
 	fs.BoolVar(&c.json, "json", false, "print JSON for scripts")
+	fs.Var(&c.timeout, "timeout", "give up after this `duration` (e.g. 30s, 10m; 0 means never); until then ride through\n"+
+		"a server that is unreachable, e.g. restarting (default 1m, but never for wait and submit --wait)")
 }
 
-func (c *clientFlags) client() *client.Client { return client.New(c.server) }
+// session is what a client command's body works with: a client that rides
+// through a server that is away, and the status line that says so.
+type session struct {
+	*client.Client
+	line *statusLine
+}
+
+// run runs a client command's body within its --timeout, def if none was
+// given (0: no limit). Until then the client rides through a server that
+// is away, and says so on stderr.
+func (c *clientFlags) run(ctx context.Context, e *env, def time.Duration, body func(context.Context, session) error) error {
+	d := c.timeout.or(def)
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	cl := client.New(c.server)
+	line := newStatusLine(e.stderr, cl.URL())
+	cl = cl.WithRetry(client.Retry{For: math.MaxInt64, Notify: line.notify, Recovered: line.recovered})
+	err := body(ctx, session{cl, line})
+	line.end()
+	if err != nil && d > 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		err = fmt.Errorf("gave up after --timeout %v: %w", d, err)
+	}
+	return err
+}
+
+// timeoutFlag is --timeout: a duration, or not given.
+type timeoutFlag struct {
+	d   time.Duration
+	set bool
+}
+
+func (t *timeoutFlag) String() string {
+	if !t.set {
+		return ""
+	}
+	return t.d.String()
+}
+
+func (t *timeoutFlag) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return fmt.Errorf("want a duration such as 30s or 10m, or 0 for no limit")
+	}
+	t.d, t.set = d, true
+	return nil
+}
+
+// or is the timeout given, else def.
+func (t *timeoutFlag) or(def time.Duration) time.Duration {
+	if t.set {
+		return t.d
+	}
+	return def
+}
 
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -52,22 +51,27 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 	default:
 		return fmt.Errorf("--speculate %q: want true or false", *speculate)
 	}
-	c := cf.client()
-	j, err := c.Submit(ctx, spec)
-	if err != nil {
-		return err
+	timeout := defaultTimeout
+	if *wait {
+		timeout = 0
 	}
-	if !*wait {
-		if cf.json {
-			return printJSON(e.stdout, j)
+	return cf.run(ctx, e, timeout, func(ctx context.Context, s session) error {
+		j, err := s.Submit(ctx, spec)
+		if err != nil {
+			return err
 		}
-		_, err = fmt.Fprintln(e.stdout, j.ID)
-		return err
-	}
-	if !cf.json {
-		fmt.Fprintln(e.stderr, j.ID)
-	}
-	return waitAndReport(ctx, cf, j.ID, e)
+		if !*wait {
+			if cf.json {
+				return printJSON(e.stdout, j)
+			}
+			_, err = fmt.Fprintln(e.stdout, j.ID)
+			return err
+		}
+		if !cf.json {
+			fmt.Fprintln(e.stderr, j.ID)
+		}
+		return waitAndReport(ctx, s, cf, j.ID, e)
+	})
 }
 
 func jobArg(name string, args []string, e *env) (clientFlags, string, error) {
@@ -89,15 +93,17 @@ func runStatus(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	j, err := cf.client().Job(ctx, id, cf.json)
-	if err != nil {
-		return err
-	}
-	if cf.json {
-		return printJSON(e.stdout, j)
-	}
-	printJob(e, j)
-	return nil
+	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
+		j, err := s.Job(ctx, id, cf.json)
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			return printJSON(e.stdout, j)
+		}
+		printJob(e, j)
+		return nil
+	})
 }
 
 func runWait(ctx context.Context, args []string, e *env) error {
@@ -105,20 +111,20 @@ func runWait(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	return waitAndReport(ctx, cf, id, e)
+	return cf.run(ctx, e, 0, func(ctx context.Context, s session) error {
+		return waitAndReport(ctx, s, cf, id, e)
+	})
 }
 
 // waitAndReport waits for a job (drawing a progress bar when stderr is a
 // terminal) and prints its final status; a failed job is an error.
-func waitAndReport(ctx context.Context, cf clientFlags, id string, e *env) error {
+func waitAndReport(ctx context.Context, s session, cf clientFlags, id string, e *env) error {
 	var progress func(api.Job)
-	if !cf.json && isTerminal(e.stderr) {
-		progress = func(j api.Job) { drawProgress(e, j) }
+	if !cf.json && s.line.tty {
+		progress = func(j api.Job) { s.line.progress(progressText(j)) }
 	}
-	j, err := cf.client().Wait(ctx, id, progress)
-	if progress != nil {
-		fmt.Fprintln(e.stderr)
-	}
+	j, err := s.Wait(ctx, id, progress)
+	s.line.end()
 	if err != nil {
 		return err
 	}
@@ -135,16 +141,8 @@ func waitAndReport(ctx context.Context, cf clientFlags, id string, e *env) error
 	return nil
 }
 
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-func drawProgress(e *env, j api.Job) {
+// progressText is the progress bar of a job.
+func progressText(j api.Job) string {
 	const width = 30
 	p := j.Progress
 	filled := 0
@@ -152,11 +150,12 @@ func drawProgress(e *env, j api.Job) {
 		filled = width * (p.Done + p.Failed) / p.Total
 	}
 	bar := strings.Repeat("#", filled) + strings.Repeat(".", width-filled)
-	fmt.Fprintf(e.stderr, "\r%s [%s] %d/%d units, %d running, %s  ", j.ID, bar, p.Done+p.Failed, p.Total, p.Running,
+	text := fmt.Sprintf("%s [%s] %d/%d units, %d running, %s", j.ID, bar, p.Done+p.Failed, p.Total, p.Running,
 		time.Since(j.ReceivedAt).Round(100*time.Millisecond))
 	if j.Waiting != "" {
-		fmt.Fprintf(e.stderr, "(waiting: %s)", j.Waiting)
+		text += fmt.Sprintf("  (waiting: %s)", j.Waiting)
 	}
+	return text
 }
 
 func printJob(e *env, j api.Job) {
@@ -197,13 +196,15 @@ func runCancel(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	j, err := cf.client().Cancel(ctx, id)
-	if err != nil {
+	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
+		j, err := s.Cancel(ctx, id)
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			return printJSON(e.stdout, j)
+		}
+		_, err = fmt.Fprintf(e.stdout, "%s %s\n", j.ID, j.State)
 		return err
-	}
-	if cf.json {
-		return printJSON(e.stdout, j)
-	}
-	_, err = fmt.Fprintf(e.stdout, "%s %s\n", j.ID, j.State)
-	return err
+	})
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/braidhq/braid/api"
 )
 
 func listFlags(name string, args []string, e *env) (clientFlags, error) {
@@ -16,18 +18,39 @@ func listFlags(name string, args []string, e *env) (clientFlags, error) {
 	return cf, parse(fs, args)
 }
 
-func runJobs(ctx context.Context, args []string, e *env) error {
-	cf, err := listFlags("jobs", args, e)
+// runList is a list command: get the list, then print it as JSON or with
+// print.
+func runList[T any](ctx context.Context, name string, args []string, e *env,
+	get func(session, context.Context) ([]T, error), print func(*env, []T) error) error {
+	cf, err := listFlags(name, args, e)
 	if err != nil {
 		return err
 	}
-	jobs, err := cf.client().Jobs(ctx)
-	if err != nil || cf.json {
-		if err == nil {
-			err = printJSON(e.stdout, jobs)
+	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
+		list, err := get(s, ctx)
+		switch {
+		case err != nil:
+			return err
+		case cf.json:
+			return printJSON(e.stdout, list)
 		}
-		return err
-	}
+		return print(e, list)
+	})
+}
+
+func runJobs(ctx context.Context, args []string, e *env) error {
+	return runList(ctx, "jobs", args, e, session.Jobs, printJobs)
+}
+
+func runWorkers(ctx context.Context, args []string, e *env) error {
+	return runList(ctx, "workers", args, e, session.Workers, printWorkers)
+}
+
+func runOps(ctx context.Context, args []string, e *env) error {
+	return runList(ctx, "ops", args, e, session.Operations, printOps)
+}
+
+func printJobs(e *env, jobs []api.Job) error {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "JOB\tOP\tSTATE\tUNITS\tDONE\tAVG/UNIT\tRECEIVED")
 	for _, j := range jobs {
@@ -41,18 +64,7 @@ func runJobs(ctx context.Context, args []string, e *env) error {
 	return w.Flush()
 }
 
-func runWorkers(ctx context.Context, args []string, e *env) error {
-	cf, err := listFlags("workers", args, e)
-	if err != nil {
-		return err
-	}
-	ws, err := cf.client().Workers(ctx)
-	if err != nil || cf.json {
-		if err == nil {
-			err = printJSON(e.stdout, ws)
-		}
-		return err
-	}
+func printWorkers(e *env, ws []api.Worker) error {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "WORKER\tSTATE\tTRANSPORT\tSTREAMS\tTHREADS\tCORES\tUNITS\tADDR\tERROR")
 	for _, wk := range ws {
@@ -66,18 +78,7 @@ func runWorkers(ctx context.Context, args []string, e *env) error {
 	return w.Flush()
 }
 
-func runOps(ctx context.Context, args []string, e *env) error {
-	cf, err := listFlags("ops", args, e)
-	if err != nil {
-		return err
-	}
-	list, err := cf.client().Operations(ctx)
-	if err != nil || cf.json {
-		if err == nil {
-			err = printJSON(e.stdout, list)
-		}
-		return err
-	}
+func printOps(e *env, list []api.Operation) error {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, op := range list {
 		var ps []string

@@ -37,10 +37,11 @@ func init() {
 		"server":  {"run a server: control API, object store, scheduler", runServer},
 		"worker":  {"run a worker that registers with servers and runs units", runWorker},
 		"put":     {"upload a file; prints its object id", runPut},
+		"delete":  {"delete objects, or finished jobs with --job", runDelete},
 		"get":     {"download an object", runGet},
 		"submit":  {"submit a job; prints its id", runSubmit},
 		"status":  {"show a job's status", runStatus},
-		"wait":    {"wait for a job to finish, with a progress bar on a terminal", runWait},
+		"wait":    {"wait for a job to finish, riding through server restarts; a progress bar on a terminal", runWait},
 		"cancel":  {"cancel a job", runCancel},
 		"jobs":    {"list jobs", runJobs},
 		"workers": {"list registered workers", runWorkers},
@@ -65,6 +66,10 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // the first signal starts a graceful stop; a second one kills at once
+	}()
 	os.Exit(run(ctx, os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}))
 }
 
@@ -108,8 +113,10 @@ Commands:
 		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprint(w, `
-Client commands take --server URL (default $BRAID_SERVER, else http://127.0.0.1:7070)
-and --json for scripts. Run 'braid COMMAND -h' for a command's flags.
+Client commands take --server URL (default $BRAID_SERVER, else http://127.0.0.1:7070),
+--json for scripts, and --timeout D (default 1m; no limit for wait and submit --wait):
+until then they ride through a server that is unreachable, e.g. restarting.
+Run 'braid COMMAND -h' for a command's flags.
 
 Quick start:  braid demo
 `)

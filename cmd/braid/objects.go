@@ -18,15 +18,17 @@ func runPut(ctx context.Context, args []string, e *env) error {
 		fs.Usage()
 		return errUsage
 	}
-	obj, err := cf.client().PutFile(ctx, fs.Arg(0))
-	if err != nil {
+	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
+		obj, err := s.PutFile(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			return printJSON(e.stdout, obj)
+		}
+		_, err = fmt.Fprintln(e.stdout, obj.ID)
 		return err
-	}
-	if cf.json {
-		return printJSON(e.stdout, obj)
-	}
-	_, err = fmt.Fprintln(e.stdout, obj.ID)
-	return err
+	})
 }
 
 func runGet(ctx context.Context, args []string, e *env) error {
@@ -42,32 +44,34 @@ func runGet(ctx context.Context, args []string, e *env) error {
 		fs.Usage()
 		return errUsage
 	}
-	id := fs.Arg(0)
-	if *job != "" {
-		j, err := cf.client().Job(ctx, *job, false)
-		if err != nil {
-			return err
+	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
+		id := fs.Arg(0)
+		if *job != "" {
+			j, err := s.Job(ctx, *job, false)
+			if err != nil {
+				return err
+			}
+			if j.Result == "" {
+				return fmt.Errorf("job %s is %s and has no result yet", j.ID, j.State)
+			}
+			id = j.Result
 		}
-		if j.Result == "" {
-			return fmt.Errorf("job %s is %s and has no result yet", j.ID, j.State)
+		if *out == "" {
+			return s.Get(ctx, id, e.stdout)
 		}
-		id = j.Result
-	}
-	if *out == "" {
-		return cf.client().Get(ctx, id, e.stdout)
-	}
-	return getToFile(ctx, cf, id, *out)
+		return getToFile(ctx, s, id, *out)
+	})
 }
 
 // getToFile downloads into a temporary file and renames it into place, so a
 // failed download never leaves a partial FILE.
-func getToFile(ctx context.Context, cf clientFlags, id, path string) error {
+func getToFile(ctx context.Context, s session, id, path string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".braid-get-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if err := cf.client().Get(ctx, id, tmp); err != nil {
+	if err := s.Get(ctx, id, tmp); err != nil {
 		tmp.Close()
 		return err
 	}

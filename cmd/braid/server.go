@@ -29,6 +29,7 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	retainJobs := fs.Int("retain-jobs", server.DefaultRetainJobs, "keep at most this many finished jobs, removing the oldest first (negative: no limit)")
 	gcGrace := fs.Duration("gc-grace", server.DefaultGCGrace, "delete objects the server wrote once no retained job has referenced them for this long (negative: never)")
 	drainTimeout := fs.Duration("drain-timeout", server.DefaultDrainTimeout, "on stop, wait this long for the results of units in flight (negative: do not wait)")
+	liveness := fs.Duration("liveness", 3*time.Second, "a worker silent this long on its association is taken for dead and its units go elsewhere (the smaller of the two ends' values applies)")
 	var sec secretFlags
 	var logs logFlags
 	var topts transports.Options
@@ -69,7 +70,7 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	}
 	s, err := server.New(server.Config{Listen: *listen, DataDir: *data, Secret: secret, Name: *name,
 		Transports: ts, MaxObjectSize: *maxObj, UploadIdleTimeout: *uploadIdle, HeartbeatTimeout: *hbTimeout, Window: *window,
-		RetainFor: *retainFor, RetainJobs: *retainJobs, GCGrace: *gcGrace, DrainTimeout: *drainTimeout, Logger: log})
+		RetainFor: *retainFor, RetainJobs: *retainJobs, GCGrace: *gcGrace, DrainTimeout: *drainTimeout, Liveness: *liveness, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/braidhq/braid/internal/transports"
 	"github.com/braidhq/braid/worker"
@@ -19,6 +20,10 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	tname := fs.String("transport", transports.Default, "data-plane transport: "+strings.Join(transports.Names, ", "))
 	name := fs.String("name", "", "worker name (default: hostname-pid)")
 	opsList := fs.String("ops", "", "comma-separated operations this worker runs (default: all)")
+	advertise := fs.String("advertise", "", "data-plane address to announce to servers, if they must reach this worker through another address than --listen (NAT, relay)")
+	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or Ctrl-C, wait this long for running units to finish (a second signal stops at once)")
+	leaseIdle := fs.Duration("lease-idle", time.Second, "a server that stops asking for threads keeps them this long before they go to other servers")
+	liveness := fs.Duration("liveness", 3*time.Second, "a server silent this long on an association is taken for dead and its units are dropped (the smaller of the two ends' values applies)")
 	var sec secretFlags
 	var logs logFlags
 	var topts transports.Options
@@ -59,7 +64,8 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 		opNames = strings.Split(*opsList, ",")
 	}
 	w, err := worker.New(worker.Config{Name: *name, Servers: servers, Threads: *threads, Transport: t,
-		Listen: *listen, InfoListen: *infoListen, Secret: secret, Ops: opNames, Logger: log})
+		Listen: *listen, Advertise: *advertise, InfoListen: *infoListen, Secret: secret, Ops: opNames, Logger: log,
+		DrainTimeout: *drain, LeaseIdle: *leaseIdle, Liveness: *liveness})
 	if err != nil {
 		return err
 	}

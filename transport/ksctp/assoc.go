@@ -13,13 +13,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/alive"
 )
 
 const defaultHandshakeTimeout = 10 * time.Second
 
-// assoc is one kernel SCTP association. It owns two goroutines: the
-// receive loop (which ends the association and runs finish on exit) and
-// the credit writer.
+// assoc is one kernel SCTP association. It owns three goroutines: the
+// receive loop (which ends the association and runs finish on exit), the
+// credit writer and the keep-alive loop.
 type assoc struct {
 	c        *conn
 	streams  []*stream
@@ -31,10 +32,12 @@ type assoc struct {
 	release  func()
 	ctx      context.Context // ends with the association
 	cancel   context.CancelFunc
-	done     chan struct{} // closed by terminate
-	finished chan struct{} // closed when the goroutines are gone and the socket closed
-	creditK  chan struct{} // wakes the credit writer
-	creditWG sync.WaitGroup
+	done     chan struct{}  // closed by terminate
+	finished chan struct{}  // closed when the goroutines are gone and the socket closed
+	creditK  chan struct{}  // wakes the credit writer
+	loops    sync.WaitGroup // the credit writer and the keep-alive loop
+	clock    alive.Clock    // traffic with the peer, see liveness.go
+	liveness time.Duration  // the negotiated liveness bound
 
 	mu  sync.Mutex // guards err
 	err error
@@ -47,7 +50,7 @@ type assoc struct {
 var _ transport.Association = (*assoc)(nil)
 
 func newAssoc(c *conn, res transport.HandshakeResult, release func(), cfg *Config) *assoc {
-	a := &assoc{c: c, peer: res.Peer, release: release,
+	a := &assoc{c: c, peer: res.Peer, release: release, liveness: res.Liveness,
 		closeTO:  orDefault(cfg.CloseTimeout, 10*time.Second),
 		done:     make(chan struct{}),
 		finished: make(chan struct{}),
@@ -64,7 +67,9 @@ func newAssoc(c *conn, res transport.HandshakeResult, release func(), cfg *Confi
 		a.local, a.remote = addrOf(la), addrOf(ra)
 		return nil
 	})
-	a.creditWG.Go(a.creditLoop)
+	a.clock.Start()
+	a.loops.Go(a.creditLoop)
+	a.startKeepAlive()
 	go a.recvLoop()
 	return a
 }
@@ -99,7 +104,7 @@ func (a *assoc) terminate(err error) bool {
 // finish runs once, on the receive loop's way out.
 func (a *assoc) finish() {
 	a.c.f.Close()
-	a.creditWG.Wait()
+	a.loops.Wait()
 	a.release()
 	close(a.finished)
 }
@@ -178,6 +183,7 @@ func (a *assoc) write(ctx context.Context, s int, ppid uint32, p []byte) error {
 	err := a.c.writeMsg(ctx, uint16(s), ppid, 0, p)
 	switch {
 	case err == nil:
+		a.clock.Sent()
 		return nil
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return err

@@ -73,6 +73,22 @@ func (c *conn) writeMsg(ctx context.Context, sid uint16, ppid uint32, flags uint
 	return serr
 }
 
+// tryWriteMsg sends p as one SCTP message on stream sid if that needs no
+// waiting: no other sendmsg under way and room in the socket buffer. It
+// reports whether the kernel took the message.
+func (c *conn) tryWriteMsg(sid uint16, ppid uint32, p []byte) bool {
+	if !c.wmu.TryLock() {
+		return false
+	}
+	defer c.wmu.Unlock()
+	oob := sndInfoCmsg(sid, ppid, 0)
+	err := c.control(func(fd int) error {
+		_, err := unix.SendmsgN(fd, p, oob, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+		return err
+	})
+	return err == nil
+}
+
 // piece is what one recvmsg returned.
 type piece struct {
 	n     int

@@ -18,6 +18,20 @@
 // a message only while it holds credit, and the receiver returns credit as
 // the application consumes messages.
 //
+// Liveness: the kernel's own SCTP heartbeats are answered by the kernel even
+// for a process that is frozen or wedged, so braid keeps its own clock
+// (liveness.go). Every piece the receive loop reads is a sign of life; an
+// association that has sent nothing for a third of the negotiated liveness
+// sends a ping (one byte on stream 0 with its own payload protocol id, sent
+// only if that needs no waiting); and one that has received nothing for the
+// whole liveness is aborted with a transport.PeerLostError. The receive loop
+// never waits for the application, so a stalled reader cannot hide the
+// peer's pings.
+//
+// Config.UDPEncapsPort makes dialed associations travel as SCTP over UDP
+// (RFC 6951), which also lets the conformance suite cut them with a UDP
+// relay.
+//
 // Sockets are nonblocking and parked on the Go runtime poller through
 // os.File, so context cancellation, Close and Abort unblock all I/O.
 //

@@ -5,13 +5,17 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"net"
 	"net/netip"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/braidhq/braid/internal/relay"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/ksctp"
 	"github.com/braidhq/braid/transport/transporttest"
@@ -28,7 +32,36 @@ func TestConformance(t *testing.T) {
 	skipWithoutSCTP(t)
 	transporttest.Run(t, func(t *testing.T) transport.Transport {
 		return ksctp.New(ksctp.Config{})
-	}, "127.0.0.1:0", transporttest.Options{Garbage: garbage, Timeout: 90 * time.Second}) // TCG emulation is ~100x slower
+	}, "127.0.0.1:0", transporttest.Options{Garbage: garbage, BlackHole: encapsPath,
+		Timeout: 90 * time.Second}) // TCG emulation is ~100x slower
+}
+
+// encapsPath is the Liveness/BlackHole path for kernel SCTP, which a TCP
+// or UDP relay cannot carry as it is: the dialer sends SCTP over UDP (RFC
+// 6951) to a relay that forwards it to this kernel's encapsulation port
+// (net.sctp.udp_port, which vm/run-tests.sh sets); the listening kernel
+// answers through the relay.
+func encapsPath(t testing.TB, _ transport.Transport, listenAddr string) transporttest.Path {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/net/sctp/udp_port")
+	port, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || port == 0 {
+		t.Skipf("kernel does not receive SCTP over UDP (net.sctp.udp_port %q, %v)", b, err)
+	}
+	r, err := relay.New(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	_, rp, _ := net.SplitHostPort(r.Addr())
+	encaps, _ := strconv.Atoi(rp)
+	tr := ksctp.New(ksctp.Config{UDPEncapsPort: encaps})
+	return transporttest.Path{
+		Dial: func(ctx context.Context, cfg transport.DialConfig) (transport.Association, error) {
+			return tr.Dial(ctx, listenAddr, cfg)
+		},
+		Block: r.Block,
+	}
 }
 
 // garbage connects with a plain SCTP socket and sends junk on several

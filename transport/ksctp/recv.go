@@ -48,7 +48,9 @@ func (a *assoc) Recv(ctx context.Context, s int) ([]byte, error) {
 
 // recvLoop drains the socket: it reassembles each stream's SCTP messages
 // (the kernel may deliver one in pieces, the last with MSG_EOR) and hands
-// them to deliver. It ends the association when the socket fails.
+// them to deliver. Every piece is a sign of life. It never waits for the
+// application (credit bounds the queues), and it ends the association when
+// the socket fails.
 func (a *assoc) recvLoop() {
 	defer a.finish()
 	buf := make([]byte, 64<<10)
@@ -66,6 +68,7 @@ func (a *assoc) recvLoop() {
 			}
 			continue
 		}
+		a.clock.Heard()
 		if err := a.take(pc, buf[:pc.n]); err != nil {
 			a.abort(err, err)
 			return
@@ -144,6 +147,11 @@ func (a *assoc) deliver(st *stream, ppid uint32, p []byte) error {
 		return st.credit(p)
 	case ppidHandshake:
 		return protoErr("handshake message after the handshake")
+	case ppidPing:
+		if st != a.streams[0] || len(p) != 1 {
+			return protoErr("malformed ping")
+		}
+		// A sign of life, recorded by recvLoop like every message.
 	default:
 		return protoErr("unknown payload protocol id %d", ppid)
 	}

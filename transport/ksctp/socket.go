@@ -116,3 +116,19 @@ func fragSize(fd int) int {
 	}
 	return max(min(sendFragment, sb/4), 4<<10)
 }
+
+// setEncapsPort makes the socket's future association send SCTP over UDP
+// to the peer's UDP port (RFC 6951); zero leaves it alone.
+func setEncapsPort(fd, port int) error {
+	if port == 0 {
+		return nil
+	}
+	if port < 0 || port > 0xffff {
+		return fmt.Errorf("ksctp: UDPEncapsPort %d out of range", port)
+	}
+	b := udpEncaps(uint16(port))
+	if err := unix.SetsockoptString(fd, solSCTP, sctpRemoteUDPEncapsPort, string(b)); err != nil {
+		return fmt.Errorf("ksctp: SCTP_REMOTE_UDP_ENCAPS_PORT: %w", err)
+	}
+	return nil
+}

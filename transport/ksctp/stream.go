@@ -12,6 +12,7 @@ const (
 	ppidDrop                        // the sender gave up mid-message: drop the partial one
 	ppidCredit                      // flow-control credit: 8-byte big-endian byte count
 	ppidHandshake                   // braid handshake, stream 0, before any data
+	ppidPing                        // keep-alive, stream 0, one zero byte (liveness.go)
 )
 
 // window is the per-stream flow-control window in bytes. A sender starts a

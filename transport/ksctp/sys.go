@@ -153,3 +153,16 @@ func parseRcvInfo(oob []byte) (info rcvInfo, ok bool) {
 	}
 	return info, false
 }
+
+// udpEncaps encodes struct sctp_udpencaps {sue_assoc_id, sue_address
+// (struct sockaddr_storage, pointer-aligned), sue_port} for the future
+// association (id 0) and any address, with port in network byte order, as
+// the kernel reads it.
+func udpEncaps(port uint16) []byte {
+	const align = int(unsafe.Sizeof(uintptr(0)))
+	const addrOff = (4 + align - 1) &^ (align - 1)
+	const portOff = addrOff + 128 // sizeof(struct sockaddr_storage)
+	b := make([]byte, (portOff+2+align-1)&^(align-1))
+	binary.BigEndian.PutUint16(b[portOff:], port)
+	return b
+}

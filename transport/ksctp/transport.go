@@ -35,6 +35,14 @@ type Config struct {
 	// PartialDeliveryPoint, if positive, sets SCTP_PARTIAL_DELIVERY_POINT:
 	// the kernel hands over pieces of any message larger than it.
 	PartialDeliveryPoint int
+	// UDPEncapsPort, if non-zero, makes associations this transport dials
+	// travel in UDP datagrams to this UDP port of the peer (SCTP over UDP,
+	// RFC 6951, SCTP_REMOTE_UDP_ENCAPS_PORT) instead of as IP protocol
+	// 132, for paths that carry only TCP and UDP (or a UDP relay). The
+	// local kernel must receive encapsulated SCTP (sysctl
+	// net.sctp.udp_port); a listening kernel answers each encapsulated
+	// peer the same way without being told.
+	UDPEncapsPort int
 }
 
 func (c *Config) streams() int {
@@ -93,6 +101,10 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 	sa, family := sockaddr(ap)
 	fd, err := newSocket(family, &t.cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := setEncapsPort(fd, t.cfg.UDPEncapsPort); err != nil {
+		unix.Close(fd)
 		return nil, err
 	}
 	c, err := newConn(fd, "sctp:"+addr)

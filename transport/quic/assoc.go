@@ -36,6 +36,11 @@ type Association struct {
 	release func()
 	logf    func(format string, args ...any)
 
+	// idle is this side's configured liveness, the silence after which
+	// quic-go gives up (keep-alive period plus idle timeout); liveness is
+	// the negotiated bound. See peerErr.
+	idle, liveness time.Duration
+
 	local    chan struct{} // closed on local Close or Abort
 	done     chan struct{} // closed when the association has ended
 	finished chan struct{} // closed when teardown is complete
@@ -47,9 +52,10 @@ type Association struct {
 }
 
 func newAssociation(cfg *Config, qc *quicgo.Conn, ctl *quicgo.Stream, streams []*quicgo.Stream,
-	peer transport.PeerInfo, release func(), logf func(string, ...any)) *Association {
+	res transport.HandshakeResult, idle time.Duration, release func(), logf func(string, ...any)) *Association {
 	a := &Association{
-		cfg: cfg, qc: qc, ctl: ctl, streams: streams, peer: peer, release: release, logf: logf,
+		cfg: cfg, qc: qc, ctl: ctl, streams: streams, peer: res.Peer, release: release, logf: logf,
+		idle: idle, liveness: res.Liveness,
 		locks: make([]chan struct{}, len(streams)), queues: make([]*msgq.Queue, len(streams)),
 		local: make(chan struct{}), done: make(chan struct{}), finished: make(chan struct{}), peerFin: make(chan struct{}),
 	}
@@ -171,6 +177,17 @@ func (a *Association) classify(err error) error {
 	if errors.Is(err, transport.ErrProtocol) || errors.Is(err, transport.ErrMessageTooLarge) {
 		return err
 	}
+	return a.peerErr(err)
+}
+
+// peerErr is peerErr, except that QUIC's idle timeout (no packet from the
+// peer for the idle timeout despite keep-alive PINGs) means the peer was
+// lost.
+func (a *Association) peerErr(err error) error {
+	var idle *quicgo.IdleTimeoutError
+	if errors.As(err, &idle) {
+		return &transport.PeerLostError{Silence: a.idle, Liveness: a.liveness}
+	}
 	return peerErr(err)
 }
 
@@ -239,6 +256,6 @@ func (a *Association) write(ctx context.Context, st *quicgo.Stream, p []byte) er
 	case <-a.done:
 		return a.endErr()
 	default:
-		return peerErr(err)
+		return a.peerErr(err)
 	}
 }

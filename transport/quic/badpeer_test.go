@@ -82,7 +82,7 @@ func badPeer(t *testing.T, tr *Transport, addr string, index, data []byte) *quic
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	qc, err := quicgo.DialAddr(ctx, addr, tr.clientTLS(addr), tr.cfg.quicConfig())
+	qc, err := quicgo.DialAddr(ctx, addr, tr.clientTLS(addr), tr.cfg.quicConfig(0))
 	if err != nil {
 		t.Fatal(err)
 	}

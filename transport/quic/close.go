@@ -43,7 +43,7 @@ func (a *Association) watch() {
 	case errors.Is(err, io.EOF):
 		a.peerClosing()
 	default:
-		go a.terminate(peerErr(err), codeClose)
+		go a.terminate(a.peerErr(err), codeClose)
 	}
 }
 

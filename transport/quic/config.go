@@ -13,7 +13,10 @@ import (
 // alpn is the TLS application protocol braid speaks over QUIC.
 const alpn = "braid/1"
 
-// Config tunes the transport. Zero values mean the documented defaults.
+// Config tunes the transport. Zero values mean the documented defaults. How
+// long a silent peer is kept is not set here but per association, by
+// transport.DialConfig.Liveness and ListenConfig.Liveness, which set QUIC's
+// keep-alive period and idle timeout (see the package comment).
 type Config struct {
 	// Certificate is presented by listeners. Default: an ephemeral
 	// self-signed certificate made at Listen.
@@ -35,9 +38,6 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// CloseTimeout bounds a graceful Close. Default 5 s.
 	CloseTimeout time.Duration
-	// IdleTimeout is how long a silent peer is kept (keep-alives are sent
-	// at a third of it). Default 30 s.
-	IdleTimeout time.Duration
 	// Logger receives log lines (group "quic"); nil discards them.
 	Logger *slog.Logger
 }
@@ -48,7 +48,6 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.QueueBytes, 4<<20)
 	setDefault(&c.HandshakeTimeout, 10*time.Second)
 	setDefault(&c.CloseTimeout, 5*time.Second)
-	setDefault(&c.IdleTimeout, 30*time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -56,13 +55,21 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// quicConfig is the quic-go configuration: large windows for bulk data and
-// room for MaxStreams streams plus the control stream.
-func (c Config) quicConfig() *quicgo.Config {
+// quicConfig is the quic-go configuration for one side whose configured
+// liveness is liveness: large windows for bulk data, room for MaxStreams
+// streams plus the control stream, and keep-alive PINGs after a third of
+// the liveness without a packet from the peer. The idle timeout is the rest
+// of the liveness, because quic-go starts it at the first ack-eliciting
+// packet sent after the last one received, which for an idle connection is
+// that PING: so a peer that falls silent is given up the liveness after its
+// last packet (see the package comment).
+func (c Config) quicConfig(liveness time.Duration) *quicgo.Config {
+	l := transport.NormLiveness(liveness)
+	keepAlive := l / 3
 	return &quicgo.Config{
 		HandshakeIdleTimeout:           c.HandshakeTimeout,
-		MaxIdleTimeout:                 c.IdleTimeout,
-		KeepAlivePeriod:                c.IdleTimeout / 3,
+		MaxIdleTimeout:                 l - keepAlive,
+		KeepAlivePeriod:                keepAlive,
 		InitialStreamReceiveWindow:     min(c.StreamWindow, 2<<20),
 		MaxStreamReceiveWindow:         c.StreamWindow,
 		InitialConnectionReceiveWindow: min(c.ConnWindow, 32<<20),

@@ -23,6 +23,29 @@
 // handshake could read the association; set RootCAs (and a Certificate on
 // the listeners) where that matters.
 //
+// # Liveness
+//
+// QUIC has dead-peer detection of its own, and the transport uses it: each
+// side sends keep-alive PINGs (which the peer's QUIC stack acknowledges
+// whatever its application does) after a third of its configured liveness L
+// (DialConfig.Liveness or ListenConfig.Liveness, normalised by
+// transport.NormLiveness) without a packet from the peer, and sets quic-go's
+// idle timeout to the other two thirds. quic-go counts the idle timeout from
+// the later of the last packet received and the first ack-eliciting packet
+// sent after it, which on an idle connection is that PING; so a peer that
+// falls silent is given up L after its last packet (sooner, 2L/3 after the
+// first unacknowledged packet, while data is being sent). quic-go then
+// closes the connection and the association ends with a
+// transport.PeerLostError.
+//
+// QUIC settles the idle timeout in its own handshake, before the braid
+// handshake, as the smaller of both sides' values; but quic-go raises a
+// peer's advertised value below 5 s to 5 s, so each side's timeout is
+// min(own, max(peer's, 5 s)). When both sides configure the same liveness
+// (the normal case) each side gives up after the bound the braid handshake
+// negotiates; otherwise the side with the larger value may wait longer than
+// HandshakeResult.Liveness, at most its own L.
+//
 // # Close
 //
 // Close finishes every stream (QUIC FIN) and the control stream, waits for

@@ -40,7 +40,7 @@ func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.L
 		cert = &c
 	}
 	tc := &tls.Config{Certificates: []tls.Certificate{*cert}, NextProtos: []string{alpn}, MinVersion: tls.VersionTLS13}
-	ql, err := quicgo.ListenAddr(addr, tc, t.cfg.quicConfig())
+	ql, err := quicgo.ListenAddr(addr, tc, t.cfg.quicConfig(cfg.Liveness))
 	if err != nil {
 		return nil, fmt.Errorf("quic: listen %s: %w", addr, err)
 	}
@@ -127,7 +127,7 @@ func (l *Listener) establish(ctx context.Context, qc *quicgo.Conn) (*Association
 		release()
 		return nil, ctxErr(ctx, err)
 	}
-	return newAssociation(&l.t.cfg, qc, ctl, streams, res.Peer, release, l.logf), nil
+	return newAssociation(&l.t.cfg, qc, ctl, streams, res, transport.NormLiveness(l.cfg.Liveness), release, l.logf), nil
 }
 
 // acceptStreams accepts n data streams and orders them by their index.

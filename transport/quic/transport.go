@@ -43,7 +43,7 @@ func (t *Transport) clientTLS(addr string) *tls.Config {
 func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
-	qc, err := quicgo.DialAddr(ctx, addr, t.clientTLS(addr), t.cfg.quicConfig())
+	qc, err := quicgo.DialAddr(ctx, addr, t.clientTLS(addr), t.cfg.quicConfig(cfg.Liveness))
 	if err != nil {
 		return nil, fmt.Errorf("quic: dial %s: %w", addr, err)
 	}
@@ -79,7 +79,7 @@ func (t *Transport) dialAssoc(ctx context.Context, qc *quicgo.Conn, cfg transpor
 			return nil, peerErr(err)
 		}
 	}
-	return newAssociation(&t.cfg, qc, ctl, streams, res.Peer, nil, t.logf), nil
+	return newAssociation(&t.cfg, qc, ctl, streams, res, transport.NormLiveness(cfg.Liveness), nil, t.logf), nil
 }
 
 // ctxErr prefers the context's error when it has ended.

@@ -7,8 +7,10 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/alive"
 	"github.com/pion/sctp"
 )
 
@@ -31,6 +33,9 @@ type Association struct {
 	release func()
 	logf    func(format string, args ...any)
 
+	life     *alive.Clock  // the conn's record of traffic with the peer
+	liveness time.Duration // the negotiated liveness bound
+
 	// closeStarted is set when Close begins: new Sends fail at once, while
 	// those under way finish (Close delivers them whole).
 	closeStarted atomic.Bool
@@ -42,7 +47,7 @@ type Association struct {
 	endOnce  sync.Once
 	errMu    sync.Mutex // guards err
 	err      error
-	readers  sync.WaitGroup
+	readers  sync.WaitGroup // the reader goroutines and the keep-alive loop
 }
 
 // setup holds what an association is built from.
@@ -52,6 +57,7 @@ type setup struct {
 	ctl     *sctp.Stream
 	conn    net.Conn
 	hook    *garbageHook
+	life    *alive.Clock
 	gate    *streamGate
 	res     transport.HandshakeResult
 	release func()
@@ -63,6 +69,7 @@ func newAssociation(s setup) (*Association, error) {
 	n := s.res.Streams
 	a := &Association{
 		cfg: s.cfg, pa: s.pa, ctl: s.ctl, conn: s.conn, peer: s.res.Peer, release: s.release, logf: s.logf,
+		life: s.life, liveness: s.res.Liveness,
 		send: make([]*sendStream, n), recv: make([]*recvStream, n), data: make([]*sctp.Stream, n),
 		done: make(chan struct{}), finished: make(chan struct{}),
 	}
@@ -80,7 +87,8 @@ func newAssociation(s setup) (*Association, error) {
 	return a, nil
 }
 
-// start announces each stream's window and starts the reader goroutines.
+// start announces each stream's window and starts the reader goroutines
+// and the keep-alive loop.
 func (a *Association) start() {
 	for i, r := range a.recv {
 		if l := r.initialGrant(); l > 0 {
@@ -89,6 +97,9 @@ func (a *Association) start() {
 	}
 	a.readers.Add(len(a.recv) + 1)
 	go a.readControl()
+	if a.liveness > 0 {
+		a.startKeepAlive()
+	}
 	for i := range a.recv {
 		go a.readData(i)
 	}
@@ -185,7 +196,8 @@ func (a *Association) fail(err error) {
 		return
 	default:
 	}
-	abort := errors.Is(err, transport.ErrProtocol) || errors.Is(err, transport.ErrMessageTooLarge)
+	abort := errors.Is(err, transport.ErrProtocol) || errors.Is(err, transport.ErrMessageTooLarge) ||
+		errors.Is(err, transport.ErrPeerLost)
 	if abort {
 		a.logf("sctp: aborting association with %s: %v", a.conn.RemoteAddr(), err)
 	}

@@ -19,6 +19,13 @@ var secret = []byte("sctp test secret")
 // association, ready to misbehave.
 func badPeer(t *testing.T, tr *Transport, addr string) *sctp.Association {
 	t.Helper()
+	pa, _ := rawPeer(t, tr, addr)
+	return pa
+}
+
+// rawPeer is badPeer that also returns the UDP socket pion runs on.
+func rawPeer(t *testing.T, tr *Transport, addr string) (*sctp.Association, net.Conn) {
+	t.Helper()
 	uc, err := net.Dial("udp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +46,7 @@ func badPeer(t *testing.T, tr *Transport, addr string) *sctp.Association {
 	if _, err := transport.DialHandshake(ctx, hsConn{st: ctl}, transport.DialConfig{Secret: secret, RecStreams: 2, MaxStreams: 2}); err != nil {
 		t.Fatal(err)
 	}
-	return pa
+	return pa, uc
 }
 
 type logLines struct {

@@ -66,6 +66,9 @@ func (f pionLogs) NewLogger(string) logging.LeveledLogger { return pionLogger(f)
 type pionLogger pionLogs
 
 func (l pionLogger) warn(msg string) {
+	if strings.Contains(msg, "Heartbeat without ParamHeartbeatInfo") {
+		return // our own keep-alive, see liveness.go
+	}
 	l.log(msg)
 	if strings.Contains(msg, "unable to parse SCTP packet") || strings.Contains(msg, "failed validating packet") {
 		l.hook.fire(fmt.Errorf("%w: %s", transport.ErrProtocol, msg))

@@ -7,7 +7,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/braidhq/braid/transport/internal/alive"
 	"github.com/pion/transport/v5/deadline"
+)
+
+// assocConn is the net.Conn an association runs on (pconn or dconn): it
+// reports malformed packets to its garbage hook and records signs of life.
+type assocConn interface {
+	net.Conn
+	garbage() *garbageHook
+	signs() *alive.Clock
+}
+
+var (
+	_ assocConn = (*pconn)(nil)
+	_ assocConn = (*dconn)(nil)
 )
 
 // pconn is one association's view of a shared UDP socket: a net.Conn whose
@@ -18,6 +32,7 @@ type pconn struct {
 	raddr netip.AddrPort
 	in    chan *[]byte // datagrams from the mux; full means drop (UDP)
 	hook  garbageHook
+	life  alive.Clock
 	rd    *deadline.Deadline
 
 	closeOnce sync.Once
@@ -27,8 +42,12 @@ type pconn struct {
 func newPconn(m *mux, raddr netip.AddrPort) *pconn {
 	c := &pconn{m: m, raddr: raddr, in: make(chan *[]byte, 1024), rd: deadline.New(), closed: make(chan struct{})}
 	c.hook.set(func(error) { _ = c.Close() })
+	c.life.Start()
 	return c
 }
+
+func (c *pconn) garbage() *garbageHook { return &c.hook }
+func (c *pconn) signs() *alive.Clock   { return &c.life }
 
 // deliver hands a datagram to the reader, dropping it when the queue is full.
 func (c *pconn) deliver(b *[]byte) {
@@ -52,6 +71,7 @@ func (c *pconn) Read(p []byte) (int, error) {
 				c.hook.fire(err)
 				continue
 			}
+			c.life.Heard()
 			return n, nil
 		case <-c.closed:
 			return 0, net.ErrClosed
@@ -67,6 +87,7 @@ func (c *pconn) Write(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	default:
 	}
+	c.life.Sent()
 	return c.m.pc.WriteToUDPAddrPort(p, c.raddr)
 }
 
@@ -89,7 +110,22 @@ func (c *pconn) SetWriteDeadline(time.Time) error  { return nil }
 type dconn struct {
 	*net.UDPConn
 	hook garbageHook
+	life alive.Clock
 }
+
+func newDconn(uc *net.UDPConn) *dconn {
+	c := &dconn{UDPConn: uc}
+	c.life.Start()
+	return c
+}
+
+func (c *dconn) Write(p []byte) (int, error) {
+	c.life.Sent()
+	return c.UDPConn.Write(p)
+}
+
+func (c *dconn) garbage() *garbageHook { return &c.hook }
+func (c *dconn) signs() *alive.Clock   { return &c.life }
 
 func (c *dconn) Read(p []byte) (int, error) {
 	for {
@@ -101,6 +137,7 @@ func (c *dconn) Read(p []byte) (int, error) {
 			c.hook.fire(err)
 			continue
 		}
+		c.life.Heard()
 		return n, nil
 	}
 }

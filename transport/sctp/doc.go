@@ -25,6 +25,16 @@
 // never queues without bound, and an unread stream stalls only its own
 // senders.
 //
+// Liveness: pion/sctp has no dead-peer detection of its own (its
+// retransmissions never give up and it sends no heartbeats unasked). The
+// transport's UDP conn wrappers record when the last well-formed datagram
+// arrived and when the last one left; when nothing has left or nothing has
+// arrived for a third of the negotiated liveness the association asks pion
+// for an SCTP HEARTBEAT, and when nothing has arrived for the whole liveness
+// it aborts the association with a transport.PeerLostError. liveness.go
+// explains why the rule on sending matters (pion v1.11.3's heartbeats are
+// never acknowledged).
+//
 // A peer that breaks the framing (a malformed SCTP packet, a fragment for an
 // unknown message, an oversize fragment or message, data beyond its credit,
 // data on a stream that was not negotiated) has its association aborted with

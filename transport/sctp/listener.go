@@ -128,7 +128,7 @@ func (l *Listener) establish(c *pconn) (*Association, error) {
 		_ = c.Close()
 		return nil, ctxErr(ctx, err)
 	}
-	return l.t.handshake(ctx, pa, c, &c.hook, l.logf, func(hc transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
+	return l.t.handshake(ctx, pa, c, l.logf, func(hc transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
 		return transport.ListenHandshake(ctx, hc, l.cfg)
 	})
 }

@@ -58,7 +58,7 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 	setBuffers(uc, t.cfg.SocketBuffer)
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
-	conn := &dconn{UDPConn: uc}
+	conn := newDconn(uc)
 	conn.hook.set(func(error) { _ = uc.Close() })
 	var opts []sctp.ClientOption
 	for _, o := range t.options(conn, &conn.hook) {
@@ -69,7 +69,7 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 		_ = uc.Close()
 		return nil, fmt.Errorf("sctp: dial %s: %w", addr, ctxErr(ctx, err))
 	}
-	a, err := t.handshake(ctx, pa, conn, &conn.hook, t.logf, func(c transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
+	a, err := t.handshake(ctx, pa, conn, t.logf, func(c transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
 		res, err := transport.DialHandshake(ctx, c, cfg)
 		return res, nil, err
 	})
@@ -84,7 +84,8 @@ type hsFunc func(transport.HandshakeConn) (transport.HandshakeResult, func(), er
 
 // handshake runs the braid handshake on stream 0 of an established pion
 // association and builds the Association. On failure pa is aborted.
-func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn net.Conn, hook *garbageHook, logf func(string, ...any), run hsFunc) (*Association, error) {
+func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn assocConn, logf func(string, ...any), run hsFunc) (*Association, error) {
+	hook := conn.garbage()
 	gate := &streamGate{}
 	go gate.acceptLoop(pa)
 	hook.set(func(error) { go pa.Abort("malformed packet during handshake") })
@@ -109,7 +110,8 @@ func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn ne
 		return nil, err
 	}
 	_ = ctl.SetReadDeadline(time.Time{})
-	a, err := newAssociation(setup{cfg: &t.cfg, pa: pa, ctl: ctl, conn: conn, hook: hook, gate: gate, res: res, release: release, logf: logf})
+	a, err := newAssociation(setup{cfg: &t.cfg, pa: pa, ctl: ctl, conn: conn, hook: hook, life: conn.signs(),
+		gate: gate, res: res, release: release, logf: logf})
 	if err != nil {
 		pa.Abort(err.Error())
 		_ = pa.Close()

@@ -7,6 +7,15 @@
 // per-stream queues; when a stream's queue is full that goroutine blocks, and
 // with it every other stream: this transport shows head-of-line blocking and
 // says so in its Capabilities.
+//
+// Liveness: TCP alone does not notice a peer that is frozen (its kernel keeps
+// acknowledging) or cut off without a reset for minutes or hours, so each
+// side writes a ping frame when it has written nothing for a third of the
+// negotiated liveness, and ends the association with a
+// transport.PeerLostError once it has read nothing for the whole liveness.
+// The silence clock is suspended while the connection's reader waits for
+// the local application to take messages off a full stream queue (see
+// transport/internal/mux).
 package tcp
 
 import (
@@ -93,6 +102,7 @@ func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux
 		Release:      release,
 		QueueBytes:   t.cfg.QueueBytes,
 		CloseTimeout: t.cfg.CloseTimeout,
+		Liveness:     res.Liveness,
 	}
 }
 

@@ -8,6 +8,15 @@
 // association before a deadline and drops (and logs) anything that does not
 // fit. Every stream has its own connection and receive goroutine, so a stream
 // whose reader stops cannot stall the others.
+//
+// Liveness works across the association's connections: bytes read on any of
+// them are a sign of life; when a side has written nothing on any of them for
+// a third of the negotiated liveness it writes a ping frame on a connection
+// whose writer is idle (never waiting for a busy one); and once it has read
+// nothing on any of them for the whole liveness it ends the association with
+// a transport.PeerLostError. The silence clock is suspended while any of the
+// association's readers waits for the local application to drain a full
+// stream queue (see transport/internal/mux).
 package tcpn
 
 import (
@@ -75,6 +84,7 @@ func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux
 		Release:      release,
 		QueueBytes:   t.cfg.QueueBytes,
 		CloseTimeout: t.cfg.CloseTimeout,
+		Liveness:     res.Liveness,
 	}
 }
 

@@ -26,6 +26,22 @@
 // Listeners must report each dropped peer through ListenConfig.Logf with the
 // error among the arguments (formatted with %v), so that the suite can tell an
 // authentication failure from other failures.
+//
+// # Liveness
+//
+// The Liveness cases check that a peer that vanishes without a word is
+// noticed on both ends within the liveness bound (Options.Liveness, 1 s by
+// default), and that alive peers are not: Liveness/BlackHole cuts the path
+// between the ends (through internal/relay, or Options.BlackHole);
+// Liveness/Frozen freezes the peer with SIGSTOP, the peer being a second
+// process: the suite re-executes the test binary (os.Args[0]) with -test.run
+// set to exactly the current subtest and the environment variable
+// BRAID_TRANSPORTTEST_PEER telling Run to play the peer (listen or dial,
+// echo stream 0, print its address, wait for its parent to go);
+// Liveness/IdleIsAlive and Liveness/StalledReaderIsAlive keep alive ends
+// idle, or one end's reader stalled, for several bounds. A transport's test
+// binary therefore must call Run from a top-level test whose subtests it
+// does not rename.
 package transporttest
 
 import (
@@ -51,6 +67,13 @@ type Options struct {
 	// Timeout bounds each subtest before the watchdog dumps all
 	// goroutines and panics. Zero means 20 s.
 	Timeout time.Duration
+	// Liveness is the liveness bound the Liveness cases configure on both
+	// ends. Zero means 1 s.
+	Liveness time.Duration
+	// BlackHole, if set, builds the path Liveness/BlackHole dials through
+	// and then cuts. Zero means RelayPath: internal/relay between the
+	// ends, which carries transports over TCP or UDP.
+	BlackHole func(t testing.TB, tr transport.Transport, listenAddr string) Path
 }
 
 var testSecret = []byte("transporttest cluster secret")
@@ -90,6 +113,10 @@ func cases() []testCase {
 		{"MessageTooLarge", testTooLarge},
 		{"BadStream", testBadStream},
 		{"Garbage", testGarbage},
+		{"Liveness/BlackHole", testBlackHole},
+		{"Liveness/Frozen", testFrozen},
+		{"Liveness/IdleIsAlive", testIdleIsAlive},
+		{"Liveness/StalledReaderIsAlive", testStalledReaderIsAlive},
 	}
 }
 
@@ -104,9 +131,21 @@ func Run(t *testing.T, newT func(t *testing.T) transport.Transport, addr string,
 		if x.Timeout != 0 {
 			o.Timeout = x.Timeout
 		}
+		if x.Liveness != 0 {
+			o.Liveness = x.Liveness
+		}
+		if x.BlackHole != nil {
+			o.BlackHole = x.BlackHole
+		}
 	}
 	if o.Timeout == 0 {
 		o.Timeout = 20 * time.Second
+	}
+	if o.Liveness == 0 {
+		o.Liveness = time.Second
+	}
+	if o.BlackHole == nil {
+		o.BlackHole = RelayPath
 	}
 	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) {

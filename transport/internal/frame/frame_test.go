@@ -25,9 +25,11 @@ func TestRoundTrip(t *testing.T) {
 			}
 		}
 	}
+	wire = Header{Type: Ping}.Append(wire)
 	wire = Header{Type: Close}.Append(wire)
 	r := NewReader(bytes.NewReader(wire), 3)
 	got := map[uint16][]byte{}
+	pings := 0
 	for {
 		h, msg, err := r.Next()
 		if err != nil {
@@ -36,9 +38,18 @@ func TestRoundTrip(t *testing.T) {
 		if h.Type == Close {
 			break
 		}
+		if h.Type == Ping {
+			pings++
+			if msg != nil {
+				t.Errorf("ping frame yields %d bytes", len(msg))
+			}
+		}
 		if msg != nil {
 			got[h.Stream] = msg
 		}
+	}
+	if pings != 1 {
+		t.Errorf("read %d pings, want 1", pings)
 	}
 	for s, m := range msgs {
 		if !bytes.Equal(got[s], m) {
@@ -53,6 +64,10 @@ func TestRoundTrip(t *testing.T) {
 func TestParseRejects(t *testing.T) {
 	bad := []Header{
 		{Type: 9},
+		{Type: Ping, Len: 1},
+		{Type: Ping, Stream: 1},
+		{Type: Ping, Flags: FlagEnd},
+		{Type: Ping, MsgLen: 4},
 		{Type: Data, Stream: 4, Len: 1, MsgLen: 1, Flags: FlagEnd},
 		{Type: Data, Len: 1, MsgLen: 1, Flags: 0x80},
 		{Type: Data, Len: MaxPayload + 1, MsgLen: MaxPayload + 1},
@@ -75,6 +90,7 @@ func TestParseRejects(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add(Header{Type: Data, Stream: 1, Len: 5, MsgLen: 5, Flags: FlagEnd}.Append(nil))
 	f.Add(Header{Type: Abort, Len: 3}.Append(nil))
+	f.Add(Header{Type: Ping}.Append(nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := Parse(data, 8)
 		if err != nil {
@@ -89,6 +105,7 @@ func FuzzParse(f *testing.F) {
 func FuzzReader(f *testing.F) {
 	f.Add(append(Header{Type: Data, Stream: 1, Len: 5, MsgLen: 5, Flags: FlagEnd}.Append(nil), "hello"...))
 	f.Add(append(Header{Type: Data, Len: 2, MsgLen: 4}.Append(nil), "he"...))
+	f.Add(append(Header{Type: Ping}.Append(nil), Header{Type: Data, Stream: 1, Len: 1, MsgLen: 1, Flags: FlagEnd}.Append(nil)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := NewReader(bytes.NewReader(data), 4)
 		for {

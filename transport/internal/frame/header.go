@@ -1,7 +1,7 @@
 // Package frame is the wire format shared by braid's TCP transports: a
 // 12-byte header, then the payload.
 //
-//	0      type     (Data, Close, Abort)
+//	0      type     (Data, Close, Abort, Ping)
 //	1      flags    (FlagEnd on a message's last frame)
 //	2..3   stream   big endian
 //	4..7   length   of this frame's payload
@@ -9,7 +9,9 @@
 //
 // A message over MaxPayload bytes is cut into frames, so that a sender can
 // interleave other streams' frames between them. Close (no payload) says the
-// sender will send nothing more; Abort carries a reason text.
+// sender will send nothing more; Abort carries a reason text. Ping (no
+// payload, stream 0) is a keep-alive: a sign of life that a side sends when
+// it has sent nothing else for a while, and that the receiver only notes.
 package frame
 
 import (
@@ -27,7 +29,22 @@ const (
 	Data Type = iota
 	Close
 	Abort
+	Ping
 )
+
+func (t Type) String() string {
+	switch t {
+	case Data:
+		return "data"
+	case Close:
+		return "close"
+	case Abort:
+		return "abort"
+	case Ping:
+		return "ping"
+	}
+	return fmt.Sprintf("type %d", uint8(t))
+}
 
 // FlagEnd marks the last frame of a message.
 const FlagEnd uint8 = 1
@@ -89,9 +106,9 @@ func (h Header) validate(streams int) error {
 	switch h.Type {
 	case Data:
 		return h.validateData(streams)
-	case Close:
+	case Close, Ping:
 		if h.Flags != 0 || h.Stream != 0 || h.Len != 0 || h.MsgLen != 0 {
-			return fmt.Errorf("%w: malformed close frame", transport.ErrProtocol)
+			return fmt.Errorf("%w: malformed %s frame", transport.ErrProtocol, h.Type)
 		}
 	case Abort:
 		if h.Flags != 0 || h.Stream != 0 || h.Len > MaxReason || h.MsgLen != 0 {

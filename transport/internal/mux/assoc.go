@@ -7,6 +7,11 @@
 // goroutine (transport "tcpn"). Each link has a dedicated receive goroutine
 // that reassembles messages into bounded per-stream queues; a full queue
 // blocks that goroutine, and so every stream of its link.
+//
+// A keep-alive loop per association sends ping frames when the association
+// is idle and ends it with a *transport.PeerLostError once nothing has
+// arrived for the negotiated liveness; liveness.go explains how it avoids
+// taking a stalled local reader for a dead peer.
 package mux
 
 import (
@@ -38,6 +43,9 @@ type Config struct {
 	QueueBytes int
 	// CloseTimeout bounds how long Close waits for the peer.
 	CloseTimeout time.Duration
+	// Liveness is the negotiated liveness bound (see liveness.go). Zero
+	// turns pings and the silence clock off.
+	Liveness time.Duration
 }
 
 // Assoc implements transport.Association over links.
@@ -56,6 +64,8 @@ type Assoc struct {
 	// those already under way finish.
 	closeStarted atomic.Bool
 
+	lv liveness // keep-alive state, see liveness.go
+
 	mu          sync.Mutex // guards err and localClosed
 	err         error      // why the association ended (first cause)
 	localClosed bool
@@ -63,9 +73,9 @@ type Assoc struct {
 
 var _ transport.Association = (*Assoc)(nil)
 
-// New starts an association over conns (1, or one per stream) and its
-// receive goroutines. Cancelling is by Close or Abort; either way the
-// goroutines have exited once Done is closed.
+// New starts an association over conns (1, or one per stream), its receive
+// goroutines and its keep-alive loop. Cancelling is by Close or Abort;
+// either way the goroutines have exited once Done is closed.
 func New(conns []Conn, cfg Config) *Assoc {
 	if len(conns) != 1 && len(conns) != cfg.Streams {
 		panic(fmt.Sprintf("mux: %d links for %d streams", len(conns), cfg.Streams))
@@ -84,6 +94,7 @@ func New(conns []Conn, cfg Config) *Assoc {
 		a.links = append(a.links, &link{conn: c, wsem: make(chan struct{}, 1)})
 	}
 	a.live.Store(int32(len(conns)))
+	a.startLiveness()
 	for i := range a.links {
 		go a.readLoop(i)
 	}
@@ -184,6 +195,13 @@ func (a *Assoc) closeLinks() {
 	}
 }
 
+// failure is the association's recorded failure, or nil.
+func (a *Assoc) failure() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
 // finish runs once, after the last receive goroutine has exited.
 func (a *Assoc) finish() {
 	err := a.cause()
@@ -191,6 +209,7 @@ func (a *Assoc) finish() {
 		q.End(err)
 	}
 	a.closeLinks()
+	a.stopLiveness()
 	if a.cfg.Release != nil {
 		a.cfg.Release()
 	}

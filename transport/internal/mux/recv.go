@@ -40,7 +40,7 @@ func (a *Assoc) readLoop(i int) {
 // otherwise the association's failure.
 func (a *Assoc) demux(i int) error {
 	l := a.links[i]
-	r := frame.NewReader(l.conn, a.cfg.Streams)
+	r := frame.NewReader(stampConn{Conn: l.conn, clock: &a.lv.clock}, a.cfg.Streams)
 	for {
 		h, msg, err := r.Next()
 		if err != nil {
@@ -56,6 +56,8 @@ func (a *Assoc) demux(i int) error {
 			return nil
 		case frame.Abort:
 			return fmt.Errorf("%w: peer aborted: %q", transport.ErrPeerClosed, msg)
+		case frame.Ping:
+			// A sign of life, recorded by stampConn like every read.
 		}
 	}
 }
@@ -67,7 +69,7 @@ func (a *Assoc) deliver(i int, h frame.Header, msg []byte) error {
 		return fmt.Errorf("%w: frame for stream %d on the link of stream %d", transport.ErrProtocol, h.Stream, i)
 	}
 	if msg != nil {
-		a.queues[h.Stream].Push(msg, a.stop) // dropped once the association ends
+		a.push(h.Stream, msg)
 	}
 	return nil
 }

@@ -145,6 +145,7 @@ func (a *Assoc) writeFrame(ctx context.Context, l *link, h frame.Header, payload
 	n, err := l.write(ctx, h, payload)
 	<-l.wsem
 	if err == nil {
+		a.lv.clock.Sent()
 		return nil
 	}
 	if cerr := ctx.Err(); cerr != nil && isTimeout(err) {
@@ -164,10 +165,14 @@ func (a *Assoc) abortCancelled(ctx context.Context) {
 	}
 }
 
-// writeErr maps a failed write to the association's state.
+// writeErr maps a failed write to the association's state: an association
+// that is failing already (a lost peer, say) reports why.
 func (a *Assoc) writeErr(err error) error {
 	if serr := a.sendErr(); serr != nil {
 		return serr
+	}
+	if ferr := a.failure(); ferr != nil {
+		return ferr
 	}
 	err = fmt.Errorf("%w: connection lost: %v", transport.ErrPeerClosed, err)
 	a.fail(err)

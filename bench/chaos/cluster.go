@@ -1,0 +1,106 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/internal/relay"
+)
+
+// cluster is the server and the workers under test, each worker behind a
+// relay that its data-plane traffic goes through.
+type cluster struct {
+	cfg     *Config
+	url     string
+	server  *proc
+	workers []*proc
+	relays  []*relay.Relay
+	names   []string
+}
+
+const secret = "braid chaos secret"
+
+func startCluster(cfg *Config) (*cluster, error) {
+	env := []string{"BRAID_SECRET=" + secret}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{cfg: cfg, url: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	live := cfg.Liveness.String()
+	c.server = newProc(cfg.Dir, "server", cfg.Exe, env, "server", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"--data", filepath.Join(cfg.Dir, "data"), "--heartbeat-timeout", "30s", "--liveness", live)
+	if err := c.server.start(); err != nil {
+		return nil, err
+	}
+	for i := range cfg.Workers {
+		if err := c.addWorker(i, env, live); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// addWorker starts worker i listening on a port of its own and reached
+// through a relay, whose address it advertises.
+func (c *cluster) addWorker(i int, env []string, live string) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	r, err := relay.New(fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return err
+	}
+	c.relays = append(c.relays, r)
+	name := fmt.Sprintf("w%d", i+1)
+	p := newProc(c.cfg.Dir, name, c.cfg.Exe, env, "worker", "--server", c.url, "--name", name,
+		"--threads", strconv.Itoa(c.cfg.Threads), "--transport", c.cfg.Transport,
+		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--advertise", r.Addr(), "--liveness", live)
+	c.workers, c.names = append(c.workers, p), append(c.names, name)
+	return p.start()
+}
+
+// waitUp waits until every worker is up on the server.
+func (c *cluster) waitUp(ctx context.Context, o *observer, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if _, ok := o.waitFor(ctx, func(v map[string]api.Worker) bool { return allUp(v, c.names) }); !ok {
+		return fmt.Errorf("chaos: workers not all up after %v (logs in %s)", d, c.cfg.Dir)
+	}
+	return nil
+}
+
+// close stops every process (gracefully, then by force) and every relay.
+func (c *cluster) close() {
+	for _, r := range c.relays {
+		r.Block(false)
+	}
+	for _, w := range c.workers {
+		w.stop(5 * time.Second)
+	}
+	if c.server != nil {
+		c.server.stop(15 * time.Second)
+	}
+	for _, r := range c.relays {
+		r.Close()
+	}
+}
+
+// logTail returns the end of a process's log, for a failure report.
+func logTail(p *proc, n int) string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return ""
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runCmd runs braid in-process with args and returns its exit code, stdout
+// and stderr.
+func runCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, args, &env{stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+	return code, stdout.String(), stderr.String()
+}
+
+// With the server away, a command retries until its --timeout and says so
+// once, off a terminal.
+func TestTimeoutWhileServerAway(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close()
+	start := time.Now()
+	code, _, stderr := runCmd(t, "status", "--server", url, "--timeout", "500ms", "job1")
+	if d := time.Since(start); d < 500*time.Millisecond || d > 5*time.Second {
+		t.Errorf("gave up after %v, want 500ms", d)
+	}
+	if code != 1 || strings.Count(stderr, "unreachable (connection refused); retrying") != 1 ||
+		!strings.Contains(stderr, "gave up after --timeout 500ms") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+}

@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/ops/samples"
+)
+
+// freeAddr returns a loopback address with a port nobody listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startServerAt starts a server on addr with its state in dir, and waits
+// until it listens.
+func startServerAt(t *testing.T, addr, dir string) *proc {
+	t.Helper()
+	srv := start(t, "server", "--listen", addr, "--data", dir, "--heartbeat-timeout", "2s")
+	srv.waitLog(t, regexp.MustCompile(`msg="server listening" url=(\S+)`))
+	return srv
+}
+
+// background is a client command running on its own, its output kept.
+type background struct {
+	cmd            *exec.Cmd
+	stdout, stderr syncBuffer
+	done           chan error // receives Wait's error, and gets it back
+}
+
+// syncBuffer is a buffer a command writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startCLI(t *testing.T, args ...string) *background {
+	t.Helper()
+	b := &background{cmd: exec.Command(braidBin, args...), done: make(chan error, 1)}
+	b.cmd.Stdout, b.cmd.Stderr = &b.stdout, &b.stderr
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { b.done <- b.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = b.cmd.Process.Kill()
+		<-b.done
+		b.done <- nil
+	})
+	return b
+}
+
+// exit waits up to d for the command to end and fails the test if it did
+// not end well.
+func (b *background) exit(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case err := <-b.done:
+		b.done <- err
+		if err != nil {
+			t.Fatalf("braid %v: %v\nstdout:\n%s\nstderr:\n%s", b.cmd.Args[1:], err, &b.stdout, &b.stderr)
+		}
+	case <-time.After(d):
+		t.Fatalf("braid %v still running after %v\nstderr:\n%s", b.cmd.Args[1:], d, &b.stderr)
+	}
+}
+
+// killServer kills the server with SIGKILL and reaps it, so its port is
+// free.
+func killServer(t *testing.T, srv *proc) {
+	t.Helper()
+	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = srv.cmd.Wait()
+}
+
+// TestWaitRidesThroughServerRestart starts `braid wait JOB` mid-job, kills
+// the server with SIGKILL, and starts a new one on the same data directory
+// and port: the waiting command must get the job's result, and a `braid
+// status` started while the server was down must answer once it is back.
+// The workers use tcpn, which reconnects to a restarted server.
+func TestWaitRidesThroughServerRestart(t *testing.T) {
+	addr, dir := freeAddr(t), t.TempDir()
+	url := "http://" + addr
+	srv := startServerAt(t, addr, dir)
+	c := client.New(url)
+	for _, name := range []string{"w1", "w2"} {
+		start(t, "worker", "--server", url, "--threads", "1", "--name", name, "--transport", "tcpn")
+	}
+	waitWorkersUp(t, c, 2)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	obj, err := c.Put(ctx, bytes.NewReader(samples.PNG()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const units = 300
+	j, err := c.Submit(ctx, api.JobSpec{Op: "blur", Input: obj.ID, Params: map[string]string{"sigma": "2"}, Repeat: units})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := startCLI(t, "wait", "--server", url, "--json", j.ID)
+	waitRunning(t, ctx, c, j.ID, time.Now().Add(time.Second))
+
+	killServer(t, srv)
+	status := startCLI(t, "status", "--server", url, j.ID)
+	time.Sleep(time.Second)
+	startServerAt(t, addr, dir)
+
+	status.exit(t, 45*time.Second)
+	if !strings.Contains(status.stdout.String(), j.ID) {
+		t.Errorf("status printed no job:\n%s", &status.stdout)
+	}
+	wait.exit(t, 150*time.Second)
+	var final api.Job
+	if err := json.Unmarshal([]byte(wait.stdout.String()), &final); err != nil {
+		t.Fatalf("wait --json printed %v:\n%s", err, &wait.stdout)
+	}
+	if final.State != api.JobDone || final.Progress.Done != units {
+		t.Errorf("wait got state %s, progress %+v, error %q", final.State, final.Progress, final.Error)
+	}
+	for name, b := range map[string]*background{"wait": wait, "status": status} {
+		if n := strings.Count(b.stderr.String(), "unreachable"); n != 1 {
+			t.Errorf("%s said %d times that the server is unreachable, want once:\n%s", name, n, &b.stderr)
+		}
+	}
+	t.Logf("wait's stderr: %s", strings.TrimSpace(wait.stderr.String()))
+}
+
+// waitRunning waits until the job has finished some units and not all of
+// them, and it is at least notBefore.
+func waitRunning(t *testing.T, ctx context.Context, c *client.Client, id string, notBefore time.Time) {
+	t.Helper()
+	for {
+		j, err := c.Job(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Terminal() {
+			t.Fatalf("job %s before the kill; make it longer", j.State)
+		}
+		if j.Progress.Done >= 5 && time.Now().After(notBefore) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

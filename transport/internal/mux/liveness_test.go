@@ -1,0 +1,209 @@
+package mux
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/frame"
+)
+
+const testLiveness = 300 * time.Millisecond
+
+// livePair returns two associations over links tcpPair links (1 for all
+// streams, or one per stream) with the test liveness.
+func livePair(t *testing.T, streams, links int) (a, b *Assoc) {
+	t.Helper()
+	var ca, cb []Conn
+	for range links {
+		x, y := tcpPair(t)
+		ca, cb = append(ca, x), append(cb, y)
+	}
+	cfg := Config{Streams: streams, QueueBytes: 256 << 10, CloseTimeout: time.Second, Liveness: testLiveness}
+	a, b = New(ca, cfg), New(cb, cfg)
+	t.Cleanup(func() { a.Abort(nil); b.Abort(nil) })
+	return a, b
+}
+
+func waitEnd(t *testing.T, a *Assoc, d time.Duration) {
+	t.Helper()
+	select {
+	case <-a.Done():
+	case <-time.After(d):
+		t.Fatalf("association still open after %v", d)
+	}
+}
+
+func wantAlive(t *testing.T, as ...*Assoc) {
+	t.Helper()
+	for i, a := range as {
+		select {
+		case <-a.Done():
+			t.Fatalf("association %d ended: %v", i, a.Err())
+		default:
+		}
+	}
+}
+
+// TestIdleAssociationStaysUp: two idle ends ping each other and stay up
+// for many liveness periods.
+func TestIdleAssociationStaysUp(t *testing.T) {
+	a, b := livePair(t, 2, 1)
+	time.Sleep(5 * testLiveness)
+	wantAlive(t, a, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.Send(ctx, 1, []byte("still here")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := b.Recv(ctx, 1); err != nil || string(m) != "still here" {
+		t.Fatalf("Recv = %q, %v", m, err)
+	}
+}
+
+// TestSilentPeerIsLost: a peer whose kernel keeps the connection open but
+// that sends nothing (a frozen process) is declared lost; meanwhile it was
+// sent pings, pending calls fail with the loss, and release runs once.
+func TestSilentPeerIsLost(t *testing.T) {
+	mine, raw := tcpPair(t)
+	var released atomic.Int32
+	start := time.Now()
+	a := New([]Conn{mine}, Config{Streams: 1, QueueBytes: 1 << 20, CloseTimeout: time.Second,
+		Liveness: testLiveness, Release: func() { released.Add(1) }})
+	recvErr := make(chan error, 1)
+	go func() { _, err := a.Recv(context.Background(), 0); recvErr <- err }()
+	waitEnd(t, a, 10*testLiveness)
+	took := time.Since(start)
+	err := a.Err()
+	var lost *transport.PeerLostError
+	if !errors.Is(err, transport.ErrPeerLost) || !errors.Is(err, transport.ErrPeerClosed) || !errors.As(err, &lost) {
+		t.Fatalf("Err() = %v, want a PeerLostError (ErrPeerLost and ErrPeerClosed)", err)
+	}
+	if took < testLiveness || lost.Silence < testLiveness {
+		t.Errorf("declared lost after %v (silence %v), before the bound %v", took, lost.Silence, testLiveness)
+	}
+	if rerr := <-recvErr; !errors.Is(rerr, transport.ErrPeerLost) {
+		t.Errorf("pending Recv = %v, want ErrPeerLost", rerr)
+	}
+	if err := a.Send(context.Background(), 0, []byte("x")); !errors.Is(err, transport.ErrPeerLost) {
+		t.Errorf("Send after the loss = %v, want ErrPeerLost", err)
+	}
+	if released.Load() != 1 {
+		t.Errorf("release ran %d times, want 1", released.Load())
+	}
+	got, _ := io.ReadAll(raw)
+	if len(got) < 2*frame.HeaderLen || !bytes.Equal(got[:frame.HeaderLen], pingFrame) {
+		t.Errorf("peer read %x, want at least two pings", got)
+	}
+}
+
+// TestBusyLinkSendsNoPings: traffic is the sign of life; a side that keeps
+// sending adds no ping frames.
+func TestBusyLinkSendsNoPings(t *testing.T) {
+	mine, raw := tcpPair(t)
+	a := New([]Conn{mine}, Config{Streams: 1, QueueBytes: 1 << 20, CloseTimeout: time.Second, Liveness: testLiveness})
+	defer a.Abort(nil)
+	go func() {
+		// The peer answers with pings of its own, so that a stays up.
+		for range 20 {
+			raw.Write(pingFrame)
+			time.Sleep(testLiveness / 5)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range 30 {
+		if err := a.Send(ctx, 0, []byte("data")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(testLiveness / 10)
+	}
+	a.Abort(nil) // ends the byte stream right after the last data frame
+	raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+	r := frame.NewReader(raw, 1)
+	for {
+		h, _, err := r.Next()
+		if err != nil {
+			break
+		}
+		if h.Type == frame.Ping {
+			t.Fatal("a busy association sent a ping")
+		}
+	}
+}
+
+// TestStalledReaderIsNotLost: one side floods a stream the other does not
+// read, for several liveness periods, so that the reader's receive
+// goroutine blocks on a full queue and the sender's writes block on TCP flow
+// control. Neither side may declare the other lost, and everything arrives
+// once the reader resumes. Runs with one link (tcp) and a link per stream
+// (tcpn).
+func TestStalledReaderIsNotLost(t *testing.T) {
+	for _, links := range []int{1, 2} {
+		t.Run(map[int]string{1: "one link", 2: "link per stream"}[links], func(t *testing.T) {
+			a, b := livePair(t, 2, links)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			msg := make([]byte, 64<<10)
+			stop := make(chan struct{})
+			sent := make(chan int, 1)
+			go func() {
+				n := 0
+				defer func() { sent <- n }()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if a.Send(ctx, 0, msg) != nil {
+						return
+					}
+					n++
+				}
+			}()
+			time.Sleep(5 * testLiveness)
+			wantAlive(t, a, b)
+			close(stop)
+			for i := 0; ; i++ {
+				select {
+				case n := <-sent:
+					for ; i < n; i++ {
+						if _, err := b.Recv(ctx, 0); err != nil {
+							t.Fatalf("message %d of %d: %v", i, n, err)
+						}
+					}
+					wantAlive(t, a, b)
+					return
+				default:
+				}
+				if _, err := b.Recv(ctx, 0); err != nil {
+					t.Fatalf("message %d: %v", i, err)
+				}
+			}
+		})
+	}
+}
+
+// TestPingOnIdleLink: with one link per stream and the first link's writer
+// stuck on a full socket buffer, pings go out on another link.
+func TestPingOnIdleLink(t *testing.T) {
+	m0, _ := tcpPair(t) // nobody reads the peer's end
+	m1, r1 := tcpPair(t)
+	a := New([]Conn{m0, m1}, Config{Streams: 2, QueueBytes: 1 << 20, CloseTimeout: time.Second, Liveness: testLiveness})
+	defer a.Abort(nil)
+	go func() { // blocks link 0's writer on a full socket buffer
+		a.Send(context.Background(), 0, make([]byte, 32<<20))
+	}()
+	r1.SetReadDeadline(time.Now().Add(5 * testLiveness))
+	r := frame.NewReader(r1, 2)
+	h, _, err := r.Next()
+	if err != nil || h.Type != frame.Ping {
+		t.Fatalf("link 1 read %+v, %v; want a ping", h, err)
+	}
+}

@@ -1,0 +1,51 @@
+package sctp
+
+import (
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/alive"
+)
+
+// Liveness. pion/sctp never gives up on a peer: its retransmission timer
+// backs off without an error count and it sends no heartbeats of its own, so
+// on its own an association with a peer that was killed, frozen or cut off
+// lives forever. The transport's net.Conn wrappers (pconn, dconn) see every
+// datagram pion reads and writes, and record on the association's clock
+// (transport/internal/alive) when the last well-formed one arrived and when
+// the last one left. Each association's keep-alive loop then:
+//
+//   - asks pion for an SCTP HEARTBEAT (Association.ActiveHeartbeat) when
+//     nothing has left for a third of the negotiated liveness, so that an
+//     idle peer hears from us at least that often; and also when nothing
+//     has arrived for a third of it, so that a peer's HEARTBEAT-ACK, which
+//     its pion sends from its read loop whatever its application does, can
+//     prove it alive. At most one heartbeat per third.
+//   - aborts the association with a *transport.PeerLostError once nothing
+//     has arrived for the whole liveness.
+//
+// The first rule is what keeps braid associations alive: pion v1.11.3 sends
+// ActiveHeartbeat's HEARTBEAT without its Heartbeat Info parameter (its
+// chunkHeartbeat defines Marshal, not the marshal its chunk interface
+// calls), so the peer drops it with a warning and sends no ACK. The datagram
+// still arrives, and that is all the peer's clock needs; a pion that answers
+// is a bonus.
+//
+// The transport drains every SCTP stream into its own queues (flow.go), so
+// pion's read loop never waits for the application, and a stalled local
+// reader cannot silence the peer.
+
+// startKeepAlive starts the association's keep-alive loop (see above) on
+// the conn's clock; it exits when the association ends.
+func (a *Association) startKeepAlive() {
+	loop := &alive.Loop{
+		Bound:          a.liveness,
+		Clock:          a.life,
+		Ping:           a.pa.ActiveHeartbeat, // the conn's Write records it
+		PingWhenSilent: true,
+		Lost:           func(e *transport.PeerLostError) { a.fail(e) },
+	}
+	a.readers.Add(1)
+	go func() {
+		defer a.readers.Done()
+		loop.Run(a.done)
+	}()
+}

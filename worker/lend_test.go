@@ -1,0 +1,124 @@
+package worker
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestShare(t *testing.T) {
+	cases := []struct {
+		threads      int
+		demand, held []int
+		want         []int
+	}{
+		{4, []int{4, 4}, []int{0, 0}, []int{2, 2}},
+		{4, []int{4, 0}, []int{2, 2}, []int{4, 0}},
+		{4, []int{1, 4}, []int{0, 0}, []int{1, 3}},
+		{3, []int{4, 4}, []int{0, 2}, []int{1, 2}}, // the leftover stays where it is
+		{3, []int{4, 4}, []int{0, 0}, []int{2, 1}}, // else it goes to the older
+		{1, []int{2, 2, 2}, []int{0, 0, 1}, []int{0, 0, 1}},
+		{6, []int{1, 2, 8}, []int{0, 0, 0}, []int{1, 2, 3}},
+		{4, []int{0, 0}, []int{1, 1}, []int{0, 0}},
+		{0, []int{3}, []int{0}, []int{0}},
+	}
+	for _, c := range cases {
+		got := share(c.threads, c.demand, c.held)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("share(%d, %v, held %v) = %v, want %v", c.threads, c.demand, c.held, got, c.want)
+		}
+		sum := 0
+		for i, g := range got {
+			sum += g
+			if g > c.demand[i] {
+				t.Errorf("share(%d, %v) gives %d more than asked", c.threads, c.demand, i)
+			}
+		}
+		if sum > c.threads {
+			t.Errorf("share(%d, %v) lends %d threads", c.threads, c.demand, sum)
+		}
+	}
+}
+
+// fakeClock is a settable clock for the lender's idle hold.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func leases(l *lender, loans ...*loan) []int {
+	var out []int
+	for _, ln := range loans {
+		n, _ := l.current(ln)
+		out = append(out, n)
+	}
+	return out
+}
+
+// A busy server gets every thread; a second busy server gets a fair share
+// at once; a server that stops asking keeps its threads for the idle
+// period, then they go to the one still asking.
+func TestLenderFollowsDemand(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	l := newLender(4, time.Second, clk.now)
+	defer l.stop()
+	a, b := l.add(4), l.add(4)
+	if got := leases(l, a, b); !slices.Equal(got, []int{0, 0}) {
+		t.Fatalf("new associations lent %v, want nothing until asked", got)
+	}
+	l.ask(a, 4)
+	if got := leases(l, a, b); !slices.Equal(got, []int{4, 0}) {
+		t.Fatalf("one busy server: %v", got)
+	}
+	_, gate := l.current(b)
+	l.ask(b, 4)
+	if got := leases(l, a, b); !slices.Equal(got, []int{2, 2}) {
+		t.Fatalf("two busy servers: %v", got)
+	}
+	select {
+	case <-gate:
+	default:
+		t.Error("b's gate did not close when its lease changed")
+	}
+	select {
+	case <-b.kick:
+	default:
+		t.Error("b's control sender was not told")
+	}
+	clk.t = clk.t.Add(100 * time.Millisecond)
+	l.ask(a, 0)
+	if got := leases(l, a, b); !slices.Equal(got, []int{2, 2}) {
+		t.Fatalf("a idle for 0s keeps its lease: %v", got)
+	}
+	clk.t = clk.t.Add(time.Second)
+	l.ask(b, 4) // any event after the idle period re-divides; so does the timer
+	if got := leases(l, a, b); !slices.Equal(got, []int{0, 4}) {
+		t.Fatalf("after a's idle period: %v", got)
+	}
+	l.remove(b)
+	l.ask(a, 3)
+	if got := leases(l, a); !slices.Equal(got, []int{3}) {
+		t.Fatalf("after b left: %v", got)
+	}
+	l.drain()
+	l.ask(a, 4)
+	if got := leases(l, a); !slices.Equal(got, []int{0}) || l.leased() != 0 {
+		t.Fatalf("draining lends %v", got)
+	}
+}
+
+// The idle hold ends by itself: the timer re-divides without another event.
+func TestLenderIdleTimer(t *testing.T) {
+	l := newLender(2, 30*time.Millisecond, time.Now)
+	defer l.stop()
+	a, b := l.add(2), l.add(2)
+	l.ask(a, 2)
+	l.ask(b, 2)
+	l.ask(a, 0)
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.Equal(leases(l, a, b), []int{0, 2}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("leases %v long after a went idle", leases(l, a, b))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
