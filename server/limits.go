@@ -24,9 +24,13 @@ const (
 	maxName = math.MaxUint8
 	// MaxWindow bounds Config.Window: a stream never has more units in
 	// flight than max(Window, scheduler.DefaultMaxWindow), and its send
-	// queue holds that many (streamQueueLen). More than a few buys nothing
-	// (a worker stream runs one unit at a time; two hide the round trip).
-	MaxWindow = 64
+	// queue must hold that many plus the wants stream 0 also carries
+	// (streamQueueLen); startStreams gives each queue 64 slots. More than a
+	// few buys nothing anyway (a worker stream runs one unit at a time; two
+	// hide the round trip).
+	MaxWindow = 32
+	// wantRoom is the send-queue room kept for wants (leases) on stream 0.
+	wantRoom = 8
 )
 
 // checkParams checks a spec's parameters against the wire's limits; extra
@@ -94,8 +98,9 @@ func validateWindow(w int) error {
 }
 
 // streamQueueLen is the capacity a stream's send queue needs: the most
-// units the scheduler ever has in flight on one stream. startStreams sizes
-// each queue with it, so a full queue means a bug, not a big window.
+// units the scheduler ever has in flight on one stream, plus room for
+// wants. startStreams should size each queue with it, so that a full queue
+// means a bug, not a big window.
 func (s *Server) streamQueueLen() int {
-	return max(s.cfg.Window, scheduler.DefaultWindow, scheduler.DefaultMaxWindow)
+	return max(s.cfg.Window, scheduler.DefaultWindow, scheduler.DefaultMaxWindow) + wantRoom
 }

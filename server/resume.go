@@ -86,6 +86,7 @@ func (s *Server) restoreUnits(j *jobRun, stored []storedUnit) int {
 	}
 	if done > 0 {
 		j.state = api.JobRunning
+		j.progress.Done, j.progress.Pending = done, j.progress.Total-done
 	}
 	return done
 }

@@ -42,8 +42,8 @@ func runServer(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	if *window < 0 || *window > server.MaxWindow {
-		return fmt.Errorf("--window %d: want 1 to %d units in flight per stream (a stream's send queue holds %d), or 0 for the default",
-			*window, server.MaxWindow, server.MaxWindow)
+		return fmt.Errorf("--window %d: want 1 to %d units in flight per stream (what a stream's send queue holds), or 0 for the default",
+			*window, server.MaxWindow)
 	}
 	log, err := logs.logger(e.stderr)
 	if err != nil {
