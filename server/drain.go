@@ -47,6 +47,7 @@ func (d *dispatcher) startDrain(drained chan struct{}) {
 			d.lendNothing(name)
 		}
 	}
+	d.sendWants() // ask for nothing more
 	d.checkDrained()
 }
 

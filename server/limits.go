@@ -25,7 +25,7 @@ const (
 	// MaxWindow bounds Config.Window: a stream never has more units in
 	// flight than max(Window, scheduler.DefaultMaxWindow), and its send
 	// queue must hold that many plus the wants stream 0 also carries
-	// (streamQueueLen); startStreams gives each queue 64 slots. More than a
+	// (streamQueueLen, which startStreams sizes each queue with). More than a
 	// few buys nothing anyway (a worker stream runs one unit at a time; two
 	// hide the round trip).
 	MaxWindow = 32

@@ -118,7 +118,7 @@ func (d *dispatcher) ensureAssoc(w *workerConn) {
 	d.nextGen++
 	w.dialing, w.gen = true, d.nextGen
 	name, gen := w.info.Name, w.gen
-	cfg := transport.DialConfig{Secret: d.s.cfg.Secret, Name: d.s.cfg.Name, Liveness: d.s.cfg.Liveness,
+	cfg := transport.DialConfig{Secret: d.s.cfg.Secret, Name: d.s.cfg.Name, ID: d.s.ID(), Epoch: d.s.Epoch(), Liveness: d.s.cfg.Liveness,
 		RecStreams: max(w.info.MaxThreads, 1), MaxStreams: transport.MaxStreams}
 	d.s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(d.s.ctx, 10*time.Second)
@@ -163,6 +163,9 @@ func (d *dispatcher) sendWant(w *workerConn, force bool) {
 		return
 	}
 	want := wire.Want{Streams: d.core.Demand(w.info.Name), InFlight: d.core.InFlight(w.info.Name)}
+	if d.draining { // stopping: ask for nothing, so the workers lend us nothing
+		want.Streams = 0
+	}
 	if !force && want.Streams == w.want.Streams && (w.lease > 0 || want.InFlight == w.want.InFlight) {
 		return
 	}
@@ -190,6 +193,9 @@ func (d *dispatcher) onLease(w *workerConn, n int) {
 		d.log.Debug("lease", "worker", w.info.Name, "streams", n)
 	}
 	w.lease = n
+	if d.draining {
+		n = 0 // stopping: place nothing more (drain.go)
+	}
 	d.step(scheduler.WorkerLease{Worker: w.info.Name, Streams: n})
 	d.sendWant(w, true)
 }
@@ -200,7 +206,7 @@ func (d *dispatcher) startStreams(w *workerConn, a transport.Association) {
 	name, gen := w.info.Name, w.gen
 	w.queues = make([]chan []byte, a.Streams())
 	for s := range w.queues {
-		q := make(chan []byte, 64)
+		q := make(chan []byte, d.s.streamQueueLen())
 		w.queues[s] = q
 		d.s.wg.Go(func() { d.sender(a, s, q) })
 		d.s.wg.Go(func() { d.reader(a, name, gen, s) })
