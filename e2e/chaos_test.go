@@ -1,0 +1,41 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/bench/chaos"
+)
+
+// TestChaos runs the fault-injection instrument's short form on every
+// transport: a server and three worker processes, repeat and tiled jobs,
+// and a seeded schedule that kills, freezes and cuts off workers and kills
+// and restarts the server. Every invariant must hold at the end (see
+// package chaos); `braid bench chaos` runs the long form.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a cluster of processes for a minute or two")
+	}
+	for _, tr := range []string{"sctp", "tcpn", "tcp", "quic"} {
+		t.Run(tr, func(t *testing.T) {
+			var log strings.Builder
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			rep, err := chaos.Run(ctx, chaos.Config{Exe: braidBin, Transport: tr, Duration: 25 * time.Second,
+				Seed: 1, Units: 100, Recovery: 90 * time.Second, Log: &log})
+			if rep != nil {
+				var out strings.Builder
+				rep.Print(&out)
+				t.Log("\n" + out.String())
+			}
+			if err != nil {
+				t.Fatalf("%v\n%s", err, log.String())
+			}
+			if !rep.OK() {
+				t.Fatalf("invariants broken; what happened:\n%s", log.String())
+			}
+		})
+	}
+}

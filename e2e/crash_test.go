@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/ops/samples"
+)
+
+// The first scenario, on every transport: a server and two
+// workers, a 400-unit blur job, kill -9 of the server mid-job, a restart on
+// the same data directory and port. The restarted server's associations
+// supersede the dead one's at once (a new epoch in the handshake), so the
+// workers lend it all their threads well before the 3 s liveness bound
+// would have freed them; the job finishes with only the units that had no
+// stored result run again.
+func TestServerCrashRestart(t *testing.T) {
+	for _, tr := range []string{"sctp", "tcpn", "tcp", "quic"} {
+		t.Run(tr, func(t *testing.T) { serverCrashRestart(t, tr) })
+	}
+}
+
+func serverCrashRestart(t *testing.T, tr string) {
+	addr, dir := freeAddr(t), t.TempDir()
+	srv := startServerAt(t, addr, dir)
+	c := client.New("http://" + addr)
+	for i := range 2 {
+		start(t, "worker", "--server", c.URL(), "--threads", "2", "--name", fmt.Sprintf("w%d", i+1), "--transport", tr)
+	}
+	waitWorkersUp(t, c, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	obj, err := c.Put(ctx, bytes.NewReader(samples.GIF()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const units = 400
+	j, err := c.Submit(ctx, api.JobSpec{Op: "blur", Input: obj.ID, Repeat: units, Params: map[string]string{"sigma": "2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doneAtKill := waitDone(t, ctx, c, j.ID, 70)
+	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = srv.cmd.Wait()
+	killed := time.Now()
+	startServerAt(t, addr, dir)
+	restarted := time.Now()
+	for !allLent(ctx, c, 2) {
+		if time.Since(restarted) > 2*time.Second {
+			t.Fatalf("workers did not lend the restarted server all their threads within 2s (liveness is 3s): %+v", workersNow(ctx, c))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	lent := time.Since(restarted)
+	final, err := c.Wait(ctx, j.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.State != api.JobDone || final.Progress.Done != units {
+		t.Fatalf("after the restart: %s %+v %q", final.State, final.Progress, final.Error)
+	}
+	before := 0
+	for _, u := range final.Units {
+		if u.Returned != nil && u.Returned.Before(killed) {
+			before++
+		}
+	}
+	if before < doneAtKill*9/10 {
+		t.Errorf("%d units were done when the server was killed, but only %d results from before the kill were kept: the rest ran again", doneAtKill, before)
+	}
+	t.Logf("%s: %d of %d units done at the kill, %d kept; all threads lent %v after the restart; job done %v after it",
+		tr, doneAtKill, units, before, lent.Round(time.Millisecond), final.FinishedAt.Sub(restarted).Round(time.Millisecond))
+}
+
+// waitDone waits until job id has at least n units done and returns how
+// many it has.
+func waitDone(t *testing.T, ctx context.Context, c *client.Client, id string, n int) int {
+	t.Helper()
+	for {
+		j, err := c.Job(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Progress.Done >= n {
+			return j.Progress.Done
+		}
+		if j.Terminal() {
+			t.Fatalf("job ended before %d units were done; make it longer", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// allLent reports whether every worker is up and lends the server all of
+// its threads.
+func allLent(ctx context.Context, c *client.Client, want int) bool {
+	ws := workersNow(ctx, c)
+	n := 0
+	for _, w := range ws {
+		if w.State == api.WorkerUp && w.Lease == w.Info.MaxThreads {
+			n++
+		}
+	}
+	return n == want
+}
+
+func workersNow(ctx context.Context, c *client.Client) []api.Worker {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	ws, _ := c.WithRetry(client.Retry{For: -1}).Workers(ctx)
+	return ws
+}
