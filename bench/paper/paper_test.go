@@ -1,6 +1,7 @@
 package paper_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"flag"
@@ -62,7 +63,7 @@ func TestQuick(t *testing.T) {
 	}
 	out := t.TempDir()
 	cfg := paper.Config{Exe: os.Args[0], Env: []string{workerEnv + "=1"}, Out: out, Quick: true,
-		Timeout: 90 * time.Second, JobTimeout: 30 * time.Second, NoSlow: os.Geteuid() != 0}
+		Timeout: 4 * time.Minute, JobTimeout: time.Minute, NoSlow: os.Geteuid() != 0, Log: tlog{t}}
 	res, err := paper.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -122,4 +123,14 @@ func checkCSV(t *testing.T, path string, complete bool) {
 			t.Errorf("%s: bad units %q", path, units)
 		}
 	}
+}
+
+// tlog sends the run's progress lines to the test log, timed, so that a
+// run out of time shows where the time went. (The worker processes are
+// this test binary: under -race the whole quick run takes ~100 s here.)
+type tlog struct{ t *testing.T }
+
+func (l tlog) Write(p []byte) (int, error) {
+	l.t.Logf("%s %s", time.Now().Format("15:04:05.000"), bytes.TrimRight(p, "\n"))
+	return len(p), nil
 }
