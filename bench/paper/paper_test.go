@@ -4,57 +4,36 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"flag"
+	"fmt"
 	"os"
-	"os/signal"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/braidhq/braid/bench/paper"
-	"github.com/braidhq/braid/internal/transports"
-	"github.com/braidhq/braid/worker"
 )
 
-// workerEnv makes the test binary act as `braid worker` (the helper-process
-// pattern of os/exec's tests), so the test needs no built binary.
-const workerEnv = "BRAID_PAPER_TEST_WORKER"
+// braidBin is a braid binary built without the race detector: the quick
+// run's worker processes are that, so that they compute at their usual
+// speed while the server, in this process, is checked for races.
+var braidBin string
 
 func TestMain(m *testing.M) {
-	if os.Getenv(workerEnv) == "1" {
-		os.Exit(runWorker(os.Args[1:]))
-	}
-	os.Exit(m.Run())
-}
-
-// runWorker is a minimal `braid worker` with the flags the bench passes.
-func runWorker(args []string) int {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	srv, threads := fs.String("server", "", ""), fs.Int("threads", 1, "")
-	tname, name := fs.String("transport", transports.Default, ""), fs.String("name", "", "")
-	secretFile, _ := fs.String("secret-file", "", ""), fs.String("log-level", "", "")
-	if fs.Parse(args) != nil {
-		return 2
-	}
-	secret, err := os.ReadFile(*secretFile)
-	t, err2 := transports.New(*tname, transports.Options{})
-	if err != nil || err2 != nil {
-		return 1
-	}
-	w, err := worker.New(worker.Config{Name: *name, Servers: []string{*srv}, Threads: *threads, Transport: t,
-		Listen: "127.0.0.1:0", InfoListen: "127.0.0.1:0", Secret: []byte(strings.TrimSpace(string(secret)))})
+	dir, err := os.MkdirTemp("", "braid-paper-test-*")
 	if err != nil {
-		return 1
+		panic(err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if w.Run(ctx) != nil {
-		return 1
+	braidBin = filepath.Join(dir, "braid")
+	if out, err := exec.Command("go", "build", "-o", braidBin, "../../cmd/braid").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building braid: %v\n%s", err, out)
+		os.Exit(1)
 	}
-	return 0
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 func TestQuick(t *testing.T) {
@@ -62,7 +41,7 @@ func TestQuick(t *testing.T) {
 		t.Skip("starts worker processes")
 	}
 	out := t.TempDir()
-	cfg := paper.Config{Exe: os.Args[0], Env: []string{workerEnv + "=1"}, Out: out, Quick: true,
+	cfg := paper.Config{Exe: braidBin, ExeArgs: []string{"worker"}, Out: out, Quick: true,
 		Timeout: 4 * time.Minute, JobTimeout: time.Minute, NoSlow: os.Geteuid() != 0, Log: tlog{t}}
 	res, err := paper.Run(context.Background(), cfg)
 	if err != nil {
@@ -126,8 +105,7 @@ func checkCSV(t *testing.T, path string, complete bool) {
 }
 
 // tlog sends the run's progress lines to the test log, timed, so that a
-// run out of time shows where the time went. (The worker processes are
-// this test binary: under -race the whole quick run takes ~100 s here.)
+// run out of time shows where the time went.
 type tlog struct{ t *testing.T }
 
 func (l tlog) Write(p []byte) (int, error) {

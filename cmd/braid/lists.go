@@ -66,13 +66,13 @@ func printJobs(e *env, jobs []api.Job) error {
 
 func printWorkers(e *env, ws []api.Worker) error {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "WORKER\tSTATE\tTRANSPORT\tSTREAMS\tTHREADS\tCORES\tUNITS\tADDR\tERROR")
+	fmt.Fprintln(w, "WORKER\tSTATE\tTRANSPORT\tLENT/STREAMS\tTHREADS\tCORES\tUNITS\tADDR\tERROR")
 	for _, wk := range ws {
 		addr := ""
 		if len(wk.Info.Endpoints) > 0 {
 			addr = wk.Info.Endpoints[0].Addr
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", wk.Info.Name, wk.State, wk.Transport, wk.Streams,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%s\t%s\n", wk.Info.Name, wk.State, wk.Transport, wk.Lease, wk.Streams,
 			wk.Info.MaxThreads, wk.Info.Cores, wk.UnitsDone, addr, wk.Error)
 	}
 	return w.Flush()
