@@ -185,6 +185,9 @@ type WorkerInfo struct {
 	Endpoints     []Endpoint `json:"endpoints"`
 	// InfoURL is the worker's own HTTP address for GET /v1/info.
 	InfoURL string `json:"info_url,omitempty"`
+	// Epoch changes when the worker process restarts, so that a server
+	// drops an association with the previous process at once.
+	Epoch uint64 `json:"epoch,omitempty"`
 }
 
 // Worker states as a server sees them.

@@ -121,7 +121,7 @@ func checkStatus(resp *http.Response) error {
 		ae = &api.Error{Code: fmt.Sprintf("http_%d", resp.StatusCode), Message: strings.TrimSpace(string(b))}
 	}
 	if isUnavailable(resp.StatusCode) {
-		return &unavailableError{err: ae}
+		return &unavailableError{err: ae, status: resp.StatusCode}
 	}
 	return ae
 }

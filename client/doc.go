@@ -18,9 +18,11 @@
 //
 //   - A call whose connection could not be made is made again whatever it
 //     is, since nothing of it was sent. Put's body must be readable again
-//     (see Put).
+//     (see Put). So is a call a braid server refused because it is
+//     stopping (503 with code unavailable): it refuses before acting.
 //   - A GET whose connection broke before the answer was whole, or that was
-//     answered 502, 503 or 504, is made again; a POST, PUT or DELETE is not,
+//     answered 502, 503 or 504 by a proxy, is made again; a POST, PUT or
+//     DELETE is not,
 //     since the server may have acted on it (Submit, Put, Cancel, the
 //     deletes and the worker-registry calls).
 //   - An answer that is an error, such as a 404 for a job the server does

@@ -178,14 +178,10 @@ func TestNotFoundIsNotRetried(t *testing.T) {
 		"Wait+events": func() error { _, err := c.Wait(ctx, "nope", func(api.Job) {}); return err },
 	}
 	for name, call := range calls {
-		start := time.Now()
 		err := call()
 		var ae *api.Error
 		if !errors.As(err, &ae) || ae.Code != api.CodeNotFound {
 			t.Errorf("%s: %v, want %s", name, err, api.CodeNotFound)
-		}
-		if d := time.Since(start); d > 500*time.Millisecond {
-			t.Errorf("%s: took %v", name, d)
 		}
 	}
 	hits := a.hitsOf("GET /v1/jobs/{id}") + a.hitsOf("GET /v1/jobs/{id}/wait") + a.hitsOf("GET /v1/jobs/{id}/events")

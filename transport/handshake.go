@@ -24,7 +24,7 @@ import (
 // Each side proves it knows the secret without sending it, and the nonces make
 // the proofs single-use; the macs cover both offers whole, so neither side's
 // identity, epoch or liveness can be altered on the way. The listener
-// reserves threads (Admit) only after the dialer's mac checks out. Streams
+// admits the association (Admit) only after the dialer's mac checks out. Streams
 // are negotiated as NegotiateStreams and the liveness bound as
 // NegotiateLiveness. handshake_offer.go has the byte layout. A version-1
 // peer (magic "BRD1") is refused with an error that says so.

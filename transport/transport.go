@@ -11,8 +11,9 @@
 // channel: they authenticate each other with the cluster secret and negotiate
 // the stream count as min(max(recA, recB), maxA, maxB). Only after the peer has
 // proved it knows the secret does the listener call its Admit hook, which is
-// where a worker reserves one processing thread per stream; so an
-// unauthenticated peer never holds a thread. The handshake also tells each
+// where a worker admits the association (or refuses it, or lets it supersede
+// an older one from the same peer); so an unauthenticated peer never holds
+// any of its resources. The handshake also tells each
 // side who the other is (PeerInfo: name, role identity and incarnation
 // epoch) and negotiates the liveness bound.
 //

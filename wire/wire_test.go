@@ -86,10 +86,10 @@ func FuzzParse(f *testing.F) {
 	f.Add(b)
 	f.Add(AppendResult(nil, &Result{ID: 3, Error: "x", Output: []byte("out")}))
 	f.Add(AppendWant(nil, Want{Streams: 3, InFlight: 5}))
-	f.Add(AppendLease(nil, 0))
+	f.Add(AppendLease(nil, Lease{Seq: 4}))
 	f.Fuzz(func(t *testing.T, p []byte) {
-		if n, err := ParseLease(p); err == nil && string(AppendLease(nil, n)) != string(p) {
-			t.Fatalf("%q parses as lease %d but re-encodes differently", p, n)
+		if l, err := ParseLease(p); err == nil && string(AppendLease(nil, l)) != string(p) {
+			t.Fatalf("%q parses as lease %+v but re-encodes differently", p, l)
 		}
 		if w, err := ParseWant(p); err == nil && string(AppendWant(nil, w)) != string(p) {
 			t.Fatalf("%q parses as %+v but re-encodes differently", p, w)

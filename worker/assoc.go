@@ -28,15 +28,24 @@ type task struct {
 // goroutine k runs units while k is below the association's lease, each
 // unit holding one of the worker's threads; one control sender writes the
 // lease messages and the units handed back, in that order, on stream 0.
+// While the lease is 0 (the worker lends this server nothing: it is
+// stopping, or busier servers have every thread) units are handed back
+// instead of queued, so that the server places them elsewhere.
 type session struct {
 	w       *Worker
 	a       transport.Association
 	loan    *loan
 	queue   chan task
-	returns chan task // units to hand back unrun, in order
-	// owed is the server's last count of units it has in flight here (-1
-	// until it says): a stop waits for it to reach zero.
-	owed atomic.Int64
+	returns chan task     // units to hand back unrun, in order
+	sweep   chan struct{} // cap 1: tells control to hand back the queue
+	// busy counts the units taken off the queue (or set to be handed back)
+	// whose answer is not yet sent.
+	busy atomic.Int64
+	// sentSeq is the sequence number of the last lease sent; owed is the
+	// server's count of units in flight here, from its latest want that
+	// answers that lease (-1 until one does). A stop waits for owed to be 0.
+	sentSeq atomic.Uint32
+	owed    atomic.Int64
 	// ewmaNS is an EWMA of compute time in nanoseconds, for the feedback
 	// each result carries.
 	ewmaNS atomic.Int64
@@ -48,9 +57,8 @@ type session struct {
 func (w *Worker) serveAssoc(ctx context.Context, a transport.Association) {
 	n := a.Streams()
 	s := &session{w: w, a: a, loan: w.lender.add(n), queue: make(chan task, 4*n),
-		returns: make(chan task, 4*n), canRun: map[string]bool{}}
+		returns: make(chan task, 4*n), sweep: make(chan struct{}, 1), canRun: map[string]bool{}}
 	s.owed.Store(-1)
-	defer w.lender.remove(s.loan)
 	w.track(s, true)
 	defer w.track(s, false)
 	for _, op := range w.cfg.Ops {
@@ -69,6 +77,7 @@ func (w *Worker) serveAssoc(ctx context.Context, a transport.Association) {
 	case <-ctx.Done():
 		a.Close()
 	}
+	w.lender.remove(s.loan) // its threads go to the others now, not when its last unit ends
 	cancel()
 	wg.Wait()
 	if err := a.Err(); err != nil && !errors.Is(err, transport.ErrPeerClosed) && !errors.Is(err, transport.ErrClosed) {
@@ -78,9 +87,9 @@ func (w *Worker) serveAssoc(ctx context.Context, a transport.Association) {
 	}
 }
 
-// read moves units from one stream into the queue (or, once the worker is
-// draining, hands them back); stream 0 also carries the server's wants. A
-// message that is neither aborts the association.
+// read moves units from one stream into the queue (or hands them back);
+// stream 0 also carries the server's wants. A message that is neither
+// aborts the association.
 func (s *session) read(ctx context.Context, stream int) {
 	for {
 		msg, err := s.a.Recv(ctx, stream)
@@ -100,8 +109,7 @@ func (s *session) take(ctx context.Context, stream int, msg []byte) error {
 	case k == wire.KindWant && stream == 0:
 		want, err := wire.ParseWant(msg)
 		if err == nil {
-			s.owed.Store(int64(want.InFlight))
-			s.w.lender.ask(s.loan, want.Streams)
+			s.onWant(want)
 		}
 		return err
 	case k != wire.KindUnit:
@@ -112,24 +120,51 @@ func (s *session) take(ctx context.Context, stream int, msg []byte) error {
 		return err
 	}
 	t := task{unit: u, stream: stream, queued: time.Now()}
-	if s.w.draining() {
+	if s.lentNothing() {
 		s.giveBack(ctx, t)
 		return nil
 	}
 	select {
 	case s.queue <- t:
 	case <-ctx.Done():
+		return nil
+	}
+	if s.lentNothing() { // the lease fell to 0 meanwhile
+		s.poke()
 	}
 	return nil
 }
 
+// onWant applies a want: the lender hears what the server asks for, and a
+// want that answers the last lease sent says what the server has in flight.
+func (s *session) onWant(want wire.Want) {
+	if want.LeaseSeq == s.sentSeq.Load() && want.LeaseSeq != 0 {
+		s.owed.Store(int64(want.InFlight))
+	}
+	s.w.lender.ask(s.loan, want.Streams)
+}
+
+// lentNothing reports whether the association's lease is 0.
+func (s *session) lentNothing() bool {
+	n, _ := s.w.lender.current(s.loan)
+	return n == 0
+}
+
+// poke asks control to hand back the queue.
+func (s *session) poke() {
+	select {
+	case s.sweep <- struct{}{}:
+	default:
+	}
+}
+
 // giveBack queues t to be handed back; it counts as busy until it is.
 func (s *session) giveBack(ctx context.Context, t task) {
-	s.w.busy.Add(1)
+	s.busy.Add(1)
 	select {
 	case s.returns <- t:
 	case <-ctx.Done():
-		s.w.busy.Add(-1)
+		s.busy.Add(-1)
 	}
 }
 
@@ -155,7 +190,7 @@ func (s *session) compute(ctx context.Context, k int) {
 		case <-ctx.Done():
 			return
 		}
-		s.w.busy.Add(1) // until its result is sent: a stop waits for it
+		s.busy.Add(1) // until its result is sent: a stop waits for it
 		if !s.runAndSend(ctx, t, &buf) {
 			return
 		}
@@ -163,11 +198,11 @@ func (s *session) compute(ctx context.Context, k int) {
 }
 
 // runAndSend runs t on one of the worker's threads and sends its result,
-// or hands t back if the worker began to stop meanwhile. It reports
-// whether the association can go on.
+// or hands t back if the lease fell to 0 meanwhile. It reports whether the
+// association can go on.
 func (s *session) runAndSend(ctx context.Context, t task, buf *[]byte) bool {
-	defer s.w.busy.Add(-1)
-	if s.w.draining() {
+	defer s.busy.Add(-1)
+	if s.lentNothing() {
 		s.giveBack(ctx, t)
 		return ctx.Err() == nil
 	}
@@ -194,39 +229,49 @@ func (s *session) runOnThread(ctx context.Context, t task) (wire.Result, bool) {
 	return s.run(t), true
 }
 
-// control sends the lease whenever it changes and hands back units (after
-// the lease that took the streams back, so the server does not send them
-// here again).
+// control sends the lease whenever it changes and hands back units: those
+// given back, and, while the lease is 0, whatever is queued. A hand-back
+// goes after the lease that took the streams back, on the same stream, so
+// the server never sends the unit here again.
 func (s *session) control(ctx context.Context) {
-	sent := -1
-	drain := s.w.drainStarted
+	sent := -1 // the first pass tells the server its lease of 0
+	var back []task
 	for {
-		var back []task
-		select {
-		case <-s.loan.kick:
-		case t := <-s.returns:
-			back = append(back, t)
-		case <-drain: // once: hand back what no thread has started
-			drain = nil
-			back = s.unstarted()
-		case <-ctx.Done():
-			return
-		}
-		if n, _ := s.w.lender.current(s.loan); n != sent {
-			if s.a.Send(ctx, 0, wire.AppendLease(nil, n)) != nil {
+		n, _ := s.w.lender.current(s.loan)
+		if n != sent {
+			if !s.sendLease(ctx, n) {
 				return
 			}
 			sent = n
 		}
-		for i, t := range back {
-			ok := s.handBack(ctx, t)
-			s.w.busy.Add(-1)
+		if n == 0 {
+			back = append(back, s.unstarted()...)
+		}
+		for len(back) > 0 {
+			ok := s.handBack(ctx, back[0])
+			s.busy.Add(-1)
+			back = back[1:]
 			if !ok {
-				s.w.busy.Add(-int64(len(back) - i - 1))
 				return
 			}
 		}
+		select {
+		case <-s.loan.kick:
+		case <-s.sweep:
+		case t := <-s.returns:
+			back = append(back, t)
+		case <-ctx.Done():
+			return
+		}
 	}
+}
+
+// sendLease tells the server its new lease. The server's wants count as
+// the answer to it (owed) only once they name it.
+func (s *session) sendLease(ctx context.Context, n int) bool {
+	seq := s.sentSeq.Add(1)
+	s.owed.Store(-1)
+	return s.a.Send(ctx, 0, wire.AppendLease(nil, wire.Lease{Streams: n, Seq: seq})) == nil
 }
 
 // unstarted empties the queue; what it returns counts as busy until it is
@@ -236,7 +281,7 @@ func (s *session) unstarted() []task {
 	for {
 		select {
 		case t := <-s.queue:
-			s.w.busy.Add(1)
+			s.busy.Add(1)
 			out = append(out, t)
 		default:
 			return out

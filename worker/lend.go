@@ -64,6 +64,9 @@ func (l *lender) remove(ln *loan) {
 func (l *lender) ask(ln *loan, n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if ln.want >= ln.lease { // it asked for its whole lease until now
+		ln.full = l.now()
+	}
 	ln.want = min(max(n, 0), ln.slots)
 	l.divideLocked()
 }

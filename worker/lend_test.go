@@ -106,6 +106,27 @@ func TestLenderFollowsDemand(t *testing.T) {
 	}
 }
 
+// A server that asked for its whole lease for a long time and then asks for
+// less keeps the lease for the idle period, measured from when it asked
+// less, not from the last time the threads were divided.
+func TestLenderHoldsAfterLongSteadyUse(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	l := newLender(4, time.Second, clk.now)
+	defer l.stop()
+	a := l.add(4)
+	l.ask(a, 4)
+	clk.t = clk.t.Add(10 * time.Second) // steady: no want changes, no division
+	l.ask(a, 3)
+	if got := leases(l, a); !slices.Equal(got, []int{4}) {
+		t.Fatalf("a dip after 10s of steady use: lease %v, want 4 held for the idle period", got)
+	}
+	clk.t = clk.t.Add(1100 * time.Millisecond)
+	l.ask(a, 3)
+	if got := leases(l, a); !slices.Equal(got, []int{3}) {
+		t.Fatalf("after the idle period: lease %v, want 3", got)
+	}
+}
+
 // The idle hold ends by itself: the timer re-divides without another event.
 func TestLenderIdleTimer(t *testing.T) {
 	l := newLender(2, 30*time.Millisecond, time.Now)

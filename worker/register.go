@@ -13,7 +13,9 @@ import (
 
 // registerLoop registers with one server, then heartbeats; it registers
 // again whenever the server forgets the worker (a server restart), and
-// backs off while the server is unreachable. On exit it deregisters.
+// backs off while the server is unreachable, to at most one heartbeat
+// interval, so that it is back within about a second of a restart. On exit
+// it deregisters.
 func (w *Worker) registerLoop(ctx context.Context, base string) {
 	c := client.New(base).WithHTTPClient(w.cfg.HTTPClient).WithSecret(w.cfg.Secret).WithRetry(client.Retry{For: -1})
 	interval, backoff := time.Second, 250*time.Millisecond
@@ -37,7 +39,7 @@ func (w *Worker) registerLoop(ctx context.Context, base string) {
 		wait := interval
 		if err != nil {
 			w.log.Warn("server unreachable", "server", c.URL(), "err", err)
-			wait, backoff = backoff, min(2*backoff, 5*time.Second)
+			wait, backoff = min(backoff, interval), min(2*backoff, interval)
 		}
 		select {
 		case <-ctx.Done():

@@ -28,7 +28,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -129,6 +128,7 @@ func (c *Config) validate() error {
 // Worker is a braid worker. Create it with New, then call Run.
 type Worker struct {
 	cfg     Config
+	epoch   uint64 // this process's incarnation, in the handshake and WorkerInfo
 	log     *slog.Logger
 	lender  *lender
 	threads chan struct{} // one token per processing thread running a unit
@@ -138,9 +138,6 @@ type Worker struct {
 
 	drainOnce    sync.Once
 	drainStarted chan struct{} // closed when a graceful stop begins
-	// busy counts units taken off a queue whose result (or hand-back) is
-	// not yet sent; a graceful stop waits for it to reach zero.
-	busy atomic.Int64
 
 	sessMu   sync.Mutex // guards sessions
 	sessions map[*session]bool
@@ -159,10 +156,10 @@ func New(cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, log: cfg.Logger, lender: newLender(cfg.Threads, cfg.LeaseIdle, time.Now),
+	w := &Worker{cfg: cfg, log: cfg.Logger, epoch: uint64(time.Now().UnixNano()), lender: newLender(cfg.Threads, cfg.LeaseIdle, time.Now),
 		threads: make(chan struct{}, cfg.Threads), drainStarted: make(chan struct{}), sessions: map[*session]bool{},
 		newest: map[string]uint64{}, fig: readFigures(".")}
-	lc := transport.ListenConfig{Secret: cfg.Secret, Name: cfg.Name, ID: cfg.Name, Epoch: uint64(time.Now().UnixNano()),
+	lc := transport.ListenConfig{Secret: cfg.Secret, Name: cfg.Name, ID: cfg.Name, Epoch: w.epoch,
 		Liveness: cfg.Liveness, RecStreams: cfg.Threads,
 		MaxStreams: cfg.Threads, Admit: w.admit,
 		Logf: func(format string, args ...any) { w.log.Warn(fmt.Sprintf(format, args...)) }}
@@ -196,7 +193,8 @@ func (w *Worker) admit(peer transport.PeerInfo, n int) (int, func(), error) {
 	}
 	if peer.ID != "" {
 		if newest, ok := w.newest[peer.ID]; ok && peer.Epoch < newest {
-			return 0, nil, fmt.Errorf("server %s epoch %d is superseded: it restarted as epoch %d", peer.Name, peer.Epoch, newest)
+			return 0, nil, fmt.Errorf("server %s epoch %d is superseded: it restarted as epoch %d (or another server has a copy of its data directory, and its id)",
+				peer.Name, peer.Epoch, newest)
 		}
 		w.newest[peer.ID] = peer.Epoch
 		w.supersede(peer)
@@ -234,7 +232,7 @@ func (w *Worker) Info() api.WorkerInfo {
 	}
 	return api.WorkerInfo{Name: w.cfg.Name, Cores: f.cores, ClockMHz: f.clockMHz, RAMBytes: f.ramBytes,
 		DiskFreeBytes: f.diskFree, MaxThreads: w.cfg.Threads, FreeThreads: w.cfg.Threads - len(w.threads),
-		LeasedThreads: w.lender.leased(), Ops: slices.Clone(w.cfg.Ops), InfoURL: "http://" + w.infoLn.Addr().String(),
+		LeasedThreads: w.lender.leased(), Ops: slices.Clone(w.cfg.Ops), InfoURL: "http://" + w.infoLn.Addr().String(), Epoch: w.epoch,
 		Endpoints: []api.Endpoint{{Transport: w.cfg.Transport.Name(), Addr: addr}}}
 }
 
@@ -264,17 +262,36 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.ln.Close()
 	stop()
 	_ = hs.Close()
-	w.wg.Wait()
+	w.waitGoroutines()
 	w.lender.stop()
 	return nil
+}
+
+// stopGrace is how long Run waits, after the drain, for its goroutines.
+const stopGrace = 2 * time.Second
+
+// waitGoroutines waits for the worker's goroutines, but not for long: one
+// still inside an operation (which cannot be interrupted) after the drain
+// timeout is abandoned, and ends with the operation.
+func (w *Worker) waitGoroutines() {
+	done := make(chan struct{})
+	go func() {
+		w.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(stopGrace):
+		w.log.Warn("returning with units still running; their results are dropped", "running", len(w.threads))
+	}
 }
 
 // drain begins a graceful stop: every lease goes back, units not started
 // are handed back, and it waits (up to DrainTimeout) for the running ones.
 func (w *Worker) drain() {
 	w.drainOnce.Do(func() {
+		close(w.drainStarted) // admit refuses from now on
 		w.lender.drain()
-		close(w.drainStarted)
 	})
 	w.log.Info("stopping: handing back queued units, finishing running ones", "running", len(w.threads), "timeout", w.cfg.DrainTimeout)
 	deadline := time.Now().Add(w.cfg.DrainTimeout)
@@ -283,19 +300,18 @@ func (w *Worker) drain() {
 	}
 	if !w.settled() {
 		w.log.Warn("stopping with units still running; their servers will run them elsewhere", "running", len(w.threads))
+		return
 	}
 }
 
 // settled reports whether every unit sent to the worker has been answered
-// (run and sent back, or handed back) and each server says so.
+// (run and sent back, or handed back) and each server says so, in a want
+// that answers the lease that took its streams back.
 func (w *Worker) settled() bool {
-	if w.busy.Load() > 0 {
-		return false
-	}
 	w.sessMu.Lock()
 	defer w.sessMu.Unlock()
 	for s := range w.sessions {
-		if len(s.queue) > 0 || len(s.returns) > 0 || s.owed.Load() != 0 {
+		if s.busy.Load() > 0 || len(s.queue) > 0 || len(s.returns) > 0 || s.owed.Load() != 0 {
 			return false
 		}
 	}

@@ -25,6 +25,13 @@ type cluster struct {
 
 const secret = "braid chaos secret"
 
+// drainTimeout bounds the server's and the workers' graceful stops; a stop
+// that outlasts it by stopSlack breaks an invariant.
+const (
+	drainTimeout = 5 * time.Second
+	stopSlack    = 10 * time.Second
+)
+
 func startCluster(cfg *Config) (*cluster, error) {
 	env := []string{"BRAID_SECRET=" + secret}
 	port, err := freePort()
@@ -34,7 +41,8 @@ func startCluster(cfg *Config) (*cluster, error) {
 	c := &cluster{cfg: cfg, url: fmt.Sprintf("http://127.0.0.1:%d", port)}
 	live := cfg.Liveness.String()
 	c.server = newProc(cfg.Dir, "server", cfg.Exe, env, "server", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
-		"--data", filepath.Join(cfg.Dir, "data"), "--heartbeat-timeout", "30s", "--liveness", live)
+		"--data", filepath.Join(cfg.Dir, "data"), "--heartbeat-timeout", "30s", "--liveness", live,
+		"--drain-timeout", drainTimeout.String())
 	if err := c.server.start(); err != nil {
 		return nil, err
 	}
@@ -62,7 +70,8 @@ func (c *cluster) addWorker(i int, env []string, live string) error {
 	name := fmt.Sprintf("w%d", i+1)
 	p := newProc(c.cfg.Dir, name, c.cfg.Exe, env, "worker", "--server", c.url, "--name", name,
 		"--threads", strconv.Itoa(c.cfg.Threads), "--transport", c.cfg.Transport,
-		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--advertise", r.Addr(), "--liveness", live)
+		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--advertise", r.Addr(), "--liveness", live,
+		"--drain-timeout", drainTimeout.String())
 	c.workers, c.names = append(c.workers, p), append(c.names, name)
 	return p.start()
 }

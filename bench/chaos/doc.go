@@ -6,7 +6,11 @@
 //
 //   - kill -9 of a worker, restarted a little later under the same name;
 //   - SIGSTOP of a worker, SIGCONT some seconds later;
+//   - SIGTERM of a worker (a graceful stop: it hands back its queued
+//     units), restarted a little after it exits;
 //   - kill -9 of the server, restarted on the same data directory and port;
+//   - SIGTERM of the server (a graceful stop: it drains), restarted the
+//     same way;
 //   - a black-holed link between the server and a worker (the relay drops
 //     everything both ways; the control plane still works, so only the
 //     association's own liveness can notice).

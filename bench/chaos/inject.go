@@ -13,6 +13,7 @@ import (
 // outcome is what one fault did.
 type outcome struct {
 	fault      Fault
+	stuck      bool          // a graceful stop that did not end within its bound
 	detected   time.Duration // fault start to the server seeing the worker go; 0 if it did not
 	recovered  time.Duration // fault end to the worker (or every worker) up again, once its loss was noticed
 	unnoticed  bool          // lasted well past the liveness bound, and never noticed
@@ -37,8 +38,8 @@ const recoverWithin = 60 * time.Second
 func (in *injector) apply(ctx context.Context, f Fault) {
 	fmt.Fprintf(in.cfg.Log, "fault   %v\n", f)
 	res := outcome{fault: f}
-	if f.Kind == KillServer {
-		res.recovered, res.unrecovery = in.killServer(ctx, f)
+	if f.Kind.onServer() {
+		res.recovered, res.unrecovery, res.stuck = in.serverFault(ctx, f)
 	} else {
 		res = in.workerFault(ctx, f)
 	}
@@ -58,6 +59,8 @@ func (in *injector) workerFault(ctx context.Context, f Fault) outcome {
 	switch f.Kind {
 	case KillWorker:
 		w.kill()
+	case TermWorker:
+		w.signal(syscall.SIGTERM)
 	case StopWorker:
 		w.signal(syscall.SIGSTOP)
 	case BlackHole:
@@ -72,10 +75,15 @@ func (in *injector) workerFault(ctx context.Context, f Fault) outcome {
 		}
 		close(gone)
 	}()
+	if f.Kind == TermWorker { // the fault lasts For after the stop ended
+		if res.stuck = !w.waitExit(drainTimeout + stopSlack); res.stuck {
+			w.kill()
+		}
+	}
 	sleep(ctx, f.For)
 	end := time.Now()
 	switch f.Kind {
-	case KillWorker:
+	case KillWorker, TermWorker:
 		_ = w.start()
 	case StopWorker:
 		w.signal(syscall.SIGCONT)
@@ -97,23 +105,30 @@ func (in *injector) workerFault(ctx context.Context, f Fault) outcome {
 	return res
 }
 
-// killServer kills the server, restarts it after f.For on the same data
-// directory and port, and measures the time until every worker is up on
-// the new one.
-func (in *injector) killServer(ctx context.Context, f Fault) (time.Duration, bool) {
-	in.c.server.kill()
+// serverFault kills the server (or stops it gracefully, and waits for it
+// to exit), restarts it after f.For on the same data directory and port,
+// and measures the time until every worker is up on the new one.
+func (in *injector) serverFault(ctx context.Context, f Fault) (recovered time.Duration, unrecovered, stuck bool) {
+	if f.Kind == KillServer {
+		in.c.server.kill()
+	} else {
+		in.c.server.signal(syscall.SIGTERM)
+		if stuck = !in.c.server.waitExit(drainTimeout + stopSlack); stuck {
+			in.c.server.kill()
+		}
+	}
 	sleep(ctx, f.For)
 	restarted := time.Now()
 	if err := in.c.server.start(); err != nil {
 		fmt.Fprintf(in.cfg.Log, "restarting the server: %v\n", err)
-		return 0, true
+		return 0, true, stuck
 	}
 	wctx, cancel := context.WithTimeout(ctx, recoverWithin)
 	defer cancel()
 	if at, ok := in.o.waitFor(wctx, func(v map[string]api.Worker) bool { return allUp(v, in.c.names) }); ok {
-		return at.Sub(restarted), false
+		return at.Sub(restarted), false, stuck
 	}
-	return 0, ctx.Err() == nil
+	return 0, ctx.Err() == nil, stuck
 }
 
 func (in *injector) outcomes() []outcome {

@@ -93,6 +93,22 @@ func (p *proc) stop(grace time.Duration) {
 	}
 }
 
+// waitExit waits up to d for the process to exit by itself.
+func (p *proc) waitExit(d time.Duration) bool {
+	p.mu.Lock()
+	exited := p.exited
+	p.mu.Unlock()
+	if exited == nil {
+		return true
+	}
+	select {
+	case <-exited:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
 // freePort finds a loopback port free for both TCP and UDP, so that a
 // process restarted on it can bind it again whatever its transport.
 func freePort() (int, error) {

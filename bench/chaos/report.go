@@ -42,8 +42,8 @@ func (r *Report) Print(w io.Writer) {
 	for _, o := range r.Outcomes {
 		counts[o.fault.Kind]++
 	}
-	fmt.Fprintf(w, "faults injected: %d (kill-worker %d, stop-worker %d, black-hole %d, kill-server %d)\n",
-		len(r.Outcomes), counts[KillWorker], counts[StopWorker], counts[BlackHole], counts[KillServer])
+	fmt.Fprintf(w, "faults injected: %d (kill-worker %d, stop-worker %d, black-hole %d, term-worker %d, kill-server %d, term-server %d)\n",
+		len(r.Outcomes), counts[KillWorker], counts[StopWorker], counts[BlackHole], counts[TermWorker], counts[KillServer], counts[TermServer])
 	fmt.Fprintf(w, "jobs: %d checked (%d tiled), %d units; units sent again after a fault: %d\n", r.Jobs, r.Tiled, r.Units, r.SentAgain)
 	r.printTimes(w)
 	if r.OK() {
@@ -58,7 +58,7 @@ func (r *Report) Print(w io.Writer) {
 
 // printTimes writes detection and recovery per kind of fault.
 func (r *Report) printTimes(w io.Writer) {
-	for _, k := range []FaultKind{KillWorker, StopWorker, BlackHole, KillServer} {
+	for _, k := range []FaultKind{KillWorker, StopWorker, BlackHole, TermWorker, KillServer, TermServer} {
 		var det, rec []time.Duration
 		missed := 0
 		for _, o := range r.Outcomes {
@@ -67,7 +67,7 @@ func (r *Report) printTimes(w io.Writer) {
 			}
 			if o.detected > 0 {
 				det = append(det, o.detected)
-			} else if k != KillServer {
+			} else if !k.onServer() {
 				missed++
 			}
 			if o.recovered > 0 {
@@ -78,7 +78,7 @@ func (r *Report) printTimes(w io.Writer) {
 			continue
 		}
 		line := fmt.Sprintf("%-11s", k)
-		if k != KillServer {
+		if !k.onServer() {
 			line += fmt.Sprintf("  detected %d: slowest %v, median %v", len(det), slowest(det), median(det))
 			if missed > 0 {
 				line += fmt.Sprintf(" (%d over before noticed)", missed)

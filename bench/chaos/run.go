@@ -29,10 +29,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	want, err := computeExpected()
 	if err != nil {
+		cleanup()
 		return nil, err
 	}
 	c, err := startCluster(&cfg)
 	if err != nil {
+		cleanup()
 		return nil, err
 	}
 	obsCtx, stopObs := context.WithCancel(ctx)
@@ -50,7 +52,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}()
 	if err := c.waitUp(ctx, o, 30*time.Second); err != nil {
-		return nil, err
+		rep.Violations = append(rep.Violations, err.Error()) // keeps the logs
+		return rep, err
 	}
 	cl := client.New(c.url).WithRetry(client.Retry{For: math.MaxInt64}).WithHTTPClient(&http.Client{Timeout: time.Minute})
 	if err := upload(ctx, cl); err != nil {
@@ -120,6 +123,9 @@ func verify(ctx context.Context, cfg *Config, c *cluster, o *observer, cl *clien
 		}
 		if res.unrecovery {
 			rep.Violations = append(rep.Violations, fmt.Sprintf("%v: not up again within %v", res.fault, recoverWithin))
+		}
+		if res.stuck {
+			rep.Violations = append(rep.Violations, fmt.Sprintf("%v: the graceful stop did not end within %v", res.fault, drainTimeout+stopSlack))
 		}
 	}
 	if len(rep.Violations) > 0 {

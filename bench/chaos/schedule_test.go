@@ -27,7 +27,7 @@ func TestPlanReplaysFromItsSeed(t *testing.T) {
 			t.Errorf("fault %v on no worker", f)
 		}
 	}
-	for _, k := range []FaultKind{KillWorker, StopWorker, KillServer, BlackHole} {
+	for _, k := range []FaultKind{KillWorker, StopWorker, KillServer, BlackHole, TermWorker, TermServer} {
 		if kinds[k] == 0 {
 			t.Errorf("10 minutes of seed 7 has no %s: %v", k, kinds)
 		}
@@ -45,15 +45,15 @@ func TestPlanKeepsFaultsApart(t *testing.T) {
 				if !overlap {
 					continue
 				}
-				if f.Kind == KillServer || g.Kind == KillServer || f.Worker == g.Worker {
+				if f.Kind.onServer() || g.Kind.onServer() || f.Worker == g.Worker {
 					t.Fatalf("seed %d: %v overlaps %v", seed, f, g)
 				}
 			}
-			if f.Kind != KillServer {
+			if !f.Kind.onServer() {
 				continue
 			}
 			for _, g := range plan[:i] {
-				if g.Kind == KillServer && f.At-g.At < 10*time.Second {
+				if g.Kind.onServer() && f.At-g.At < 10*time.Second {
 					t.Fatalf("seed %d: server kills %v and %v too close", seed, g, f)
 				}
 			}
@@ -64,12 +64,12 @@ func TestPlanKeepsFaultsApart(t *testing.T) {
 // Even a short schedule tries every kind of fault.
 func TestPlanStartsWithEveryKind(t *testing.T) {
 	for seed := range uint64(20) {
-		plan := Plan(seed, 30*time.Second, 3)
+		plan := Plan(seed, 45*time.Second, 3)
 		kinds := map[FaultKind]bool{}
 		for _, f := range plan {
 			kinds[f.Kind] = true
 		}
-		if len(kinds) != 4 {
+		if len(kinds) != 6 {
 			t.Errorf("seed %d: 30 s schedule has only %v: %v", seed, kinds, plan)
 		}
 	}

@@ -47,7 +47,7 @@ func init() {
 		"workers": {"list registered workers", runWorkers},
 		"ops":     {"list the operations catalogue", runOps},
 		"demo":    {"start a server and two workers on loopback and run sample jobs", runDemo},
-		"bench":   {"run benchmarks: overhead, transport, paper", runBench},
+		"bench":   {"run benchmarks: overhead, transport, paper, soak, chaos", runBench},
 	}
 }
 

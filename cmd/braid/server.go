@@ -28,7 +28,7 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	retainFor := fs.Duration("retain-for", server.DefaultRetainFor, "keep a finished job (and its unit statistics) this long (negative: no age limit)")
 	retainJobs := fs.Int("retain-jobs", server.DefaultRetainJobs, "keep at most this many finished jobs, removing the oldest first (negative: no limit)")
 	gcGrace := fs.Duration("gc-grace", server.DefaultGCGrace, "delete objects the server wrote once no retained job has referenced them for this long (negative: never)")
-	drainTimeout := fs.Duration("drain-timeout", server.DefaultDrainTimeout, "on stop, wait this long for the results of units in flight (negative: do not wait)")
+	drainTimeout := fs.Duration("drain-timeout", server.DefaultDrainTimeout, "on stop, wait this long for the results of units in flight (0: do not wait)")
 	liveness := fs.Duration("liveness", 3*time.Second, "a worker silent this long on its association is taken for dead and its units go elsewhere (the smaller of the two ends' values applies)")
 	var sec secretFlags
 	var logs logFlags
@@ -44,6 +44,12 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	if *window < 0 || *window > server.MaxWindow {
 		return fmt.Errorf("--window %d: want 1 to %d units in flight per stream (what a stream's send queue holds), or 0 for the default",
 			*window, server.MaxWindow)
+	}
+	if err := checkRetention(*retainFor, *retainJobs, *gcGrace); err != nil {
+		return err
+	}
+	if *drainTimeout == 0 {
+		*drainTimeout = -1 // the library's zero is its default; on the command line 0 means 0
 	}
 	log, err := logs.logger(e.stderr)
 	if err != nil {
@@ -101,4 +107,24 @@ func randomSecret() string {
 	var b [24]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// minGCGrace is the least --gc-grace: an output is referenced by its unit's
+// record some time after it is stored (the result waits its turn on the
+// dispatch loop and in a group commit), and the collector relies on a
+// reference coming within a tenth of the grace.
+const minGCGrace = time.Minute
+
+// checkRetention refuses retention flags whose zero would otherwise mean
+// the library's default, or that would make results vanish.
+func checkRetention(retainFor time.Duration, retainJobs int, gcGrace time.Duration) error {
+	switch {
+	case retainFor == 0:
+		return errors.New("--retain-for 0 would forget every job as it ends, before its client reads it; give a duration, or a negative one for no age limit")
+	case retainJobs == 0:
+		return errors.New("--retain-jobs 0 would forget every job as it ends, before its client reads it; give at least 1, or a negative number for no limit")
+	case gcGrace >= 0 && gcGrace < minGCGrace:
+		return fmt.Errorf("--gc-grace %v: want at least %v (or a negative value never to collect)", gcGrace, minGCGrace)
+	}
+	return nil
 }

@@ -18,6 +18,12 @@ import (
 
 func (s *suite) lossDeadline() time.Duration { return 2*s.opts.Liveness + time.Second }
 
+// aliveBound is the bound of the cases whose peer is alive: at least 2 s,
+// so that a scheduling stall of a loaded machine (a -race garbage
+// collection, parallel test packages on two cores) is not taken for a
+// silent peer. They last 2.5 such bounds.
+func (s *suite) aliveBound() time.Duration { return max(s.opts.Liveness, 2*time.Second) }
+
 // liveCfgs are the dial and listen configs of the Liveness cases, the
 // listener counting its release calls.
 func (s *suite) liveCfgs(t testing.TB, released *atomic.Int64) (transport.DialConfig, transport.ListenConfig) {
@@ -166,12 +172,13 @@ func echoThrough(t testing.TB, a transport.Association) {
 	}
 }
 
-// testIdleIsAlive: two live ends idle for three bounds stay up.
+// testIdleIsAlive: two live ends idle for 2.5 bounds stay up.
 func testIdleIsAlive(t *testing.T, s *suite) {
 	var released atomic.Int64
 	dc, lc := s.liveCfgs(t, &released)
+	dc.Liveness, lc.Liveness = s.aliveBound(), s.aliveBound()
 	d, l := s.connect(t, s.listen(t, lc), dc)
-	time.Sleep(3 * s.opts.Liveness)
+	time.Sleep(s.aliveBound() * 5 / 2)
 	for who, a := range map[string]transport.Association{"dialer": d, "listener": l} {
 		if err := a.Err(); err != nil {
 			t.Fatalf("%s: idle association with a live peer ended: %v", who, err)
@@ -181,12 +188,13 @@ func testIdleIsAlive(t *testing.T, s *suite) {
 }
 
 // testStalledReaderIsAlive: the dialer sends on stream 0 until flow control
-// blocks it while the listener does not read that stream for three bounds.
+// blocks it while the listener does not read that stream for 2.5 bounds.
 // Neither end may take the other for lost, and every message arrives, in
 // order, once the listener reads again.
 func testStalledReaderIsAlive(t *testing.T, s *suite) {
 	var released atomic.Int64
 	dc, lc := s.liveCfgs(t, &released)
+	dc.Liveness, lc.Liveness = s.aliveBound(), s.aliveBound()
 	d, l := s.connect(t, s.listen(t, lc), dc)
 	ctx := timeoutCtx(t, s.opTimeout())
 	stop := make(chan struct{})
@@ -196,7 +204,7 @@ func testStalledReaderIsAlive(t *testing.T, s *suite) {
 	if !waitStall(progress, 300*time.Millisecond, 5*time.Second) {
 		t.Logf("the sender never stalled; the reader stalls anyway")
 	}
-	time.Sleep(3 * s.opts.Liveness)
+	time.Sleep(s.aliveBound() * 5 / 2)
 	close(stop)
 	for who, a := range map[string]transport.Association{"dialer": d, "listener": l} {
 		if err := a.Err(); err != nil {

@@ -39,7 +39,8 @@
 // BRAID_TRANSPORTTEST_PEER telling Run to play the peer (listen or dial,
 // echo stream 0, print its address, wait for its parent to go);
 // Liveness/IdleIsAlive and Liveness/StalledReaderIsAlive keep alive ends
-// idle, or one end's reader stalled, for several bounds. A transport's test
+// idle, or one end's reader stalled, for 2.5 bounds (of at least 2 s, so
+// that a loaded machine's stall is not taken for silence). A transport's test
 // binary therefore must call Run from a top-level test whose subtests it
 // does not rename.
 package transporttest
