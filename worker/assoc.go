@@ -41,11 +41,13 @@ type session struct {
 	// busy counts the units taken off the queue (or set to be handed back)
 	// whose answer is not yet sent.
 	busy atomic.Int64
-	// sentSeq is the sequence number of the last lease sent; owed is the
-	// server's count of units in flight here, from its latest want that
-	// answers that lease (-1 until one does). A stop waits for owed to be 0.
-	sentSeq atomic.Uint32
-	owed    atomic.Int64
+	// seqMu guards sentSeq, the sequence number of the last lease sent,
+	// and owed, the server's count of units in flight here from its latest
+	// want that answers that lease (-1 until one does). A stop waits for
+	// owed to be 0.
+	seqMu   sync.Mutex
+	sentSeq uint32
+	owed    int
 	// ewmaNS is an EWMA of compute time in nanoseconds, for the feedback
 	// each result carries.
 	ewmaNS atomic.Int64
@@ -57,8 +59,7 @@ type session struct {
 func (w *Worker) serveAssoc(ctx context.Context, a transport.Association) {
 	n := a.Streams()
 	s := &session{w: w, a: a, loan: w.lender.add(n), queue: make(chan task, 4*n),
-		returns: make(chan task, 4*n), sweep: make(chan struct{}, 1), canRun: map[string]bool{}}
-	s.owed.Store(-1)
+		returns: make(chan task, 4*n), sweep: make(chan struct{}, 1), owed: -1, canRun: map[string]bool{}}
 	w.track(s, true)
 	defer w.track(s, false)
 	for _, op := range w.cfg.Ops {
@@ -138,10 +139,20 @@ func (s *session) take(ctx context.Context, stream int, msg []byte) error {
 // onWant applies a want: the lender hears what the server asks for, and a
 // want that answers the last lease sent says what the server has in flight.
 func (s *session) onWant(want wire.Want) {
-	if want.LeaseSeq == s.sentSeq.Load() && want.LeaseSeq != 0 {
-		s.owed.Store(int64(want.InFlight))
+	s.seqMu.Lock()
+	if want.LeaseSeq == s.sentSeq && want.LeaseSeq != 0 {
+		s.owed = want.InFlight
 	}
+	s.seqMu.Unlock()
 	s.w.lender.ask(s.loan, want.Streams)
+}
+
+// owes reports whether the server may still have units in flight here, as
+// far as its answers to the last lease say.
+func (s *session) owes() bool {
+	s.seqMu.Lock()
+	defer s.seqMu.Unlock()
+	return s.owed != 0
 }
 
 // lentNothing reports whether the association's lease is 0.
@@ -269,8 +280,11 @@ func (s *session) control(ctx context.Context) {
 // sendLease tells the server its new lease. The server's wants count as
 // the answer to it (owed) only once they name it.
 func (s *session) sendLease(ctx context.Context, n int) bool {
-	seq := s.sentSeq.Add(1)
-	s.owed.Store(-1)
+	s.seqMu.Lock()
+	s.sentSeq++
+	seq := s.sentSeq
+	s.owed = -1
+	s.seqMu.Unlock()
 	return s.a.Send(ctx, 0, wire.AppendLease(nil, wire.Lease{Streams: n, Seq: seq})) == nil
 }
 

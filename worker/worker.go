@@ -311,7 +311,7 @@ func (w *Worker) settled() bool {
 	w.sessMu.Lock()
 	defer w.sessMu.Unlock()
 	for s := range w.sessions {
-		if s.busy.Load() > 0 || len(s.queue) > 0 || len(s.returns) > 0 || s.owed.Load() != 0 {
+		if s.busy.Load() > 0 || len(s.queue) > 0 || len(s.returns) > 0 || s.owes() {
 			return false
 		}
 	}
