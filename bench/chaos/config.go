@@ -18,6 +18,10 @@ type Config struct {
 	Duration time.Duration
 	// Seed draws the fault schedule (Plan).
 	Seed uint64
+	// From skips the schedule's faults before From and moves the rest
+	// earlier by From less 2 s, so that one stretch of a long schedule can
+	// be replayed on its own (run with Duration the stretch's end).
+	From time.Duration
 	// Workers and Threads size the cluster (default 3 workers × 2 threads).
 	Workers, Threads int
 	// Liveness is the dead-peer bound given to the server and the workers

@@ -85,14 +85,14 @@ func runFaults(ctx context.Context, cfg *Config, in *injector, js *jobs, want ex
 	}
 	var faults sync.WaitGroup
 	start := time.Now()
-	for _, f := range Plan(cfg.Seed, cfg.Duration, cfg.Workers) {
+	for _, f := range window(Plan(cfg.Seed, cfg.Duration, cfg.Workers), cfg.From) {
 		sleep(ctx, time.Until(start.Add(f.At)))
 		if ctx.Err() != nil {
 			break
 		}
 		faults.Go(func() { in.apply(ctx, f) })
 	}
-	sleep(ctx, time.Until(start.Add(cfg.Duration)))
+	sleep(ctx, time.Until(start.Add(cfg.Duration-shift(cfg.From))))
 	faults.Wait()
 	close(stop)
 	fmt.Fprintf(cfg.Log, "faults over after %v; waiting for the jobs\n", time.Since(start).Round(time.Second))
@@ -144,4 +144,25 @@ func makeDir(cfg *Config) (func(), error) {
 	}
 	cfg.Dir = dir
 	return func() { os.RemoveAll(dir) }, nil
+}
+
+// window keeps the faults from from on, moved earlier by shift(from).
+func window(plan []Fault, from time.Duration) []Fault {
+	if from <= 0 {
+		return plan
+	}
+	var out []Fault
+	for _, f := range plan {
+		if f.At >= from {
+			f.At -= shift(from)
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// shift is how much earlier a replay from from runs the schedule: it
+// starts 2 s before from, so the cluster is up when the first fault comes.
+func shift(from time.Duration) time.Duration {
+	return max(from-2*time.Second, 0)
 }

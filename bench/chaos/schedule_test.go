@@ -74,3 +74,26 @@ func TestPlanStartsWithEveryKind(t *testing.T) {
 		}
 	}
 }
+
+// A replay from a point keeps exactly the faults from that point on, in
+// order, 2 s after its start for the first one that falls on the point.
+func TestWindowReplaysAStretch(t *testing.T) {
+	plan := Plan(1, 10*time.Minute, 3)
+	from := plan[len(plan)/2].At
+	got := window(plan, from)
+	if len(got) != len(plan)-len(plan)/2 {
+		t.Fatalf("window from %v kept %d of %d faults, want %d", from, len(got), len(plan), len(plan)-len(plan)/2)
+	}
+	if got[0].At != 2*time.Second {
+		t.Errorf("first replayed fault at %v, want 2s", got[0].At)
+	}
+	for i, f := range got {
+		want := plan[len(plan)/2+i]
+		if f.Kind != want.Kind || f.Worker != want.Worker || f.For != want.For || f.At != want.At-from+2*time.Second {
+			t.Errorf("replayed %v, want %v moved %v earlier", f, want, from-2*time.Second)
+		}
+	}
+	if !slices.Equal(window(plan, 0), plan) {
+		t.Error("window from 0 changed the schedule")
+	}
+}

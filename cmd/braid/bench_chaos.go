@@ -22,12 +22,16 @@ func runBenchChaos(ctx context.Context, args []string, e *env) error {
 	liveness := fs.Duration("liveness", 3*time.Second, "dead-peer bound given to the server and the workers")
 	dir := fs.String("dir", "", "keep data and logs here (default: a temporary directory, kept only if the run fails)")
 	plan := fs.Bool("plan", false, "print the fault schedule and exit")
+	from := fs.Duration("from", 0, "replay the schedule from this point (its faults before are skipped; run until --duration)")
 	quiet := fs.Bool("quiet", false, "do not print each fault as it happens")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *plan {
 		for _, f := range chaos.Plan(*seed, *duration, *workers) {
+			if f.At < *from {
+				continue
+			}
 			fmt.Fprintln(e.stdout, f)
 		}
 		return nil
@@ -38,7 +42,7 @@ func runBenchChaos(ctx context.Context, args []string, e *env) error {
 	}
 	failed := 0
 	for _, t := range strings.Split(*tlist, ",") {
-		cfg := chaos.Config{Exe: exe, Transport: strings.TrimSpace(t), Duration: *duration, Seed: *seed,
+		cfg := chaos.Config{Exe: exe, Transport: strings.TrimSpace(t), Duration: *duration, Seed: *seed, From: *from,
 			Workers: *workers, Threads: *threads, Units: *units, Liveness: *liveness, Log: e.stderr}
 		if *dir != "" {
 			cfg.Dir = *dir + "/" + cfg.Transport
