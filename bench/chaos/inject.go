@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,6 +19,9 @@ type outcome struct {
 	recovered  time.Duration // fault end to the worker (or every worker) up again, once its loss was noticed
 	unnoticed  bool          // lasted well past the liveness bound, and never noticed
 	unrecovery bool          // not up again within the recovery bound
+	// overtaken: a server fault began before the server noticed this worker
+	// fault, so what it saw was the server going, not the worker
+	overtaken bool
 }
 
 // injector applies faults to a cluster and measures them.
@@ -25,6 +29,10 @@ type injector struct {
 	c   *cluster
 	o   *observer
 	cfg *Config
+
+	// serverFaults counts the server faults begun, so that a worker fault
+	// can tell its own detection from a server stop's.
+	serverFaults atomic.Int64
 
 	mu  sync.Mutex // guards out
 	out []outcome
@@ -43,7 +51,14 @@ func (in *injector) apply(ctx context.Context, f Fault) {
 	} else {
 		res = in.workerFault(ctx, f)
 	}
-	fmt.Fprintf(in.cfg.Log, "result  %v: detected %v, recovered %v\n", f, res.detected.Round(time.Millisecond), res.recovered.Round(time.Millisecond))
+	switch {
+	case res.overtaken:
+		fmt.Fprintf(in.cfg.Log, "result  %v: overtaken by a server fault before it was noticed\n", f)
+	case f.Kind.onServer():
+		fmt.Fprintf(in.cfg.Log, "result  %v: recovered %v\n", f, res.recovered.Round(time.Millisecond))
+	default:
+		fmt.Fprintf(in.cfg.Log, "result  %v: detected %v, recovered %v\n", f, res.detected.Round(time.Millisecond), res.recovered.Round(time.Millisecond))
+	}
 	in.mu.Lock()
 	in.out = append(in.out, res)
 	in.mu.Unlock()
@@ -69,9 +84,14 @@ func (in *injector) workerFault(ctx context.Context, f Fault) outcome {
 	gone := make(chan time.Duration, 1)
 	watch, stopWatch := context.WithTimeout(ctx, f.For+in.cfg.Liveness+2*time.Second)
 	defer stopWatch()
+	serverFaults := in.serverFaults.Load()
 	go func() {
 		if at, ok := in.o.waitFor(watch, func(v map[string]api.Worker) bool { return !up(v, name) }); ok {
-			gone <- at.Sub(start)
+			if in.serverFaults.Load() != serverFaults {
+				gone <- -1 // the server went first
+			} else {
+				gone <- at.Sub(start)
+			}
 		}
 		close(gone)
 	}()
@@ -91,6 +111,10 @@ func (in *injector) workerFault(ctx context.Context, f Fault) outcome {
 		in.c.relays[f.Worker].Block(false)
 	}
 	res.detected = <-gone
+	if res.overtaken = res.detected < 0; res.overtaken {
+		res.detected = 0
+		return res // the server fault measures its own recovery
+	}
 	res.unnoticed = res.detected == 0 && f.For > in.cfg.Liveness+2*time.Second
 	if res.detected == 0 {
 		return res // nothing to recover from
@@ -109,6 +133,7 @@ func (in *injector) workerFault(ctx context.Context, f Fault) outcome {
 // to exit), restarts it after f.For on the same data directory and port,
 // and measures the time until every worker is up on the new one.
 func (in *injector) serverFault(ctx context.Context, f Fault) (recovered time.Duration, unrecovered, stuck bool) {
+	in.serverFaults.Add(1)
 	if f.Kind == KillServer {
 		in.c.server.kill()
 	} else {

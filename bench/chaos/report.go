@@ -60,12 +60,14 @@ func (r *Report) Print(w io.Writer) {
 func (r *Report) printTimes(w io.Writer) {
 	for _, k := range []FaultKind{KillWorker, StopWorker, BlackHole, TermWorker, KillServer, TermServer} {
 		var det, rec []time.Duration
-		missed := 0
+		missed, overtaken := 0, 0
 		for _, o := range r.Outcomes {
 			if o.fault.Kind != k {
 				continue
 			}
-			if o.detected > 0 {
+			if o.overtaken {
+				overtaken++
+			} else if o.detected > 0 {
 				det = append(det, o.detected)
 			} else if !k.onServer() {
 				missed++
@@ -74,7 +76,7 @@ func (r *Report) printTimes(w io.Writer) {
 				rec = append(rec, o.recovered)
 			}
 		}
-		if len(det)+len(rec)+missed == 0 {
+		if len(det)+len(rec)+missed+overtaken == 0 {
 			continue
 		}
 		line := fmt.Sprintf("%-11s", k)
@@ -82,6 +84,9 @@ func (r *Report) printTimes(w io.Writer) {
 			line += fmt.Sprintf("  detected %d: slowest %v, median %v", len(det), slowest(det), median(det))
 			if missed > 0 {
 				line += fmt.Sprintf(" (%d over before noticed)", missed)
+			}
+			if overtaken > 0 {
+				line += fmt.Sprintf(" (%d overtaken by a server fault)", overtaken)
 			}
 			line += ";"
 		}
