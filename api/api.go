@@ -42,9 +42,13 @@ const (
 
 // Object describes a stored object.
 type Object struct {
-	ID      string    `json:"id"`
-	Size    int64     `json:"size"`
+	ID   string `json:"id"`
+	Size int64  `json:"size"`
+	// Created is when the object was first stored.
 	Created time.Time `json:"created"`
+	// Existing, in the answer to an upload, says the bytes were already
+	// stored (content addressing): nothing new was written.
+	Existing bool `json:"existing,omitempty"`
 }
 
 // Operation is one entry of the operations catalogue.

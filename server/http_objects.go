@@ -46,7 +46,7 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("recording the upload: %w", err))
 		return
 	}
-	writeJSON(w, http.StatusCreated, api.Object(info))
+	writeJSON(w, http.StatusCreated, objectOf(info))
 }
 
 // handleDeleteObject deletes an object (204), unless a job that is not
@@ -158,7 +158,7 @@ func (s *Server) handleListObjects(w http.ResponseWriter, _ *http.Request) {
 	}
 	out := make([]api.Object, len(list))
 	for i, info := range list {
-		out[i] = api.Object(info)
+		out[i] = objectOf(info)
 	}
 	writeJSON(w, 200, out)
 }
@@ -202,4 +202,8 @@ func (s *Server) handleOperations(w http.ResponseWriter, _ *http.Request) {
 		out = append(out, op)
 	}
 	writeJSON(w, 200, out)
+}
+
+func objectOf(info store.Info) api.Object {
+	return api.Object{ID: info.ID, Size: info.Size, Created: info.Created}
 }
