@@ -182,9 +182,13 @@ func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
 	}
 }
 
-func TestNotAnImageFailsJobNamingUnit(t *testing.T) {
+// TestUndecodableImageFailsJobNamingUnit: an input whose header is a
+// GIF's (so submit takes it) but whose pixels are cut short fails on the
+// worker, and the job's error names the unit and the reason.
+func TestUndecodableImageFailsJobNamingUnit(t *testing.T) {
 	cl := startCluster(t, cluster.WorkerSpec{Threads: 2})
-	junk := put(t, cl.Client, []byte("this is not an image at all"))
+	gif := samples.GIF()
+	junk := put(t, cl.Client, gif[:len(gif)/2])
 	j := runJob(t, cl.Client, api.JobSpec{Op: "blur", Input: junk, Repeat: 3})
 	if j.State != api.JobFailed || !strings.Contains(j.Error, "unit ") || !strings.Contains(strings.ToLower(j.Error), "image") {
 		t.Fatalf("job state %s error %q: want failed, naming the unit and the reason", j.State, j.Error)

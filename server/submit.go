@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -100,6 +101,9 @@ func (s *Server) split(id string, spec api.JobSpec, received time.Time) (*jobRun
 	case err != nil:
 		return nil, err
 	}
+	if err := ops.CheckInput(spec.Op, input); err != nil {
+		return nil, badImage(spec, err)
+	}
 	if spec.Tiles == "" {
 		j := newJobRun(id, spec, max(spec.Repeat, 1), received)
 		j.params, j.input = params, input
@@ -131,7 +135,7 @@ func (s *Server) splitTiles(id string, spec api.JobSpec, input []byte, params op
 	tiles, format, bounds, err := ops.SplitTiles(input, rows, cols, halo)
 	if err != nil {
 		if errors.Is(err, ops.ErrBadImage) {
-			return nil, badRequest(api.CodeBadImage, "input %s: %v", spec.Input, err)
+			return nil, badImage(spec, err)
 		}
 		return nil, badRequest(api.CodeBadParameter, "%v", err)
 	}
@@ -146,6 +150,14 @@ func (s *Server) splitTiles(id string, spec api.JobSpec, input []byte, params op
 	j := newJobRun(id, spec, len(tiles), received)
 	j.params, j.tiles, j.format, j.bounds = params, tiles, format, bounds
 	return j, nil
+}
+
+// badImage is the answer to an input the operation cannot read: the same
+// for every split, since split checks every input's header (ops.CheckInput)
+// before cutting anything.
+func badImage(spec api.JobSpec, err error) *apiError {
+	reason := strings.TrimPrefix(err.Error(), ops.ErrBadImage.Error()+": ")
+	return badRequest(api.CodeBadImage, "input %s cannot be read by %s: %s", spec.Input, spec.Op, reason)
 }
 
 func newJobID() string {

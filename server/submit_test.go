@@ -1,0 +1,36 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/internal/cluster"
+)
+
+// TestNotAnImageIsRefusedAtSubmit: an input an operation cannot read is
+// refused with 400 bad_image naming the object, whatever the split (one
+// unit, repeat, tiles), and creates no job; noop, which does not decode,
+// takes it.
+func TestNotAnImageIsRefusedAtSubmit(t *testing.T) {
+	cl := startCluster(t, cluster.WorkerSpec{Threads: 1})
+	c, ctx := cl.Client, testCtx(t)
+	text := put(t, c, []byte("this is not an image at all\n"))
+	want := "input " + text + " cannot be read by blur: not a GIF, PNG or JPEG image"
+	for _, spec := range []api.JobSpec{
+		{Op: "blur", Input: text},
+		{Op: "blur", Input: text, Repeat: 5},
+		{Op: "blur", Input: text, Tiles: "2x2"},
+	} {
+		_, err := c.Submit(ctx, spec)
+		if apiCode(err) != api.CodeBadImage || !strings.Contains(err.Error(), want) {
+			t.Errorf("repeat %d tiles %q: %v, want %s: %s", spec.Repeat, spec.Tiles, err, api.CodeBadImage, want)
+		}
+	}
+	if jobs, err := c.Jobs(ctx); err != nil || len(jobs) != 0 {
+		t.Errorf("refused submissions created jobs: %v %v", jobs, err)
+	}
+	if j := runJob(t, c, api.JobSpec{Op: "noop", Input: text}); j.State != api.JobDone || j.Result != text {
+		t.Errorf("noop on text: %s %q result %s, want done with the input as result", j.State, j.Error, j.Result)
+	}
+}
