@@ -74,7 +74,9 @@ type JobSpec struct {
 	Input  string            `json:"input"`
 	Params map[string]string `json:"params,omitempty"`
 	// Repeat runs the op Repeat times on the whole input (the paper's
-	// workload); the result is a manifest listing each unit's output.
+	// workload), 1 to MaxUnits; 0 (or absent) means one unit, like 1. The
+	// result of a job of several units is a manifest listing each unit's
+	// output; the result of a job of one unit is that unit's output.
 	Repeat int `json:"repeat,omitempty"`
 	// Tiles "RxC" cuts the image into R×C tiles with a halo as wide as the
 	// op's reach; the result is the stitched image.
@@ -115,8 +117,9 @@ type Job struct {
 	// registered worker can run the operation.
 	Waiting string `json:"waiting,omitempty"`
 	Error   string `json:"error,omitempty"`
-	// Result is the output object: a manifest for repeat jobs, the stitched
-	// image for tiled jobs, the output image for single-unit jobs.
+	// Result is the output object: the unit's output for a job of one unit
+	// (no repeat, or repeat 1), the stitched image for a tiled job, a
+	// Manifest for a repeat job of several units.
 	Result     string     `json:"result,omitempty"`
 	ReceivedAt time.Time  `json:"received_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`

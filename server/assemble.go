@@ -19,8 +19,9 @@ type assembly struct {
 }
 
 // assemble builds a finished job's result object from its units' outputs:
-// the stitched image of a tiled job, the output of a one-unit job, or a
-// manifest naming exactly one output per unit.
+// the stitched image of a tiled job, the output itself of a job of one unit
+// (with or without repeat: 1), or a manifest naming exactly one output per
+// unit of a repeat job of several.
 func (s *Server) assemble(j *jobRun, a assembly) (string, error) {
 	outputs := j.outputs()
 	switch {
@@ -39,7 +40,7 @@ func (s *Server) assemble(j *jobRun, a assembly) (string, error) {
 		}
 		info, err := s.store.PutBytes(img)
 		return info.ID, err
-	case len(outputs) == 1 && j.spec.Repeat == 0:
+	case len(outputs) == 1:
 		return outputs[0], nil
 	}
 	m := api.Manifest{Job: j.id, Op: j.spec.Op, Input: j.spec.Input, Units: make([]api.ManifestUnit, len(outputs))}

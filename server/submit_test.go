@@ -1,11 +1,15 @@
 package server_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/ops"
+	"github.com/braidhq/braid/ops/samples"
 )
 
 // TestNotAnImageIsRefusedAtSubmit: an input an operation cannot read is
@@ -32,5 +36,31 @@ func TestNotAnImageIsRefusedAtSubmit(t *testing.T) {
 	}
 	if j := runJob(t, c, api.JobSpec{Op: "noop", Input: text}); j.State != api.JobDone || j.Result != text {
 		t.Errorf("noop on text: %s %q result %s, want done with the input as result", j.State, j.Error, j.Result)
+	}
+}
+
+// TestResultShape: a job of one unit's result is that unit's output,
+// with or without repeat 1; a repeat job of several units' result is a
+// manifest.
+func TestResultShape(t *testing.T) {
+	cl := startCluster(t, cluster.WorkerSpec{Threads: 2})
+	c := cl.Client
+	in := put(t, c, samples.GIF())
+	want, err := ops.Run("blur", nil, samples.GIF())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, repeat := range []int{0, 1} {
+		j := runJob(t, c, api.JobSpec{Op: "blur", Input: in, Repeat: repeat})
+		got, err := c.GetBytes(testCtx(t), j.Result)
+		if j.State != api.JobDone || err != nil || !bytes.Equal(got, want) {
+			t.Errorf("repeat %d: %s, result %s (%v): want the blurred image itself", repeat, j.State, j.Result, err)
+		}
+	}
+	j := runJob(t, c, api.JobSpec{Op: "blur", Input: in, Repeat: 2})
+	b, err := c.GetBytes(testCtx(t), j.Result)
+	var m api.Manifest
+	if err != nil || json.Unmarshal(b, &m) != nil || len(m.Units) != 2 || m.Units[1].Output == "" {
+		t.Errorf("repeat 2: result %s is not a manifest of 2 units: %.200s (%v)", j.Result, b, err)
 	}
 }
