@@ -98,13 +98,28 @@ const (
 	JobCancelled = "cancelled"
 )
 
-// Progress counts a job's units.
+// Progress counts a job's units. While the job runs, Done + Failed +
+// Sent + Pending == Total. Once it is terminal nothing is sent, running or
+// pending any more, and Done + Failed + Cancelled == Total.
 type Progress struct {
-	Total   int `json:"total"`
-	Done    int `json:"done"`
+	Total int `json:"total"`
+	Done  int `json:"done"`
+	// Running counts the units executing on a worker thread now, as far as
+	// the server can tell: a worker runs a server's units in the order
+	// they arrive on as many threads as it lends the server, so on each
+	// worker the oldest units in flight, up to its lease, are counted. A
+	// unit on the wire to a free thread, or whose result is on its way
+	// back, may be among them. Running <= Sent. (Before Sent existed,
+	// running counted every unit in flight.)
 	Running int `json:"running"`
+	// Sent counts the units handed to workers and not yet answered:
+	// running, queued at a worker, or on the wire.
+	Sent    int `json:"sent"`
 	Failed  int `json:"failed"`
 	Pending int `json:"pending"`
+	// Cancelled counts, in a failed or cancelled job, the units that will
+	// never have a result: never sent, or in flight when the job ended.
+	Cancelled int `json:"cancelled"`
 }
 
 // Job is a job's status.

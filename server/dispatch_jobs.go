@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -118,6 +119,10 @@ func (d *dispatcher) unsendable(j *jobRun, a scheduler.Assignment, gen int, err 
 // unitFinished feeds a result to the core and records it if it counts.
 func (d *dispatcher) unitFinished(f flight, r resultMsg) {
 	failed := r.res.Status == wire.StatusFailed
+	if failed && !f.unsent { // unsendable has said why
+		d.log.Warn("unit failed", "job", f.job.id, "unit", f.index, "attempt", f.attempt, "worker", f.worker,
+			"reason", r.res.Error)
+	}
 	ev := scheduler.UnitFinished{Job: f.job.id, Unit: f.index, Worker: f.worker, Stream: f.stream,
 		Attempt: f.attempt, Failed: failed, Queued: r.res.Queued, Compute: r.res.Compute}
 	out, err := d.core.Step(r.returned, ev)
@@ -181,10 +186,10 @@ func (d *dispatcher) failJob(j *jobRun, errText string) {
 // once the cancellation is on disk (or could not be written).
 func (d *dispatcher) cancel(j *jobRun) (<-chan error, error) {
 	if j.assembling {
-		return nil, fmt.Errorf("%w: job %s has all its units and is assembling its result", errConflict, j.id)
+		return nil, conflict("job %s has all its units and is assembling its result", j.id)
 	}
 	if j.end != "" {
-		return nil, fmt.Errorf("%w: job %s is already %s", errConflict, j.id, j.end)
+		return nil, conflict("job %s is already %s", j.id, j.end)
 	}
 	if _, known := d.core.Progress(j.id); known {
 		d.step(scheduler.JobCancelled{Job: j.id})
@@ -234,8 +239,51 @@ func (d *dispatcher) endJob(j *jobRun, state, errText, result string) <-chan err
 		d.s.retained(j)
 		durable <- err
 	}})
-	d.log.Info("job finished", "job", j.id, "state", state, "units", rec.Progress.Total)
+	p := rec.Progress
+	switch state {
+	case api.JobFailed:
+		d.log.Warn("job failed", "job", j.id, "reason", errText, "units", p.Total, "done", p.Done,
+			"failed", p.Failed, "cancelled", p.Cancelled)
+	case api.JobCancelled:
+		d.log.Info("job cancelled", "job", j.id, "units", p.Total, "done", p.Done, "cancelled", p.Cancelled)
+	default:
+		d.log.Info("job done", "job", j.id, "units", p.Total, "result", result)
+	}
 	return durable
+}
+
+// running estimates, by job id, how many units execute on a worker thread
+// now (api.Progress.Running). A worker runs a server's units in the order
+// they arrive, on as many threads as its lease (docs/leases.md), so on
+// each worker the oldest min(in flight, lease) units run, or are about to
+// (on the wire to a free thread, or their result on its way back); the
+// rest wait in the worker's queue. Flight ids grow with every send, so
+// the oldest have the smallest. A unit with copies running on two
+// workers (speculation) counts once.
+func (d *dispatcher) running() map[string]int {
+	byWorker := map[string][]uint64{}
+	for id, f := range d.inflight {
+		if w := d.workers[f.worker]; w != nil && w.gen == f.gen && w.lease > 0 {
+			byWorker[f.worker] = append(byWorker[f.worker], id)
+		}
+	}
+	type unit struct {
+		job   string
+		index int
+	}
+	seen := map[unit]bool{}
+	out := map[string]int{}
+	for name, ids := range byWorker {
+		slices.Sort(ids)
+		for _, id := range ids[:min(len(ids), d.workers[name].lease)] {
+			f := d.inflight[id]
+			if u := (unit{f.job.id, f.index}); !seen[u] {
+				seen[u] = true
+				out[u.job]++
+			}
+		}
+	}
+	return out
 }
 
 // forgetEnded drops terminal jobs with nothing in flight from the core and

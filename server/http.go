@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -42,8 +43,49 @@ func (s *Server) routes() http.Handler {
 		writeError(w, &apiError{status: 404, code: "not_found",
 			msg: fmt.Sprintf("no such endpoint: %s %s (see /v1/openapi.json)", r.Method, r.URL.Path)})
 	})
-	return mux
+	return s.logErrors(mux)
 }
+
+// logErrors logs one line for every error answer (writeError): INFO for a
+// client's mistake (4xx) and for 503 while stopping, WARN where the error
+// asks for it (an upload over the size limit), ERROR for other server
+// faults. Operators so see every refusal, with the message the client got.
+func (s *Server) logErrors(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lw := &errorRecorder{ResponseWriter: w}
+		h.ServeHTTP(lw, r)
+		ae := lw.err
+		if ae == nil {
+			return
+		}
+		level, what := slog.LevelInfo, "request refused"
+		switch {
+		case ae.warn:
+			level = slog.LevelWarn
+		case ae.status >= 500 && ae.status != http.StatusServiceUnavailable:
+			level, what = slog.LevelError, "request failed"
+		}
+		args := append([]any{"method", r.Method, "path", r.URL.Path, "status", ae.status, "code", ae.code,
+			"message", ae.msg, "remote", r.RemoteAddr}, ae.attrs...)
+		s.log.Log(r.Context(), level, what, args...)
+	})
+}
+
+// errorRecorder remembers the error writeError answered with, for
+// logErrors. It passes Flush on (event streams) and unwraps for
+// http.ResponseController (read deadlines of uploads).
+type errorRecorder struct {
+	http.ResponseWriter
+	err *apiError
+}
+
+func (lw *errorRecorder) Flush() {
+	if f, ok := lw.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (lw *errorRecorder) Unwrap() http.ResponseWriter { return lw.ResponseWriter }
 
 // workerAuth admits only callers that show the worker token derived from the
 // cluster secret: without it anyone who can reach the server could register
@@ -70,17 +112,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// writeError sends the JSON error body; unknown errors are 500s.
+// writeError sends the JSON error body; unknown errors are 500s. The
+// message never repeats the code (clients print "code: message").
 func writeError(w http.ResponseWriter, err error) {
 	var ae *apiError
 	if !errors.As(err, &ae) {
-		ae = &apiError{status: 500, code: "internal", msg: err.Error()}
-		if errors.Is(err, ErrServerClosed) {
-			ae.status, ae.code = 503, "unavailable"
+		ae = &apiError{status: 500, code: api.CodeInternal, msg: err.Error()}
+		switch {
+		case errors.Is(err, ErrServerClosed):
+			ae.status, ae.code, ae.msg = 503, api.CodeUnavailable, "the server is shutting down; try again once it is back"
+		case errors.Is(err, errConflict):
+			ae.status, ae.code = 409, api.CodeConflict
+			ae.msg = strings.TrimPrefix(ae.msg, errConflict.Error()+": ")
 		}
-		if errors.Is(err, errConflict) {
-			ae.status, ae.code = 409, "conflict"
-		}
+	}
+	if lw, ok := w.(*errorRecorder); ok {
+		lw.err = ae
 	}
 	writeJSON(w, ae.status, map[string]any{"error": map[string]string{"code": ae.code, "message": ae.msg}})
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -40,18 +41,37 @@ func (s *Server) lookupJob(w http.ResponseWriter, r *http.Request) *jobRun {
 
 func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
 	if j := s.lookupJob(w, r); j != nil {
-		s.writeStatus(w, j, r.URL.Query().Get("units") != "0")
+		s.writeStatus(w, r, j, r.URL.Query().Get("units") != "0")
 	}
 }
 
 // writeStatus answers 200 with j's status.
-func (s *Server) writeStatus(w http.ResponseWriter, j *jobRun, withUnits bool) {
+func (s *Server) writeStatus(w http.ResponseWriter, r *http.Request, j *jobRun, withUnits bool) {
 	out, err := s.status(j, withUnits)
 	if err != nil {
 		writeError(w, fmt.Errorf("reading job %s's units: %w", j.id, err))
 		return
 	}
+	s.withRunning(r.Context(), &out)
 	writeJSON(w, 200, out)
+}
+
+// withRunning fills in Progress.Running of the jobs that are not finished
+// from the dispatch loop (dispatcher.running); snapshots leave it 0. If the
+// loop cannot answer (the server is stopping, the client left), it stays 0.
+func (s *Server) withRunning(ctx context.Context, jobs ...*api.Job) {
+	if !slices.ContainsFunc(jobs, func(j *api.Job) bool { return !j.Terminal() }) {
+		return
+	}
+	var running map[string]int
+	if s.disp.do(ctx, func() { running = s.disp.running() }) != nil {
+		return
+	}
+	for _, j := range jobs {
+		if !j.Terminal() {
+			j.Progress.Running = min(running[j.ID], j.Progress.Sent)
+		}
+	}
 }
 
 // summary is j's status without units.
@@ -60,13 +80,18 @@ func (j *jobRun) summary() api.Job {
 	return out
 }
 
-func (s *Server) handleListJobs(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
 	s.jobsMu.RLock()
 	out := make([]api.Job, 0, len(s.jobs))
 	for _, j := range s.jobs {
 		out = append(out, j.summary())
 	}
 	s.jobsMu.RUnlock()
+	ptrs := make([]*api.Job, len(out))
+	for i := range out {
+		ptrs[i] = &out[i]
+	}
+	s.withRunning(r.Context(), ptrs...)
 	slices.SortFunc(out, func(a, b api.Job) int { return a.ReceivedAt.Compare(b.ReceivedAt) })
 	writeJSON(w, 200, out)
 }
@@ -104,7 +129,7 @@ func (s *Server) handleWait(w http.ResponseWriter, r *http.Request) {
 		}
 		break
 	}
-	s.writeStatus(w, j, r.URL.Query().Get("units") == "1")
+	s.writeStatus(w, r, j, r.URL.Query().Get("units") == "1")
 }
 
 // handleEvents streams the job's progress as server-sent events, at most
@@ -128,6 +153,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		if done {
 			ev.Type = "done"
 		}
+		s.withRunning(r.Context(), &ev.Job)
 		b, _ := json.Marshal(ev)
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, strings.TrimSpace(string(b)))
 		fl.Flush()
@@ -195,7 +221,7 @@ func (s *Server) handleDeleteJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !j.finished() {
-		writeError(w, fmt.Errorf("%w: job %s is not finished; cancel it first", errConflict, j.id))
+		writeError(w, conflict("job %s is not finished; cancel it first", j.id))
 		return
 	}
 	done := s.removeJob(j)

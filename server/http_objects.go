@@ -60,8 +60,8 @@ func (s *Server) handleDeleteObject(w http.ResponseWriter, r *http.Request) {
 	s.refsMu.Lock()
 	defer s.refsMu.Unlock()
 	if j, how := s.activeUser(id); j != "" {
-		writeError(w, fmt.Errorf("%w: object %s is %s job %s, which is not finished; cancel the job or wait for it",
-			errConflict, id, how, j))
+		writeError(w, conflict("object %s is %s job %s, which is not finished; cancel the job or wait for it",
+			id, how, j))
 		return
 	}
 	err := s.store.Remove(id)

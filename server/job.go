@@ -46,10 +46,13 @@ type jobRun struct {
 	receivedAt time.Time
 	lastResult time.Time
 	finishedAt time.Time
-	progress   api.Progress
-	units      *unitTable     // nil once terminal: the records are on disk
-	perWorker  map[string]int // accepted units by worker
-	notify     chan struct{}  // closed and replaced on every change
+	// progress is the core's count while the job runs (the dispatch loop's
+	// refresh), whose Running is the units in flight: snapshot reports it
+	// as Sent; once the job is terminal, terminalProgress.
+	progress  api.Progress
+	units     *unitTable     // nil once terminal: the records are on disk
+	perWorker map[string]int // accepted units by worker
+	notify    chan struct{}  // closed and replaced on every change
 }
 
 func newJobRun(id string, spec api.JobSpec, n int, now time.Time) *jobRun {
@@ -106,6 +109,11 @@ func (j *jobRun) snapshot(withUnits bool) (api.Job, bool) {
 	out := api.Job{ID: j.id, Spec: j.spec, State: j.state, Progress: j.progress,
 		Waiting: j.waiting, Error: j.errText, Result: j.result, ReceivedAt: j.receivedAt,
 		UnitsPerWorker: maps.Clone(j.perWorker)}
+	if !isTerminal(j.state) {
+		// How many of the units sent are running only the loop can say
+		// (Server.withRunning).
+		out.Progress.Sent, out.Progress.Running = j.progress.Running, 0
+	}
 	if out.UnitsPerWorker == nil {
 		out.UnitsPerWorker = map[string]int{}
 	}
@@ -135,6 +143,9 @@ func (j *jobRun) record(state, errText, result string, finished time.Time) jobRe
 	defer j.mu.Unlock()
 	rec := jobRecord{ID: j.id, Spec: j.spec, State: state, Error: errText, Result: result,
 		ReceivedAt: j.receivedAt, Progress: j.progress, PerWorker: maps.Clone(j.perWorker)}
+	if isTerminal(state) {
+		rec.Progress = terminalProgress(rec.Progress)
+	}
 	if !finished.IsZero() {
 		rec.FinishedAt = &finished
 	}
@@ -161,7 +172,8 @@ func (j *jobRun) publish(rec jobRecord) {
 // restoredJob is a finished job read back from state.db.
 func restoredJob(rec jobRecord) *jobRun {
 	j := &jobRun{id: rec.ID, spec: rec.Spec, end: rec.State, state: rec.State, errText: rec.Error, result: rec.Result,
-		receivedAt: rec.ReceivedAt, progress: rec.Progress, perWorker: rec.PerWorker, notify: make(chan struct{})}
+		receivedAt: rec.ReceivedAt, progress: terminalProgress(rec.Progress), perWorker: rec.PerWorker,
+		notify: make(chan struct{})}
 	if rec.FinishedAt != nil {
 		j.finishedAt = *rec.FinishedAt
 	}
@@ -169,6 +181,14 @@ func restoredJob(rec jobRecord) *jobRun {
 		j.lastResult = *rec.LastResult
 	}
 	return j
+}
+
+// terminalProgress is a finished job's final count: nothing is pending or
+// in flight any more, and the units without a result are cancelled. (It
+// also corrects records written before it existed, which kept the counts
+// of the moment the job failed or was cancelled.)
+func terminalProgress(p api.Progress) api.Progress {
+	return api.Progress{Total: p.Total, Done: p.Done, Failed: p.Failed, Cancelled: max(p.Total-p.Done-p.Failed, 0)}
 }
 
 // parseTiles reads "RxC".

@@ -23,17 +23,26 @@ const MaxUnits = 100_000
 // maxUnitInput is the most a unit's input (or output) can be.
 const maxUnitInput = transport.MaxMessageSize
 
-// apiError is an error with an HTTP status and a stable code.
+// apiError is an error with an HTTP status and a stable code. warn and
+// attrs shape the server log's line about the answer (logErrors): warn
+// logs it at WARN rather than INFO, attrs adds key-value pairs.
 type apiError struct {
 	status int
 	code   string
 	msg    string
+	warn   bool
+	attrs  []any
 }
 
 func (e *apiError) Error() string { return e.msg }
 
 func badRequest(code, format string, args ...any) *apiError {
 	return &apiError{status: 400, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// conflict is a 409: the request clashes with the current state.
+func conflict(format string, args ...any) *apiError {
+	return &apiError{status: 409, code: api.CodeConflict, msg: fmt.Sprintf(format, args...)}
 }
 
 // validateSpec checks everything about a spec that needs no object bytes,

@@ -150,8 +150,17 @@ func progressText(j api.Job) string {
 		filled = width * (p.Done + p.Failed) / p.Total
 	}
 	bar := strings.Repeat("#", filled) + strings.Repeat(".", width-filled)
-	text := fmt.Sprintf("%s [%s] %d/%d units, %d running, %s", j.ID, bar, p.Done+p.Failed, p.Total, p.Running,
-		time.Since(j.ReceivedAt).Round(100*time.Millisecond))
+	text := fmt.Sprintf("%s [%s] %d/%d units", j.ID, bar, p.Done+p.Failed, p.Total)
+	if p.Total == 1 {
+		text = strings.TrimSuffix(text, "s")
+	}
+	if j.Terminal() {
+		text += ", " + j.State
+	} else {
+		sent := max(p.Sent, p.Running) // a server older than Sent counted units in flight as running
+		text += fmt.Sprintf(", %d running, %d sent", min(p.Running, sent), sent)
+	}
+	text += ", " + time.Since(j.ReceivedAt).Round(100*time.Millisecond).String()
 	if j.Waiting != "" {
 		text += fmt.Sprintf("  (waiting: %s)", j.Waiting)
 	}
@@ -161,10 +170,21 @@ func progressText(j api.Job) string {
 func printJob(e *env, j api.Job) {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "job\t%s\n", j.ID)
-	fmt.Fprintf(w, "op\t%s %v on %s\n", j.Spec.Op, j.Spec.Params, short(j.Spec.Input))
+	op := j.Spec.Op
+	for _, k := range sortedKeys(j.Spec.Params) {
+		op += fmt.Sprintf(" %s=%s", k, j.Spec.Params[k])
+	}
+	fmt.Fprintf(w, "op\t%s on %s\n", op, short(j.Spec.Input))
 	fmt.Fprintf(w, "state\t%s\n", j.State)
 	p := j.Progress
-	fmt.Fprintf(w, "units\t%d total, %d done, %d running, %d failed, %d pending\n", p.Total, p.Done, p.Running, p.Failed, p.Pending)
+	units := fmt.Sprintf("%d total: %d done, %d failed", p.Total, p.Done, p.Failed)
+	if !j.Terminal() {
+		sent := max(p.Sent, p.Running) // a server older than Sent counted units in flight as running
+		units += fmt.Sprintf(", %d sent (%d running), %d pending", sent, min(p.Running, sent), p.Pending)
+	} else if p.Cancelled > 0 {
+		units += fmt.Sprintf(", %d cancelled (no result)", p.Cancelled)
+	}
+	fmt.Fprintf(w, "units\t%s\n", units)
 	if j.Waiting != "" {
 		fmt.Fprintf(w, "waiting\t%s\n", j.Waiting)
 	}
@@ -179,7 +199,11 @@ func printJob(e *env, j api.Job) {
 		fmt.Fprintf(w, "avg per unit\t%.3f ms  (makespan / units, the paper's metric)\n", j.AvgUnitMS)
 	}
 	for _, name := range sortedKeys(j.UnitsPerWorker) {
-		fmt.Fprintf(w, "worker %s\t%d units\n", name, j.UnitsPerWorker[name])
+		n, word := j.UnitsPerWorker[name], "units"
+		if n == 1 {
+			word = "unit"
+		}
+		fmt.Fprintf(w, "worker %s\t%d %s\n", name, n, word)
 	}
 	w.Flush()
 }
