@@ -14,10 +14,24 @@ import (
 	"github.com/braidhq/braid/store"
 )
 
+// tooLarge is the answer to an upload over the object size limit: at once
+// from its Content-Length (size), or once a chunked body (size -1) has
+// passed the limit. It names the flag that sets the limit.
+func (s *Server) tooLarge(size, received int64) *apiError {
+	limit := s.store.MaxSize()
+	ae := &apiError{status: http.StatusRequestEntityTooLarge, code: api.CodeTooLarge, warn: true,
+		msg: fmt.Sprintf("object of %d bytes is over the server's limit of %d bytes (braid server --max-object)", size, limit),
+		attrs: []any{"size", size, "limit", limit}}
+	if size < 0 {
+		ae.msg = fmt.Sprintf("object of more than %d bytes is over the server's limit of %d bytes (braid server --max-object)", limit, limit)
+		ae.attrs = []any{"received", received, "limit", limit, "chunked", true}
+	}
+	return ae
+}
+
 func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength > s.store.MaxSize() {
-		writeError(w, &apiError{status: 413, code: api.CodeTooLarge,
-			msg: fmt.Sprintf("object of %d bytes is over the limit of %d", r.ContentLength, s.store.MaxSize())})
+		writeError(w, s.tooLarge(r.ContentLength, 0))
 		return
 	}
 	body := &idleReader{r: r.Body, rc: http.NewResponseController(w), idle: s.cfg.UploadIdleTimeout}
@@ -34,7 +48,7 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if errors.Is(err, store.ErrTooLarge) {
-		writeError(w, &apiError{status: 413, code: api.CodeTooLarge, msg: fmt.Sprintf("object is over the limit of %d bytes", s.store.MaxSize())})
+		writeError(w, s.tooLarge(-1, body.n))
 		return
 	}
 	if err != nil {
