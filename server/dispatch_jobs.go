@@ -191,10 +191,14 @@ func (d *dispatcher) cancel(j *jobRun) (<-chan error, error) {
 	if j.end != "" {
 		return nil, conflict("job %s is already %s", j.id, j.end)
 	}
+	// End the job first: the core reports a cancelled job as having all
+	// its units, and jobUnitsFinished must see that it ended rather than
+	// assemble it (then a second cancel was told it was assembling).
+	durable := d.endJob(j, api.JobCancelled, "", "")
 	if _, known := d.core.Progress(j.id); known {
 		d.step(scheduler.JobCancelled{Job: j.id})
 	}
-	return d.endJob(j, api.JobCancelled, "", ""), nil
+	return durable, nil
 }
 
 // jobUnitsFinished runs when the core has every unit of j: assemble the
