@@ -20,7 +20,7 @@ import (
 func (s *Server) tooLarge(size, received int64) *apiError {
 	limit := s.store.MaxSize()
 	ae := &apiError{status: http.StatusRequestEntityTooLarge, code: api.CodeTooLarge, warn: true,
-		msg: fmt.Sprintf("object of %d bytes is over the server's limit of %d bytes (braid server --max-object)", size, limit),
+		msg:   fmt.Sprintf("object of %d bytes is over the server's limit of %d bytes (braid server --max-object)", size, limit),
 		attrs: []any{"size", size, "limit", limit}}
 	if size < 0 {
 		ae.msg = fmt.Sprintf("object of more than %d bytes is over the server's limit of %d bytes (braid server --max-object)", limit, limit)
