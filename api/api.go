@@ -44,7 +44,9 @@ const (
 type Object struct {
 	ID   string `json:"id"`
 	Size int64  `json:"size"`
-	// Created is when the object was first stored.
+	// Created, in the answer to an upload, is when a client first uploaded
+	// these bytes; in listings, when the object was last stored or touched
+	// (the store's lease time for its collector).
 	Created time.Time `json:"created"`
 	// Existing, in the answer to an upload, says the bytes were already
 	// stored (content addressing): nothing new was written.

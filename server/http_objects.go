@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/store"
+	bolt "go.etcd.io/bbolt"
 )
 
 // tooLarge is the answer to an upload over the object size limit: at once
@@ -55,12 +57,39 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	obj := objectOf(info)
+	if info.Existing {
+		// Answer with the first upload's time, already on disk.
+		if first, ok, err := s.uploadedAt(info.ID); err != nil {
+			writeError(w, fmt.Errorf("reading the upload record: %w", err))
+			return
+		} else if ok {
+			obj.Created = first
+			writeJSON(w, http.StatusCreated, obj)
+			return
+		}
+	}
 	// Clients' objects are never collected: say so on disk before the 201.
-	if err := s.db.w.sync(putUpload(info.ID, time.Now())); err != nil {
+	if err := s.db.w.sync(putUpload(info.ID, obj.Created)); err != nil {
 		writeError(w, fmt.Errorf("recording the upload: %w", err))
 		return
 	}
-	writeJSON(w, http.StatusCreated, objectOf(info))
+	writeJSON(w, http.StatusCreated, obj)
+}
+
+// uploadedAt returns when a client first uploaded object id, if one did
+// (state.db's uploads bucket; a second upload of the same bytes does not
+// rewrite the record).
+func (s *Server) uploadedAt(id string) (time.Time, bool, error) {
+	var at time.Time
+	var ok bool
+	err := s.db.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(uploadsBucket).Get([]byte(id)); len(v) == 8 {
+			at, ok = time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(), true
+		}
+		return nil
+	})
+	return at, ok, err
 }
 
 // handleDeleteObject deletes an object (204), unless a job that is not
@@ -219,5 +248,5 @@ func (s *Server) handleOperations(w http.ResponseWriter, _ *http.Request) {
 }
 
 func objectOf(info store.Info) api.Object {
-	return api.Object{ID: info.ID, Size: info.Size, Created: info.Created}
+	return api.Object{ID: info.ID, Size: info.Size, Created: info.Created, Existing: info.Existing}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/internal/cluster"
@@ -61,5 +62,25 @@ func TestOverLimitUploadRefusedAtOnce(t *testing.T) {
 		if !strings.Contains(logs.String(), line) {
 			t.Errorf("server log lacks %q:\n%s", line, logs.String())
 		}
+	}
+}
+
+// TestUploadExisting: uploading bytes already uploaded answers existing,
+// with the first upload's time, not now.
+func TestUploadExisting(t *testing.T) {
+	cl := startCluster(t)
+	c, ctx := cl.Client, testCtx(t)
+	first, err := c.Put(ctx, strings.NewReader("same bytes"))
+	if err != nil || first.Existing {
+		t.Fatalf("first upload: %+v, %v", first, err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	again, err := c.Put(ctx, strings.NewReader("same bytes"))
+	if err != nil || !again.Existing || again.ID != first.ID || !again.Created.Equal(first.Created) {
+		t.Fatalf("second upload: %+v, %v; want existing, created %v", again, err, first.Created)
+	}
+	other, err := c.Put(ctx, strings.NewReader("other bytes"))
+	if err != nil || other.Existing || !other.Created.After(first.Created) {
+		t.Fatalf("upload of new bytes: %+v, %v", other, err)
 	}
 }

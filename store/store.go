@@ -68,10 +68,13 @@ var (
 
 // Info describes a stored object. Created is when the object was last
 // stored (written, or written again, or touched): its modification time.
+// Existing, from Put and PutBytes, says the bytes were already stored:
+// nothing was written, the object was only refreshed.
 type Info struct {
-	ID      string    `json:"id"`
-	Size    int64     `json:"size"`
-	Created time.Time `json:"created"`
+	ID       string    `json:"id"`
+	Size     int64     `json:"size"`
+	Created  time.Time `json:"created"`
+	Existing bool      `json:"existing,omitempty"`
 }
 
 // Config configures a Store. Zero values mean the documented defaults.
@@ -170,9 +173,9 @@ func ValidID(id string) bool {
 	return true
 }
 
-// Put stores everything r yields and returns the object's info. It reads at
-// most MaxSize+1 bytes and fails with ErrTooLarge past MaxSize, leaving no
-// trace.
+// Put stores everything r yields and returns the object's info (Existing
+// if the bytes were already stored). It reads at most MaxSize+1 bytes and
+// fails with ErrTooLarge past MaxSize, leaving no trace.
 func (s *Store) Put(r io.Reader) (Info, error) {
 	f, err := os.CreateTemp(s.tmpDir(), "put-*")
 	if err != nil {
@@ -208,7 +211,7 @@ func (s *Store) PutBytes(p []byte) (Info, error) {
 	created, err := s.refreshLocked(st, id)
 	st.Unlock()
 	if err == nil {
-		return Info{ID: id, Size: int64(len(p)), Created: created}, nil
+		return Info{ID: id, Size: int64(len(p)), Created: created, Existing: true}, nil
 	}
 	f, err := os.CreateTemp(s.tmpDir(), "put-*")
 	if err != nil {
@@ -233,7 +236,7 @@ func (s *Store) commit(tmp, id string, size int64) (Info, error) {
 	st := s.lock(id)
 	defer st.Unlock()
 	if created, err := s.refreshLocked(st, id); err == nil {
-		return Info{ID: id, Size: size, Created: created}, nil
+		return Info{ID: id, Size: size, Created: created, Existing: true}, nil
 	}
 	dst := s.path(id)
 	fanout := filepath.Dir(dst)

@@ -32,12 +32,22 @@ func TestPutGet(t *testing.T) {
 	if err != nil || !bytes.Equal(got, body) {
 		t.Fatalf("ReadAll = %q, %v", got, err)
 	}
+	if info.Existing {
+		t.Errorf("first Put says the object existed: %+v", info)
+	}
 	again, err := s.PutBytes(body)
-	if err != nil || again.ID != info.ID {
-		t.Fatalf("PutBytes = %+v, %v", again, err)
+	if err != nil || again.ID != info.ID || !again.Existing {
+		t.Fatalf("PutBytes = %+v, %v; want the same id, existing", again, err)
+	}
+	third, err := s.Put(bytes.NewReader(body))
+	if err != nil || third.ID != info.ID || !third.Existing {
+		t.Fatalf("Put again = %+v, %v; want the same id, existing", third, err)
+	}
+	if other, err := s.PutBytes([]byte("other")); err != nil || other.Existing {
+		t.Fatalf("PutBytes of new bytes = %+v, %v; want not existing", other, err)
 	}
 	list, err := s.List()
-	if err != nil || len(list) != 1 || list[0].ID != info.ID {
+	if err != nil || len(list) != 2 || !slices.ContainsFunc(list, func(i Info) bool { return i.ID == info.ID }) {
 		t.Fatalf("List = %+v, %v", list, err)
 	}
 }
