@@ -58,7 +58,7 @@ func (d *dispatcher) claim(info api.WorkerInfo, asked time.Time, waited bool) (<
 	if h != nil && h.otherProcess(info.Epoch) && h.state != api.WorkerDown {
 		switch {
 		case waited && h.lastSeen.After(asked):
-			return nil, &nameInUseError{name: info.Name, holder: h.info, silent: time.Since(h.lastSeen)}
+			return nil, &nameInUseError{name: info.Name, holder: h.info, lastSeen: h.lastSeen}
 		case !waited && asked.Sub(h.lastSeen) < d.claimWait():
 			return h.beat, nil
 		}
@@ -71,14 +71,14 @@ func (d *dispatcher) claim(info api.WorkerInfo, asked time.Time, waited bool) (<
 
 // nameInUseError refuses a registration: a live process holds the name.
 type nameInUseError struct {
-	name   string
-	holder api.WorkerInfo
-	silent time.Duration // since the holder's last heartbeat
+	name     string
+	holder   api.WorkerInfo
+	lastSeen time.Time // the holder's last heartbeat
 }
 
 func (e *nameInUseError) Error() string {
-	return fmt.Sprintf("name %s is in use by a live worker at %s (last heartbeat %v ago; pick another --name)",
-		e.name, endpoints(e.holder.Endpoints), e.silent.Round(time.Millisecond))
+	return fmt.Sprintf("name %s is in use by a live worker at %s, last heartbeat %s (pick another --name)",
+		e.name, endpoints(e.holder.Endpoints), e.lastSeen.UTC().Format("15:04:05.000Z"))
 }
 
 func (e *nameInUseError) Unwrap() error { return errConflict }
