@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -228,5 +229,29 @@ func TestWorkerLogs(t *testing.T) {
 	}
 	if strings.Contains(s, "dispatch.") {
 		t.Errorf("server log keys are grouped:\n%s", s)
+	}
+}
+
+// A server that cannot be reached is not a rejection: the worker says so
+// once (not every second) and keeps trying.
+func TestUnreachableServerLoggedOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close() // connections are refused from now on
+	w, logs := newWorker(t, "patient", secret, slog.LevelInfo, url)
+	r := run(t, ctx, w)
+	time.Sleep(2500 * time.Millisecond) // several attempts
+	select {
+	case <-r.done:
+		t.Fatalf("the worker stopped: %v; want it to keep trying", r.err)
+	default:
+	}
+	if n := strings.Count(logs.String(), `msg="server unreachable; retrying"`); n != 1 {
+		t.Errorf("%d unreachable lines in 2.5 s; want 1:\n%s", n, logs)
 	}
 }
