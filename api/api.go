@@ -212,6 +212,8 @@ type WorkerInfo struct {
 	// Epoch changes when the worker process restarts, so that a server
 	// drops an association with the previous process at once.
 	Epoch uint64 `json:"epoch,omitempty"`
+	// Version is the worker's braid build (internal/version).
+	Version string `json:"version,omitempty"`
 }
 
 // Worker states as a server sees them.

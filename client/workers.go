@@ -2,8 +2,11 @@ package client
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 
 	"github.com/braidhq/braid/api"
 )
@@ -14,11 +17,24 @@ func (c *Client) Workers(ctx context.Context) ([]api.Worker, error) {
 	return out, c.doJSON(ctx, http.MethodGet, "/v1/workers", nil, &out)
 }
 
+// RemoveWorker removes a worker that is down from the server's list, as
+// `braid workers rm` does. It needs the cluster secret (WithSecret). A
+// worker that is up or connecting is not removed: the answer is an
+// *api.Error with Code api.CodeConflict (stop the worker instead; it
+// deregisters as it stops). An unknown worker is api.CodeNotFound.
+func (c *Client) RemoveWorker(ctx context.Context, name string) error {
+	return c.doJSON(ctx, http.MethodDelete, workerPath(name, ""), nil, nil)
+}
+
 // The calls a worker makes. A server that has forgotten the worker (it
 // restarted, or timed the worker out) answers Heartbeat with an *api.Error
-// whose Code is api.CodeNotFound: register again.
+// whose Code is api.CodeNotFound: register again. The epoch is the worker
+// process's (api.WorkerInfo.Epoch): a server refuses the calls of a
+// process whose name another process has since taken, with
+// api.CodeConflict. Rejected tells the answers that retrying cannot change.
 
-// RegisterWorker registers a worker, or replaces its figures.
+// RegisterWorker registers a worker, or replaces its figures. A name held
+// by another live worker process is refused with api.CodeConflict.
 func (c *Client) RegisterWorker(ctx context.Context, info api.WorkerInfo) (api.Registration, error) {
 	var reg api.Registration
 	return reg, c.doJSON(ctx, http.MethodPost, "/v1/workers", info, &reg)
@@ -29,13 +45,41 @@ func (c *Client) UpdateWorker(ctx context.Context, info api.WorkerInfo) error {
 	return c.doJSON(ctx, http.MethodPut, "/v1/workers/"+url.PathEscape(info.Name), info, nil)
 }
 
-// Heartbeat tells the server the worker is alive.
-func (c *Client) Heartbeat(ctx context.Context, name string) error {
-	return c.doJSON(ctx, http.MethodPost, "/v1/workers/"+url.PathEscape(name)+"/heartbeat", nil, nil)
+// Heartbeat tells the server that the worker process epoch is alive (0:
+// whichever process holds the name).
+func (c *Client) Heartbeat(ctx context.Context, name string, epoch uint64) error {
+	return c.doJSON(ctx, http.MethodPost, workerPath(name, "/heartbeat")+epochQuery(epoch), nil, nil)
 }
 
-// DeregisterWorker removes a worker; its units in flight go back to the
-// queue.
-func (c *Client) DeregisterWorker(ctx context.Context, name string) error {
-	return c.doJSON(ctx, http.MethodDelete, "/v1/workers/"+url.PathEscape(name), nil, nil)
+// DeregisterWorker removes the worker process epoch's registration; its
+// units in flight go back to the queue. With epoch 0 it is RemoveWorker.
+func (c *Client) DeregisterWorker(ctx context.Context, name string, epoch uint64) error {
+	return c.doJSON(ctx, http.MethodDelete, workerPath(name, "")+epochQuery(epoch), nil, nil)
+}
+
+func workerPath(name, tail string) string { return "/v1/workers/" + url.PathEscape(name) + tail }
+
+func epochQuery(epoch uint64) string {
+	if epoch == 0 {
+		return ""
+	}
+	return "?epoch=" + strconv.FormatUint(epoch, 10)
+}
+
+// Rejected reports whether err is a server's answer that making the same
+// call again cannot change: a 4xx such as a wrong secret (unauthorized),
+// invalid figures (bad_parameter), a URL that is not a braid server's API
+// (not_found, or a non-braid server's 4xx), or a name in use (conflict).
+// Connection failures, 5xx answers, 408 and 429 are not.
+func Rejected(err error) bool {
+	var ae *api.Error
+	var ue *unavailableError
+	if !errors.As(err, &ae) || errors.As(err, &ue) {
+		return false
+	}
+	switch ae.Code {
+	case api.CodeInternal, api.CodeUnavailable, api.CodeTimeout, "http_408", "http_429":
+		return false
+	}
+	return !strings.HasPrefix(ae.Code, "http_5")
 }

@@ -65,7 +65,7 @@ type resultMsg struct {
 func newDispatcher(s *Server) *dispatcher {
 	return &dispatcher{
 		s:        s,
-		log:      s.log.WithGroup("dispatch"),
+		log:      s.log.With("component", "dispatch"), // not a group: keys stay job=, unit=, worker= as elsewhere
 		core:     scheduler.New(scheduler.Config{Window: s.cfg.Window}),
 		ctl:      make(chan func(), 64),
 		exited:   make(chan struct{}),
@@ -251,6 +251,7 @@ func (d *dispatcher) onResult(r resultMsg) {
 func (d *dispatcher) onTick(now time.Time) {
 	d.apply(d.core.Tick(now))
 	d.forgetEnded()
+	d.forgetDown(now)
 	d.sendWants()
 	for _, w := range d.workers {
 		if w.state != api.WorkerDown && now.Sub(w.lastSeen) > d.s.cfg.HeartbeatTimeout {

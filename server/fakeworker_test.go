@@ -142,7 +142,7 @@ func (fw *fakeWorker) heartbeat(ctx context.Context, c *client.Client) {
 		case <-ctx.Done():
 			return
 		case <-time.After(300 * time.Millisecond):
-			_ = c.Heartbeat(ctx, fw.name)
+			_ = c.Heartbeat(ctx, fw.name, 0)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/internal/version"
 )
 
 // maxJSONBody bounds JSON request bodies.
@@ -19,7 +20,7 @@ const maxJSONBody = 1 << 20
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/openapi.json", s.handleOpenAPI)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	mux.HandleFunc("GET /healthz", handleHealthz)
 	mux.HandleFunc("POST /v1/objects", s.handlePutObject)
 	mux.HandleFunc("GET /v1/objects", s.handleListObjects)
 	mux.HandleFunc("GET /v1/objects/{id}", s.handleGetObject)
@@ -86,6 +87,11 @@ func (lw *errorRecorder) Flush() {
 }
 
 func (lw *errorRecorder) Unwrap() http.ResponseWriter { return lw.ResponseWriter }
+
+// handleHealthz says the server is up, and which braid it is.
+func handleHealthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, 200, map[string]string{"status": "ok", "version": version.String()})
+}
 
 // workerAuth admits only callers that show the worker token derived from the
 // cluster secret: without it anyone who can reach the server could register

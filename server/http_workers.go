@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,49 +35,104 @@ func validateWorker(info *api.WorkerInfo) error {
 }
 
 // handleRegister serves POST /v1/workers and PUT /v1/workers/{name}: both
-// register the worker or replace its figures.
+// register the worker or replace its figures. A registration under a name
+// that another live process holds is refused with 409 (names.go); deciding
+// that may take up to two heartbeat intervals.
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	var info api.WorkerInfo
-	if err := readJSON(w, r, &info); err != nil {
-		writeError(w, err)
-		return
+	err := readJSON(w, r, &info)
+	if name := r.PathValue("name"); err == nil && name != "" && name != info.Name {
+		err = badRequest(api.CodeBadRequest, "path names worker %q but body names %q", name, info.Name)
 	}
-	if name := r.PathValue("name"); name != "" && name != info.Name {
-		writeError(w, badRequest(api.CodeBadRequest, "path names worker %q but body names %q", name, info.Name))
-		return
+	if err == nil {
+		err = validateWorker(&info)
 	}
-	if err := validateWorker(&info); err != nil {
-		writeError(w, err)
-		return
+	if err == nil {
+		err = s.claim(r.Context(), info)
 	}
-	if err := s.disp.do(r.Context(), func() { s.disp.register(info) }); err != nil {
+	if err != nil {
+		s.log.Warn("worker registration refused", "worker", info.Name, "from", r.RemoteAddr, "reason", err)
 		writeError(w, err)
 		return
 	}
 	writeJSON(w, 200, api.Registration{Name: info.Name, HeartbeatMS: int(s.cfg.HeartbeatInterval.Milliseconds())})
 }
 
+// claim registers info, waiting if another process holds its name until
+// it is known whether that one is alive.
+func (s *Server) claim(ctx context.Context, info api.WorkerInfo) error {
+	asked := time.Now()
+	var beat <-chan struct{}
+	var err error
+	if e := s.disp.do(ctx, func() { beat, err = s.disp.claim(info, asked, false) }); e != nil {
+		return e
+	}
+	if beat == nil {
+		return err
+	}
+	t := time.NewTimer(s.disp.claimWait())
+	defer t.Stop()
+	select {
+	case <-beat:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if e := s.disp.do(ctx, func() { _, err = s.disp.claim(info, asked, true) }); e != nil {
+		return e
+	}
+	return err
+}
+
+// workerEpoch reads the ?epoch= a worker names its process with (0 if
+// none).
+func workerEpoch(r *http.Request) (uint64, error) {
+	v := r.URL.Query().Get("epoch")
+	if v == "" {
+		return 0, nil
+	}
+	e, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, badRequest(api.CodeBadParameter, "epoch %q: want a decimal number", v)
+	}
+	return e, nil
+}
+
+// handleHeartbeat serves POST /v1/workers/{name}/heartbeat[?epoch=N].
 func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	name, known := r.PathValue("name"), false
-	if err := s.disp.do(r.Context(), func() { known = s.disp.heartbeat(name) }); err != nil {
-		writeError(w, err)
-		return
+	epoch, err := workerEpoch(r)
+	if err == nil {
+		if e := s.disp.do(r.Context(), func() { known, err = s.disp.heartbeat(name, epoch) }); e != nil {
+			err = e
+		}
 	}
-	if !known {
-		writeError(w, &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("worker %q is not registered; register again", name)})
+	if err == nil && !known {
+		err = &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("worker %q is not registered; register again", name)}
+	}
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// handleDeregister serves DELETE /v1/workers/{name}[?epoch=N]: a worker
+// deregistering itself names its epoch; without one (`braid workers rm`)
+// only a worker that is down is removed.
 func (s *Server) handleDeregister(w http.ResponseWriter, r *http.Request) {
 	name, known := r.PathValue("name"), false
-	if err := s.disp.do(r.Context(), func() { known = s.disp.deregister(name) }); err != nil {
-		writeError(w, err)
-		return
+	epoch, err := workerEpoch(r)
+	if err == nil {
+		if e := s.disp.do(r.Context(), func() { known, err = s.disp.deregister(name, epoch) }); e != nil {
+			err = e
+		}
 	}
-	if !known {
-		writeError(w, &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("worker %q is not registered", name)})
+	if err == nil && !known {
+		err = &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("worker %q is not registered", name)}
+	}
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -126,9 +182,14 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var out api.Worker
+	if err := s.claim(r.Context(), info); err != nil {
+		writeError(w, err)
+		return
+	}
 	if err := s.disp.do(r.Context(), func() {
-		s.disp.register(info)
-		out = s.disp.workers[name].status()
+		if wc := s.disp.workers[name]; wc != nil {
+			out = wc.status()
+		}
 	}); err != nil {
 		writeError(w, err)
 		return

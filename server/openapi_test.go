@@ -5,12 +5,16 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/braidhq/braid/api"
 )
 
 // openAPIDoc is the part of the document the tests look at.
@@ -176,5 +180,31 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		if _, ok := doc.Components.Schemas[name]; !ok {
 			t.Errorf("components.schemas has no %s", name)
 		}
+	}
+}
+
+// TestOpenAPIWorkerSchemas checks that the worker registry's schemas list
+// exactly the JSON fields of their Go types, and that /healthz's names the
+// version it serves.
+func TestOpenAPIWorkerSchemas(t *testing.T) {
+	doc := loadOpenAPI(t)
+	for name, v := range map[string]any{"WorkerInfo": api.WorkerInfo{}, "Worker": api.Worker{}, "Endpoint": api.Endpoint{},
+		"Registration": api.Registration{}} {
+		var want []string
+		rt := reflect.TypeOf(v)
+		for i := range rt.NumField() {
+			if tag, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ","); tag != "" && tag != "-" {
+				want = append(want, tag)
+			}
+		}
+		got := slices.Collect(maps.Keys(doc.Components.Schemas[name].Properties))
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("components.schemas.%s has properties %v; api.%s has JSON fields %v", name, got, name, want)
+		}
+	}
+	if _, ok := doc.Components.Schemas["Health"].Properties["version"]; !ok {
+		t.Error("components.schemas.Health has no version")
 	}
 }

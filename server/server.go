@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/internal/version"
 	"github.com/braidhq/braid/store"
 	"github.com/braidhq/braid/transport"
 )
@@ -92,16 +93,22 @@ type Config struct {
 	// DrainTimeout bounds how long a stopping server waits for the results
 	// of units in flight (default 10s; negative: do not wait).
 	DrainTimeout time.Duration
+	// ForgetWorkersAfter is how long a worker that is down (its heartbeats
+	// timed out) stays listed before the server forgets it (default 1 h;
+	// negative: never). A forgotten worker that comes back registers
+	// again.
+	ForgetWorkersAfter time.Duration
 	// Logger receives the server's logs (default: discard).
 	Logger *slog.Logger
 }
 
 // Defaults for the zero Config.
 const (
-	DefaultRetainFor    = 7 * 24 * time.Hour
-	DefaultRetainJobs   = 10_000
-	DefaultGCGrace      = 10 * time.Minute
-	DefaultDrainTimeout = 10 * time.Second
+	DefaultRetainFor          = 7 * 24 * time.Hour
+	DefaultRetainJobs         = 10_000
+	DefaultGCGrace            = 10 * time.Minute
+	DefaultDrainTimeout       = 10 * time.Second
+	DefaultForgetWorkersAfter = time.Hour
 )
 
 func (c *Config) validate() error {
@@ -134,6 +141,9 @@ func (c *Config) validate() error {
 	}
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.ForgetWorkersAfter == 0 {
+		c.ForgetWorkersAfter = DefaultForgetWorkersAfter
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -186,7 +196,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	// The state database's lock comes first: a second server on the same
 	// directory must fail before it touches the store's uploads in progress.
-	db, err := openState(filepath.Join(cfg.DataDir, "state.db"), cfg.Logger.WithGroup("state"))
+	db, err := openState(filepath.Join(cfg.DataDir, "state.db"), cfg.Logger.With("component", "state"))
 	if err != nil {
 		return nil, err
 	}
@@ -274,11 +284,13 @@ func (s *Server) Run(ctx context.Context) error {
 	s.wg.Go(func() { s.janitor(life) })
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(s.ln) }()
-	s.log.Info("server listening", "url", s.URL(), "data", s.cfg.DataDir, "id", s.ID(), "epoch", s.Epoch())
+	s.log.Info("server listening", "url", s.URL(), "data", s.cfg.DataDir, "id", s.ID(), "epoch", s.Epoch(), "version", version.String())
 	var err error
 	select {
 	case <-ctx.Done():
+		s.log.Info("server stopping", "reason", context.Cause(ctx))
 	case err = <-errc:
+		s.log.Error("server stopping: HTTP listener failed", "err", err)
 	}
 	s.drain()
 	stopLoop() // the loop closes the associations as it exits
@@ -291,6 +303,7 @@ func (s *Server) Run(ctx context.Context) error {
 	_ = hs.Shutdown(shutCtx)
 	s.wg.Wait()
 	s.db.close()
+	s.log.Info("server stopped")
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/braidhq/braid/server"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/tcpn"
+	"github.com/braidhq/braid/worker"
 )
 
 // startCluster runs a real server and workers on loopback for one test.
@@ -352,18 +353,28 @@ func sendUDP(t *testing.T, addr string, junk []byte) {
 	}
 }
 
+// A worker with the wrong secret is refused registration, says so and
+// stops (worker.ErrRejected); nobody without the secret can change the
+// registry; the good worker runs every unit.
 func TestWrongSecretWorkerGetsNoUnits(t *testing.T) {
-	cl := startCluster(t, cluster.WorkerSpec{Name: "good", Threads: 1},
-		cluster.WorkerSpec{Name: "intruder", Threads: 2, Secret: []byte("not the secret")})
+	cl := startCluster(t, cluster.WorkerSpec{Name: "good", Threads: 1})
 	ctx := testCtx(t)
+	intruder, err := worker.New(worker.Config{Name: "intruder", Servers: []string{cl.Server.URL()}, Threads: 2,
+		Transport: tcpn.New(tcpn.Config{}), Secret: []byte("not the secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := intruder.Run(ctx); !errors.Is(err, worker.ErrRejected) || !strings.Contains(err.Error(), "wrong cluster secret") {
+		t.Errorf("intruder's Run: %v; want a rejection naming the wrong secret", err)
+	}
 	info := api.WorkerInfo{Name: "forged", MaxThreads: 2, Ops: []string{"blur"},
 		Endpoints: []api.Endpoint{{Transport: "tcpn", Addr: "127.0.0.1:9"}}}
 	for _, c := range []*client.Client{cl.Client, cl.Client.WithSecret([]byte("not the secret"))} {
 		if _, err := c.RegisterWorker(ctx, info); apiCode(err) != api.CodeUnauthorized {
 			t.Errorf("registration without the secret: %v, want %s", err, api.CodeUnauthorized)
 		}
-		if err := c.DeregisterWorker(ctx, "good"); apiCode(err) != api.CodeUnauthorized {
-			t.Errorf("deregistration without the secret: %v, want %s", err, api.CodeUnauthorized)
+		if err := c.RemoveWorker(ctx, "good"); apiCode(err) != api.CodeUnauthorized {
+			t.Errorf("removal without the secret: %v, want %s", err, api.CodeUnauthorized)
 		}
 	}
 	in := put(t, cl.Client, samples.GIF())

@@ -27,6 +27,7 @@ type workerConn struct {
 	leaseSeq     uint32        // the sequence number of that lease
 	want         wire.Want     // the demand last queued for the worker
 	dialing      bool
+	beat         chan struct{} // closed and replaced on each sign of life (seen)
 	retry        *time.Timer
 	registeredAt time.Time
 	lastSeen     time.Time
@@ -53,18 +54,25 @@ func (w *workerConn) close(reason error) {
 	}
 }
 
-// register adds or updates a worker (on the loop).
+// register adds or updates a worker (on the loop). A registration from
+// another process than the one registered (a new epoch) takes the name
+// over: callers decide first whether it may (claim).
 func (d *dispatcher) register(info api.WorkerInfo) {
 	now := time.Now()
 	w := d.workers[info.Name]
 	if w == nil {
-		w = &workerConn{state: api.WorkerConnecting, registeredAt: now}
+		w = &workerConn{state: api.WorkerConnecting, registeredAt: now, beat: make(chan struct{})}
 		d.workers[info.Name] = w
-		d.log.Info("worker registered", "worker", info.Name, "threads", info.MaxThreads, "ops", len(info.Ops))
+		d.log.Info("worker registered", "worker", info.Name, "threads", info.MaxThreads, "ops", len(info.Ops),
+			"endpoints", endpoints(info.Endpoints), "version", info.Version)
 	}
 	moved := !slices.Equal(w.info.Endpoints, info.Endpoints) || !slices.Equal(w.info.Ops, info.Ops)
-	restarted := w.info.Epoch != 0 && info.Epoch != w.info.Epoch
-	w.info, w.lastSeen = info, now
+	restarted := w.otherProcess(info.Epoch)
+	w.info = info
+	w.seen(now)
+	if w.state == api.WorkerDown {
+		w.state = api.WorkerConnecting
+	}
 	switch {
 	case restarted && w.assoc != nil:
 		d.workerDown(w, errors.New("worker restarted"))
@@ -74,30 +82,94 @@ func (d *dispatcher) register(info api.WorkerInfo) {
 	d.ensureAssoc(w)
 }
 
-// heartbeat marks a worker alive; it reports false for unknown workers.
-func (d *dispatcher) heartbeat(name string) bool {
+// heartbeat marks a worker alive. It reports false for unknown workers,
+// and a *supersededError when epoch (if not 0) is not the registered
+// process's: another process has taken the name.
+func (d *dispatcher) heartbeat(name string, epoch uint64) (bool, error) {
 	w := d.workers[name]
 	if w == nil {
-		return false
+		return false, nil
 	}
-	w.lastSeen = time.Now()
+	if w.otherProcess(epoch) {
+		d.log.Warn("heartbeat refused: another worker process holds the name now", "worker", name,
+			"epoch", epoch, "holder_epoch", w.info.Epoch)
+		return true, &supersededError{name: name, holder: w.info}
+	}
+	w.seen(time.Now())
 	if w.state == api.WorkerDown {
+		d.log.Info("worker heartbeats again", "worker", name)
 		w.state = api.WorkerConnecting
 		d.ensureAssoc(w)
 	}
-	return true
+	return true, nil
 }
 
-func (d *dispatcher) deregister(name string) bool {
+// supersededError refuses a heartbeat or deregistration from a process
+// whose name another process has taken.
+type supersededError struct {
+	name   string
+	holder api.WorkerInfo
+}
+
+func (e *supersededError) Error() string {
+	return fmt.Sprintf("name %s now belongs to another worker process, at %s, which registered while this one was silent; this process no longer holds it",
+		e.name, endpoints(e.holder.Endpoints))
+}
+
+func (e *supersededError) Unwrap() error { return errConflict }
+
+// deregister removes a worker. The worker itself names its epoch, and
+// removes only its own registration. Without an epoch (an operator's
+// `braid workers rm`), only a worker that is down is removed: a live one
+// would register again at its next heartbeat; stop it instead. It reports
+// false for unknown workers.
+func (d *dispatcher) deregister(name string, epoch uint64) (bool, error) {
 	w := d.workers[name]
-	if w == nil {
-		return false
+	switch {
+	case w == nil:
+		return false, nil
+	case w.otherProcess(epoch):
+		return true, &supersededError{name: name, holder: w.info}
+	case epoch == 0 && w.state != api.WorkerDown:
+		return true, &apiError{status: 409, code: api.CodeConflict, msg: fmt.Sprintf(
+			"worker %s is %s (last heartbeat %v ago): stop the worker instead, which deregisters it; "+
+				"a live worker removed would register again at its next heartbeat", name, w.state,
+			time.Since(w.lastSeen).Round(time.Millisecond))}
 	}
-	d.workerDown(w, errors.New("worker deregistered"))
-	w.close(errors.New("worker deregistered"))
-	delete(d.workers, name)
-	d.log.Info("worker deregistered", "worker", name)
-	return true
+	d.forget(w, errDeregistered)
+	by := "worker"
+	if epoch == 0 {
+		by = "operator"
+	}
+	d.log.Info("worker deregistered", "worker", name, "by", by)
+	return true, nil
+}
+
+// errDeregistered ends the association of a worker removed from the list:
+// it deregistered (a clean stop) or was forgotten.
+var errDeregistered = errors.New("worker deregistered")
+
+// forget removes a worker, giving its units back to the queue.
+func (d *dispatcher) forget(w *workerConn, reason error) {
+	d.workerDown(w, reason)
+	w.close(reason)
+	delete(d.workers, w.info.Name)
+}
+
+// forgetDown removes the workers down for longer than
+// Config.ForgetWorkersAfter.
+func (d *dispatcher) forgetDown(now time.Time) {
+	after := d.s.cfg.ForgetWorkersAfter
+	if after < 0 {
+		return
+	}
+	for _, w := range d.workers {
+		if w.state == api.WorkerDown && now.Sub(w.lastSeen) > after {
+			d.forget(w, errDeregistered)
+			d.log.Info("worker forgotten: down too long", "worker", w.info.Name,
+				"silent_for", now.Sub(w.lastSeen).Round(time.Second), "forget_after", after)
+		}
+	}
 }
 
 // pickEndpoint chooses the first of the worker's endpoints whose transport
@@ -271,7 +343,11 @@ func (d *dispatcher) workerDown(w *workerConn, reason error) {
 			n++
 		}
 	}
-	d.log.Warn("association down", "worker", w.info.Name, "reason", reason, "units_requeued", n)
+	if errors.Is(reason, errDeregistered) {
+		d.log.Info("association closed", "worker", w.info.Name, "reason", reason, "units_requeued", n)
+	} else {
+		d.log.Warn("association down", "worker", w.info.Name, "reason", reason, "units_requeued", n)
+	}
 	d.step(scheduler.WorkerDown{Worker: w.info.Name})
 	d.retryLater(w, 500*time.Millisecond)
 }

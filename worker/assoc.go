@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,18 +74,30 @@ func (w *Worker) serveAssoc(ctx context.Context, a transport.Association) {
 		wg.Go(func() { s.read(ctx, i) })
 		wg.Go(func() { s.compute(ctx, i) })
 	}
+	stopping := false
 	select {
 	case <-a.Done():
 	case <-ctx.Done():
 		a.Close()
+		stopping = true
 	}
 	w.lender.remove(s.loan) // its threads go to the others now, not when its last unit ends
 	cancel()
 	wg.Wait()
-	if err := a.Err(); err != nil && !errors.Is(err, transport.ErrPeerClosed) && !errors.Is(err, transport.ErrClosed) {
-		w.log.Warn("association ended", "server", a.Peer().Name, "err", err)
-	} else {
+	w.logEnd(a, stopping)
+}
+
+// logEnd says how an association ended: at info level when this worker or
+// the server closed it, as a warning when it failed.
+func (w *Worker) logEnd(a transport.Association, stopping bool) {
+	err := a.Err()
+	switch {
+	case stopping || err == nil || errors.Is(err, transport.ErrClosed) || errors.Is(err, net.ErrClosed):
+		w.log.Info("association closed", "server", a.Peer().Name)
+	case errors.Is(err, errSuperseded), errors.Is(err, transport.ErrPeerClosed):
 		w.log.Info("association closed", "server", a.Peer().Name, "reason", err)
+	default:
+		w.log.Warn("association ended", "server", a.Peer().Name, "err", err)
 	}
 }
 
@@ -121,6 +134,10 @@ func (s *session) take(ctx context.Context, stream int, msg []byte) error {
 		return err
 	}
 	t := task{unit: u, stream: stream, queued: time.Now()}
+	if s.w.debug {
+		s.w.log.Debug("unit received", "server", s.a.Peer().Name, "job", u.Job, "unit", u.Index, "attempt", u.Attempt,
+			"op", u.Op, "stream", stream, "bytes", len(u.Input))
+	}
 	if s.lentNothing() {
 		s.giveBack(ctx, t)
 		return nil
@@ -306,6 +323,9 @@ func (s *session) unstarted() []task {
 // handBack tells the server that t was not run.
 func (s *session) handBack(ctx context.Context, t task) bool {
 	res := wire.Result{ID: t.unit.ID, Status: wire.StatusReturned, Error: "worker " + s.w.cfg.Name + " is shutting down"}
+	if s.w.debug {
+		s.w.log.Debug("unit handed back", "server", s.a.Peer().Name, "job", t.unit.Job, "unit", t.unit.Index, "attempt", t.unit.Attempt)
+	}
 	return s.a.Send(ctx, 0, wire.AppendResult(nil, &res)) == nil
 }
 
@@ -316,14 +336,21 @@ func (s *session) run(t task) wire.Result {
 	res.Queued = start.Sub(t.queued)
 	if !s.canRun[t.unit.Op] {
 		res.Status, res.Error = wire.StatusRefused, fmt.Sprintf("worker %s does not run operation %q", s.w.cfg.Name, t.unit.Op)
+		s.w.log.Warn("unit refused", "server", s.a.Peer().Name, "job", t.unit.Job, "unit", t.unit.Index, "op", t.unit.Op, "reason", res.Error)
 		return res
 	}
 	out, err := runOp(t.unit)
 	res.Compute = time.Since(start)
 	if err != nil {
 		res.Status, res.Error = wire.StatusFailed, err.Error()
+		s.w.log.Warn("unit failed", "server", s.a.Peer().Name, "job", t.unit.Job, "unit", t.unit.Index, "attempt", t.unit.Attempt,
+			"op", t.unit.Op, "reason", res.Error)
 	} else {
 		res.Output = out
+		if s.w.debug {
+			s.w.log.Debug("unit done", "server", s.a.Peer().Name, "job", t.unit.Job, "unit", t.unit.Index, "attempt", t.unit.Attempt,
+				"op", t.unit.Op, "compute", res.Compute, "queued", res.Queued)
+		}
 	}
 	s.observe(res.Compute)
 	res.QueueDepth = len(s.queue)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -14,12 +16,16 @@ import (
 // registerLoop registers with one server, then heartbeats; it registers
 // again whenever the server forgets the worker (a server restart), and
 // backs off while the server is unreachable, to at most one heartbeat
-// interval, so that it is back within about a second of a restart. On exit
-// it deregisters.
-func (w *Worker) registerLoop(ctx context.Context, base string) {
+// interval, so that it is back within about a second of a restart. It
+// returns a *RejectedError if the server refuses the worker for good (a
+// wrong secret, invalid figures, a URL that is not a braid server's, the
+// name in use by a live worker), nil when ctx ends. On exit it
+// deregisters.
+func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 	c := client.New(base).WithHTTPClient(w.cfg.HTTPClient).WithSecret(w.cfg.Secret).WithRetry(client.Retry{For: -1})
 	interval, backoff := time.Second, 250*time.Millisecond
 	registered := false
+	var out outage
 	for ctx.Err() == nil {
 		var err error
 		if !registered {
@@ -31,15 +37,20 @@ func (w *Worker) registerLoop(ctx context.Context, base string) {
 				}
 				w.log.Info("registered", "server", c.URL())
 			}
-		} else if err = c.Heartbeat(ctx, w.cfg.Name); isNotFound(err) {
+		} else if err = c.Heartbeat(ctx, w.cfg.Name, w.epoch); isNotFound(err) {
 			registered = false
 			w.log.Info("server forgot this worker; registering again", "server", c.URL())
 			continue
 		}
+		if client.Rejected(err) { // the server holds no registration of ours to remove
+			return &RejectedError{Server: c.URL(), Err: err}
+		}
 		wait := interval
-		if err != nil {
-			w.log.Warn("server unreachable", "server", c.URL(), "err", err)
+		if err != nil && ctx.Err() == nil {
+			out.failed(w.log, c.URL(), err)
 			wait, backoff = min(backoff, interval), min(2*backoff, interval)
+		} else if err == nil {
+			out.answered(w.log, c.URL())
 		}
 		select {
 		case <-ctx.Done():
@@ -49,13 +60,88 @@ func (w *Worker) registerLoop(ctx context.Context, base string) {
 	if registered {
 		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		_ = c.DeregisterWorker(dctx, w.cfg.Name)
+		if err := c.DeregisterWorker(dctx, w.cfg.Name, w.epoch); err != nil {
+			w.log.Warn("deregistering", "server", c.URL(), "err", err)
+		} else {
+			w.log.Info("deregistered", "server", c.URL())
+		}
 	}
+	return nil
 }
 
 func isNotFound(err error) bool {
 	var ae *api.Error
 	return errors.As(err, &ae) && ae.Code == api.CodeNotFound
+}
+
+// outage keeps one server's unreachable spells to a few log lines: the
+// first failure, then one every outageLogEvery while it lasts, and its end.
+type outage struct {
+	since, logged time.Time
+}
+
+const outageLogEvery = 30 * time.Second
+
+func (o *outage) failed(log *slog.Logger, server string, err error) {
+	now := time.Now()
+	switch {
+	case o.since.IsZero():
+		o.since, o.logged = now, now
+		log.Warn("server unreachable; retrying", "server", server, "err", err)
+	case now.Sub(o.logged) >= outageLogEvery:
+		o.logged = now
+		log.Warn("server still unreachable; retrying", "server", server, "for", now.Sub(o.since).Round(time.Second), "err", err)
+	default:
+		log.Debug("server unreachable", "server", server, "err", err)
+	}
+}
+
+func (o *outage) answered(log *slog.Logger, server string) {
+	if !o.since.IsZero() {
+		log.Info("server reachable again", "server", server, "after", time.Since(o.since).Round(time.Millisecond))
+		*o = outage{}
+	}
+}
+
+// ErrRejected is what Run's error wraps when every server refused the
+// worker for good.
+var ErrRejected = errors.New("worker: rejected by server")
+
+// RejectedError is a server's refusal of the worker that trying again
+// cannot change. It matches ErrRejected and unwraps to the server's
+// *api.Error.
+type RejectedError struct {
+	Server string // the server's base URL
+	Err    error
+}
+
+func (e *RejectedError) Error() string { return "rejected by server " + e.Server + ": " + e.Reason() }
+
+// Reason says why the server refused the worker, and what to do.
+func (e *RejectedError) Reason() string { return rejection(e.Err) }
+
+func (e *RejectedError) Unwrap() []error { return []error{ErrRejected, e.Err} }
+
+// rejection says why a server refused the worker, and what to do.
+func rejection(err error) string {
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		return err.Error()
+	}
+	msg := ae.Message
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i] // a web server's error page, not a braid server's
+	}
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	switch {
+	case ae.Code == api.CodeUnauthorized:
+		return "wrong cluster secret: start the worker with the server's secret (--secret, --secret-file or $BRAID_SECRET)"
+	case ae.Code == api.CodeNotFound || ae.Code == "http_404" || ae.Code == "http_405":
+		return "no braid worker registry at this URL (" + msg + "); give the server's base URL, such as http://HOST:7070"
+	}
+	return msg
 }
 
 // reannounce sends the worker's current figures to every server.

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/internal/version"
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/transport"
 )
@@ -41,7 +42,8 @@ type Config struct {
 	Name string
 	// Servers are the base URLs of the servers to register with. Required.
 	Servers []string
-	// Threads is the number of processing threads (default: CPU count).
+	// Threads is the number of processing threads, at most
+	// transport.MaxStreams (default: CPU count, capped so).
 	Threads int
 	// Transport serves the data plane. Required.
 	Transport transport.Transport
@@ -80,8 +82,11 @@ func (c *Config) validate() error {
 		host, _ := os.Hostname()
 		c.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	if c.Threads <= 0 {
-		c.Threads = runtime.NumCPU()
+	if c.Threads < 0 || c.Threads > transport.MaxStreams {
+		return fmt.Errorf("worker: %d threads: want 1 to %d (0 for one per CPU)", c.Threads, transport.MaxStreams)
+	}
+	if c.Threads == 0 {
+		c.Threads = min(runtime.NumCPU(), transport.MaxStreams)
 	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:0"
@@ -130,6 +135,7 @@ type Worker struct {
 	cfg     Config
 	epoch   uint64 // this process's incarnation, in the handshake and WorkerInfo
 	log     *slog.Logger
+	debug   bool // log at debug level: a line per unit
 	lender  *lender
 	threads chan struct{} // one token per processing thread running a unit
 	ln      transport.Listener
@@ -156,7 +162,7 @@ func New(cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, log: cfg.Logger, epoch: uint64(time.Now().UnixNano()), lender: newLender(cfg.Threads, cfg.LeaseIdle, time.Now),
+	w := &Worker{cfg: cfg, log: cfg.Logger, debug: cfg.Logger.Enabled(context.Background(), slog.LevelDebug), epoch: uint64(time.Now().UnixNano()), lender: newLender(cfg.Threads, cfg.LeaseIdle, time.Now),
 		threads: make(chan struct{}, cfg.Threads), drainStarted: make(chan struct{}), sessions: map[*session]bool{},
 		newest: map[string]uint64{}, fig: readFigures(".")}
 	lc := transport.ListenConfig{Secret: cfg.Secret, Name: cfg.Name, ID: cfg.Name, Epoch: w.epoch,
@@ -232,7 +238,7 @@ func (w *Worker) Info() api.WorkerInfo {
 	}
 	return api.WorkerInfo{Name: w.cfg.Name, Cores: f.cores, ClockMHz: f.clockMHz, RAMBytes: f.ramBytes,
 		DiskFreeBytes: f.diskFree, MaxThreads: w.cfg.Threads, FreeThreads: w.cfg.Threads - len(w.threads),
-		LeasedThreads: w.lender.leased(), Ops: slices.Clone(w.cfg.Ops), InfoURL: "http://" + w.infoLn.Addr().String(), Epoch: w.epoch,
+		LeasedThreads: w.lender.leased(), Ops: slices.Clone(w.cfg.Ops), InfoURL: "http://" + w.infoLn.Addr().String(), Epoch: w.epoch, Version: version.String(),
 		Endpoints: []api.Endpoint{{Transport: w.cfg.Transport.Name(), Addr: addr}}}
 }
 
@@ -240,7 +246,10 @@ func (w *Worker) Info() api.WorkerInfo {
 func (w *Worker) DataAddr() net.Addr { return w.ln.Addr() }
 
 // Run serves until ctx ends, then stops gracefully (see the package
-// comment) and waits for its goroutines.
+// comment) and waits for its goroutines. It returns an error matching
+// ErrRejected, and stops, if every server refused the worker for good (a
+// wrong secret, invalid figures, a wrong URL, its name in use by a live
+// worker); while some server still serves it, a refusal is logged once.
 func (w *Worker) Run(ctx context.Context) error {
 	life, stop := context.WithCancel(context.Background()) // the associations'
 	defer stop()
@@ -250,12 +259,23 @@ func (w *Worker) Run(ctx context.Context) error {
 	hs := &http.Server{Handler: w.infoHandler(), ReadHeaderTimeout: 5 * time.Second}
 	w.wg.Go(func() { _ = hs.Serve(w.infoLn) })
 	w.wg.Go(func() { w.acceptLoop(life) })
+	rejected := make(chan *RejectedError, len(w.cfg.Servers))
 	for _, url := range w.cfg.Servers {
-		regs.Go(func() { w.registerLoop(reg, url) })
+		regs.Go(func() {
+			if err := w.registerLoop(reg, url); err != nil {
+				rejected <- err
+			}
+		})
 	}
 	w.wg.Go(func() { w.watchFigures(life) })
-	w.log.Info("worker running", "name", w.cfg.Name, "data", w.ln.Addr(), "transport", w.cfg.Transport.Name(), "threads", w.cfg.Threads)
-	<-ctx.Done()
+	w.log.Info("worker running", "name", w.cfg.Name, "data", w.ln.Addr(), "transport", w.cfg.Transport.Name(),
+		"threads", w.cfg.Threads, "servers", len(w.cfg.Servers), "version", version.String())
+	err := w.serve(ctx, rejected)
+	if err != nil {
+		w.log.Info("worker stopping", "reason", "every server rejected it")
+	} else {
+		w.log.Info("worker stopping", "reason", context.Cause(ctx))
+	}
 	w.drain()
 	unregister()
 	regs.Wait()
@@ -264,7 +284,27 @@ func (w *Worker) Run(ctx context.Context) error {
 	_ = hs.Close()
 	w.waitGoroutines()
 	w.lender.stop()
-	return nil
+	w.log.Info("worker stopped")
+	return err
+}
+
+// serve waits until ctx ends (nil) or every server has rejected the
+// worker (the rejections, joined).
+func (w *Worker) serve(ctx context.Context, rejected <-chan *RejectedError) error {
+	var errs []error
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case r := <-rejected:
+			errs = append(errs, r)
+			left := len(w.cfg.Servers) - len(errs)
+			w.log.Error("rejected by server", "server", r.Server, "reason", r.Reason(), "servers_left", left)
+			if left == 0 {
+				return errors.Join(errs...)
+			}
+		}
+	}
 }
 
 // stopGrace is how long Run waits, after the drain, for its goroutines.

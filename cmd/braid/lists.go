@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -43,7 +44,80 @@ func runJobs(ctx context.Context, args []string, e *env) error {
 }
 
 func runWorkers(ctx context.Context, args []string, e *env) error {
+	if len(args) > 0 && args[0] == "rm" {
+		return runWorkersRm(ctx, args[1:], e)
+	}
 	return runList(ctx, "workers", args, e, session.Workers, printWorkers)
+}
+
+// runWorkersRm removes workers that are down from the server's list. The
+// registry is guarded by the cluster secret, so it takes the secret as a
+// worker does.
+func runWorkersRm(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("workers rm", "NAME...  (workers that are down; stop a live one instead)", e)
+	var cf clientFlags
+	var sec secretFlags
+	cf.register(fs, e)
+	sec.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	secret, err := sec.value(e)
+	if err != nil {
+		return err
+	}
+	if secret == nil {
+		return errors.New("removing a worker needs the cluster secret: --secret, --secret-file or $BRAID_SECRET")
+	}
+	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
+		c := s.WithSecret(secret)
+		var out []deleted
+		failed := 0
+		for _, name := range fs.Args() {
+			d := deleted{Kind: "worker", ID: name}
+			if err := c.RemoveWorker(ctx, name); err != nil {
+				d.Error, failed = removeError(err), failed+1
+			}
+			out = append(out, d)
+			if !cf.json {
+				printRemoved(e, d)
+			}
+		}
+		if cf.json {
+			if err := printJSON(e.stdout, out); err != nil {
+				return err
+			}
+		}
+		if failed > 0 {
+			return fmt.Errorf("%d of %d not removed", failed, len(out))
+		}
+		return nil
+	})
+}
+
+// removeError is the server's message, without the code before it, or a
+// hint for a wrong secret.
+func removeError(err error) string {
+	var ae *api.Error
+	switch {
+	case !errors.As(err, &ae):
+		return err.Error()
+	case ae.Code == api.CodeUnauthorized:
+		return "wrong cluster secret: give the server's (--secret, --secret-file or $BRAID_SECRET)"
+	}
+	return ae.Message
+}
+
+func printRemoved(e *env, d deleted) {
+	if d.Error != "" {
+		fmt.Fprintf(e.stderr, "braid workers rm: %s: %s\n", d.ID, d.Error)
+		return
+	}
+	fmt.Fprintf(e.stdout, "removed worker %s\n", d.ID)
 }
 
 func runOps(ctx context.Context, args []string, e *env) error {

@@ -24,6 +24,8 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	maxObj := fs.Int64("max-object", 1<<30, "largest object an upload may create, in bytes")
 	uploadIdle := fs.Duration("upload-idle-timeout", 30*time.Second, "an upload that sends no bytes this long fails with 408")
 	hbTimeout := fs.Duration("heartbeat-timeout", 5*time.Second, "a worker silent this long loses its units")
+	forgetWorkers := fs.Duration("forget-workers-after", server.DefaultForgetWorkersAfter,
+		"remove a worker from the list once it has been down (no heartbeat) this long (negative: never; braid workers rm removes one at once)")
 	window := fs.Int("window", 0, fmt.Sprintf("units in flight per stream, 1 to %d (0: scheduler default)", server.MaxWindow))
 	retainFor := fs.Duration("retain-for", server.DefaultRetainFor, "keep a finished job (and its unit statistics) this long (negative: no age limit)")
 	retainJobs := fs.Int("retain-jobs", server.DefaultRetainJobs, "keep at most this many finished jobs, removing the oldest first (negative: no limit)")
@@ -47,6 +49,9 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	}
 	if err := checkRetention(*retainFor, *retainJobs, *gcGrace); err != nil {
 		return err
+	}
+	if *forgetWorkers == 0 {
+		return errors.New("--forget-workers-after 0 would forget a worker as soon as it is down; give a duration, or a negative one never to forget")
 	}
 	if *drainTimeout == 0 {
 		*drainTimeout = -1 // the library's zero is its default; on the command line 0 means 0
@@ -76,7 +81,7 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	}
 	s, err := server.New(server.Config{Listen: *listen, DataDir: *data, Secret: secret, Name: *name,
 		Transports: ts, MaxObjectSize: *maxObj, UploadIdleTimeout: *uploadIdle, HeartbeatTimeout: *hbTimeout, Window: *window,
-		RetainFor: *retainFor, RetainJobs: *retainJobs, GCGrace: *gcGrace, DrainTimeout: *drainTimeout, Liveness: *liveness, Logger: log})
+		RetainFor: *retainFor, RetainJobs: *retainJobs, GCGrace: *gcGrace, DrainTimeout: *drainTimeout, Liveness: *liveness, ForgetWorkersAfter: *forgetWorkers, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/braidhq/braid/internal/transports"
+	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/worker"
 )
 
@@ -14,7 +17,7 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("worker", "--server URL [--server URL2 ...] [--threads N] [--listen ADDR] [--transport NAME] [--name NAME]", e)
 	var servers multiFlag
 	fs.Var(&servers, "server", "server URL to register with (repeatable; default $BRAID_SERVER)")
-	threads := fs.Int("threads", 0, "processing threads (default: number of CPUs)")
+	threads := fs.Int("threads", 0, fmt.Sprintf("processing threads, 1 to %d (default: number of CPUs)", transport.MaxStreams))
 	listen := fs.String("listen", "127.0.0.1:0", "data-plane address to listen on")
 	infoListen := fs.String("info-listen", "127.0.0.1:0", "HTTP address serving GET /v1/info")
 	tname := fs.String("transport", transports.Default, "data-plane transport: "+strings.Join(transports.Names, ", "))
@@ -35,10 +38,16 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if err := checkThreads(fs, *threads); err != nil {
+		return err
+	}
 	if len(servers) == 0 {
 		if v := e.getenv("BRAID_SERVER"); v != "" {
 			servers = append(servers, v)
 		}
+	}
+	if len(servers) == 0 {
+		return errors.New("no server to register with: give --server URL (or set $BRAID_SERVER)")
 	}
 	log, err := logs.logger(e.stderr)
 	if err != nil {
@@ -70,4 +79,15 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	return w.Run(ctx)
+}
+
+// checkThreads refuses a --threads given out of range; left out, the
+// worker runs one thread per CPU.
+func checkThreads(fs *flag.FlagSet, n int) error {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "threads" })
+	if given && (n < 1 || n > transport.MaxStreams) {
+		return fmt.Errorf("--threads %d: want 1 to %d processing threads (leave it out for one per CPU)", n, transport.MaxStreams)
+	}
+	return nil
 }

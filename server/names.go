@@ -1,0 +1,93 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/braidhq/braid/api"
+)
+
+// A worker's name belongs to one process at a time, told apart by its
+// epoch (api.WorkerInfo.Epoch, new for each start of a worker process).
+//
+// A registration under a name that another process holds takes the name
+// only if that process is gone. The server knows it is gone when its
+// heartbeats timed out (the worker is down), or when it has been silent
+// for claimWait already. Otherwise the registration waits up to claimWait
+// for a sign of life from the holder: a heartbeat naming the holder's
+// epoch. One comes within a heartbeat interval from a live holder, and
+// the registration is refused (409 conflict, naming the holder); none
+// comes from a dead one, and the newcomer takes the name (its units go
+// back to the queue, as for any worker that went away). So a worker killed
+// and started again at once with the same name is back within two
+// heartbeat intervals, while a second process started by mistake under a
+// live worker's name is refused.
+//
+// A holder that was only frozen past claimWait (SIGSTOP, a stalled VM)
+// and then comes back finds its name taken: its heartbeats, which carry
+// its epoch, are refused with a conflict, and it stops.
+
+// claimWait is how long a registration under a name held by another
+// process waits for the holder to show it is alive.
+func (d *dispatcher) claimWait() time.Duration { return 2 * d.s.cfg.HeartbeatInterval }
+
+// otherProcess reports whether a registration from epoch comes from
+// another process than the one w registered. A zero epoch (a worker that
+// does not say) is taken for the same process, as before epochs.
+func (w *workerConn) otherProcess(epoch uint64) bool {
+	return w.info.Epoch != 0 && epoch != 0 && epoch != w.info.Epoch
+}
+
+// seen records a sign of life from the worker's process (a heartbeat, its
+// registration), waking the registrations waiting to take its name.
+func (w *workerConn) seen(now time.Time) {
+	w.lastSeen = now
+	close(w.beat)
+	w.beat = make(chan struct{})
+}
+
+// claim registers info unless another process holds its name and may be
+// alive (on the loop). asked is when the registration arrived. On the
+// first call (waited false) it returns a channel to wait on, for at most
+// claimWait, before calling again with waited true; that call registers
+// info unless the holder showed a sign of life since asked, and then
+// returns a *nameInUseError.
+func (d *dispatcher) claim(info api.WorkerInfo, asked time.Time, waited bool) (<-chan struct{}, error) {
+	h := d.workers[info.Name]
+	if h != nil && h.otherProcess(info.Epoch) && h.state != api.WorkerDown {
+		switch {
+		case waited && h.lastSeen.After(asked):
+			return nil, &nameInUseError{name: info.Name, holder: h.info, lastSeen: h.lastSeen}
+		case !waited && asked.Sub(h.lastSeen) < d.claimWait():
+			return h.beat, nil
+		}
+		d.log.Info("worker name taken by a new process; the old one is gone", "worker", info.Name,
+			"old_epoch", h.info.Epoch, "new_epoch", info.Epoch, "old_silent_for", time.Since(h.lastSeen).Round(time.Millisecond))
+	}
+	d.register(info)
+	return nil, nil
+}
+
+// nameInUseError refuses a registration: a live process holds the name.
+type nameInUseError struct {
+	name     string
+	holder   api.WorkerInfo
+	lastSeen time.Time // the holder's last heartbeat
+}
+
+func (e *nameInUseError) Error() string {
+	return fmt.Sprintf("name %s is in use by a live worker at %s, last heartbeat %s (pick another --name)",
+		e.name, endpoints(e.holder.Endpoints), e.lastSeen.UTC().Format("15:04:05.000Z"))
+}
+
+func (e *nameInUseError) Unwrap() error { return errConflict }
+
+// endpoints formats a worker's endpoints for people: "tcp 10.0.0.5:7000".
+func endpoints(eps []api.Endpoint) string {
+	s := make([]string, len(eps))
+	for i, ep := range eps {
+		s[i] = ep.Transport + " " + ep.Addr
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,257 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/version"
+	"github.com/braidhq/braid/ops/samples"
+	"github.com/braidhq/braid/server"
+	"github.com/braidhq/braid/transport/tcpn"
+	"github.com/braidhq/braid/worker"
+)
+
+// newWorker makes a worker of one thread for servers, logging into logs
+// at level.
+func newWorker(t *testing.T, name string, sec []byte, level slog.Level, servers ...string) (*worker.Worker, *logBuf) {
+	t.Helper()
+	logs := &logBuf{}
+	w, err := worker.New(worker.Config{Name: name, Servers: servers, Threads: 1, Transport: tcpn.New(tcpn.Config{}),
+		Secret: sec, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, logs
+}
+
+// running is a worker's Run in progress: err is set when done is closed.
+type running struct {
+	done chan struct{}
+	err  error
+}
+
+// run runs w until ctx ends or the test does.
+func run(t *testing.T, ctx context.Context, w *worker.Worker) *running {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &running{done: make(chan struct{})}
+	go func() {
+		r.err = w.Run(ctx)
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(10 * time.Second):
+			t.Error("worker did not stop")
+		}
+	})
+	return r
+}
+
+// runErr waits for Run's error.
+func runErr(t *testing.T, r *running) error {
+	t.Helper()
+	select {
+	case <-r.done:
+		return r.err
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker kept running")
+		return nil
+	}
+}
+
+func waitUpNamed(t *testing.T, ctx context.Context, c *client.Client, name string) api.Worker {
+	t.Helper()
+	for {
+		if w := workerOfName(ctx, c, name); w.State == api.WorkerUp {
+			return w
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("worker %s not up", name)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// A second process started under a live worker's name is refused: it logs
+// why and Run returns ErrRejected; the first keeps its name, its
+// association and its version shows in the server's list.
+func TestSecondProcessUnderLiveNameStops(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, _ := startServerWith(t, ctx, server.Config{HeartbeatInterval: 100 * time.Millisecond})
+	first, _ := newWorker(t, "w1", secret, slog.LevelInfo, c.URL())
+	run(t, ctx, first)
+	up := waitUpNamed(t, ctx, c, "w1")
+	if up.Info.Version != version.String() || up.Info.Version == "" {
+		t.Errorf("listed version %q; want %q", up.Info.Version, version.String())
+	}
+	second, logs := newWorker(t, "w1", secret, slog.LevelInfo, c.URL())
+	err := runErr(t, run(t, ctx, second))
+	if !errors.Is(err, worker.ErrRejected) || !strings.Contains(err.Error(), "name w1 is in use by a live worker at tcpn "+first.DataAddr().String()) ||
+		!strings.Contains(err.Error(), "pick another --name") {
+		t.Fatalf("second process: %v; want a rejection naming the live holder", err)
+	}
+	if !strings.Contains(logs.String(), `level=ERROR msg="rejected by server"`) {
+		t.Errorf("the rejected worker's log does not say so:\n%s", logs)
+	}
+	if w := workerOfName(ctx, c, "w1"); w.State != api.WorkerUp || w.Info.Epoch != first.Info().Epoch {
+		t.Errorf("after the refusal w1 is %s with epoch %d; want up with the first's, %d", w.State, w.Info.Epoch, first.Info().Epoch)
+	}
+}
+
+// A wrong secret or a URL that is not a braid server's API is refused for
+// good: the worker says so once, without "server unreachable", and stops.
+func TestPermanentRejectionStopsWorker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, _ := startServerWith(t, ctx, server.Config{})
+	for _, tc := range []struct {
+		name, url string
+		secret    []byte
+		want      string
+	}{
+		{"secret", c.URL(), []byte("wrong"), "rejected by server " + c.URL() + ": wrong cluster secret"},
+		{"path", c.URL() + "/braid", secret, "rejected by server " + c.URL() + "/braid: no braid worker registry at this URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, logs := newWorker(t, "w-"+tc.name, tc.secret, slog.LevelInfo, tc.url)
+			err := runErr(t, run(t, ctx, w))
+			if !errors.Is(err, worker.ErrRejected) || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("Run: %v; want %q…", err, tc.want)
+			}
+			if l := logs.String(); strings.Contains(l, "unreachable") || strings.Count(l, `msg="rejected by server"`) != 1 ||
+				!strings.Contains(l, `msg="worker stopped"`) {
+				t.Errorf("log:\n%s\nwant one rejection line, no unreachable one, and the stop", l)
+			}
+		})
+	}
+}
+
+// Refused by one of two servers, a worker keeps serving the other and
+// logs the refusal once.
+func TestRejectionByOneOfTwoServers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, _ := startServerWith(t, ctx, server.Config{})
+	w, logs := newWorker(t, "half", secret, slog.LevelInfo, c.URL(), c.URL()+"/nope")
+	done := run(t, ctx, w)
+	waitUpNamed(t, ctx, c, "half")
+	time.Sleep(1500 * time.Millisecond) // a few registration rounds
+	select {
+	case <-done.done:
+		t.Fatalf("the worker stopped though one server serves it: %v", done.err)
+	default:
+	}
+	if n := strings.Count(logs.String(), `msg="rejected by server"`); n != 1 {
+		t.Errorf("%d rejection lines; want 1:\n%s", n, logs)
+	}
+}
+
+// Threads beyond the transport's stream limit, or negative, are refused
+// before anything starts; 0 means one per CPU.
+func TestThreadsChecked(t *testing.T) {
+	for _, n := range []int{-1, 1025, 100000} {
+		_, err := worker.New(worker.Config{Servers: []string{"http://127.0.0.1:1"}, Threads: n, Transport: tcpn.New(tcpn.Config{}), Secret: secret})
+		if err == nil || !strings.Contains(err.Error(), "want 1 to 1024") {
+			t.Errorf("Threads %d: %v; want a refusal naming the limit", n, err)
+		}
+	}
+	w, err := worker.New(worker.Config{Servers: []string{"http://127.0.0.1:1"}, Transport: tcpn.New(tcpn.Config{}), Secret: secret})
+	if err != nil || w.Info().MaxThreads < 1 {
+		t.Errorf("Threads 0: %v, %d threads; want one per CPU", err, w.Info().MaxThreads)
+	}
+}
+
+// Operators get a warning per failed unit naming job, unit, op and reason;
+// at debug level a line per unit; a clean stop is logged at info level
+// only, on both sides; the server's keys are job= and worker=, not
+// grouped.
+func TestWorkerLogs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, srvLogs := startServerWith(t, ctx, server.Config{})
+	w, logs := newWorker(t, "logger", secret, slog.LevelDebug, c.URL())
+	wctx, stop := context.WithCancel(ctx)
+	done := run(t, wctx, w)
+	waitUpNamed(t, ctx, c, "logger")
+
+	gif := samples.GIF()
+	bad, err := c.Put(ctx, bytes.NewReader(gif[:len(gif)/2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := c.Submit(ctx, api.JobSpec{Op: "blur", Input: bad.ID, Repeat: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err = c.Wait(ctx, j.ID, nil); err != nil || j.State != api.JobFailed {
+		t.Fatalf("job on a truncated image: %+v %v; want failed", j, err)
+	}
+	failed := regexp.MustCompile(`level=WARN msg="unit failed" server=\S+ job=` + j.ID + ` unit=0 attempt=\d+ op=blur reason=`)
+	if !failed.MatchString(logs.String()) {
+		t.Errorf("no warning for the failed unit (want %s):\n%s", failed, logs)
+	}
+	if !strings.Contains(logs.String(), `level=DEBUG msg="unit received"`) {
+		t.Errorf("no debug line per unit:\n%s", logs)
+	}
+
+	stop()
+	if err := runErr(t, done); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`msg="worker stopping"`, `msg="association closed"`, `msg=deregistered`, `msg="worker stopped"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("worker log lacks %s:\n%s", want, logs)
+		}
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
+		t.Errorf("%d warnings; want only the failed unit's:\n%s", n, logs)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(srvLogs.String(), `msg="worker deregistered"`) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	s := srvLogs.String()
+	if strings.Contains(s, `msg="association down"`) || !strings.Contains(s, `msg="association closed" component=dispatch worker=logger`) {
+		t.Errorf("server log of a clean worker stop; want association closed, not down:\n%s", s)
+	}
+	if strings.Contains(s, "dispatch.") {
+		t.Errorf("server log keys are grouped:\n%s", s)
+	}
+}
+
+// A server that cannot be reached is not a rejection: the worker says so
+// once (not every second) and keeps trying.
+func TestUnreachableServerLoggedOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close() // connections are refused from now on
+	w, logs := newWorker(t, "patient", secret, slog.LevelInfo, url)
+	r := run(t, ctx, w)
+	time.Sleep(2500 * time.Millisecond) // several attempts
+	select {
+	case <-r.done:
+		t.Fatalf("the worker stopped: %v; want it to keep trying", r.err)
+	default:
+	}
+	if n := strings.Count(logs.String(), `msg="server unreachable; retrying"`); n != 1 {
+		t.Errorf("%d unreachable lines in 2.5 s; want 1:\n%s", n, logs)
+	}
+}
