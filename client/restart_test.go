@@ -217,8 +217,8 @@ func TestGivingUp(t *testing.T) {
 				"Job":  func(ctx context.Context) error { _, err := c.Job(ctx, "job1", false); return err },
 				"Wait": func(ctx context.Context) error { _, err := c.Wait(ctx, "job1", func(api.Job) {}); return err },
 			} {
+				start := time.Now() // before the deadline is set, which counts from its own now
 				ctx, cancel := context.WithTimeout(context.Background(), tc.ctx)
-				start := time.Now()
 				err := call(ctx)
 				d := time.Since(start)
 				cancel()
