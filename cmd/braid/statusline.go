@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
 )
 
 // statusLine is what a client command tells the user on stderr while it
@@ -38,10 +39,15 @@ func newStatusLine(w io.Writer, server string) *statusLine {
 func (s *statusLine) notify(err error, wait time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	what, hint := fmt.Sprintf("server %s unavailable", s.server), ""
+	var ns *client.NoServerError
+	if errors.As(err, &ns) {
+		what, hint = "no braid server at "+s.server, " (set --server or $BRAID_SERVER if that is the wrong address)"
+	}
 	if s.tty {
-		s.draw(fmt.Sprintf("server unreachable (%s); retrying in %v…", reason(err), wait.Round(10*time.Millisecond)))
+		s.draw(fmt.Sprintf("%s (%s); retrying in %v…", what, reason(err), wait.Round(10*time.Millisecond)))
 	} else if !s.down {
-		fmt.Fprintf(s.w, "braid: server %s unreachable (%s); retrying\n", s.server, reason(err))
+		fmt.Fprintf(s.w, "braid: %s (%s); retrying%s\n", what, reason(err), hint)
 	}
 	s.down = true
 }
@@ -85,9 +91,12 @@ func (s *statusLine) draw(text string) {
 
 // reason says in a few words why the server did not answer.
 func reason(err error) string {
+	var ns *client.NoServerError
 	var errno syscall.Errno
 	var ae *api.Error
 	switch {
+	case errors.As(err, &ns):
+		return client.DialReason(ns.Err)
 	case errors.As(err, &errno):
 		return errno.Error()
 	case errors.As(err, &ae):
