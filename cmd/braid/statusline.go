@@ -40,15 +40,15 @@ func newStatusLine(w io.Writer, server string) *statusLine {
 func (s *statusLine) notify(err error, wait time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	what, hint := fmt.Sprintf("server %s unavailable", s.server), ""
+	hint := ""
 	var ns *client.NoServerError
 	if errors.As(err, &ns) {
-		what, hint = "no braid server at "+s.server, " (set --server or $BRAID_SERVER if that is the wrong address)"
+		hint = " (if no braid server runs there, set --server or $BRAID_SERVER)"
 	}
 	if s.tty {
-		s.draw(fmt.Sprintf("%s (%s); retrying in %v…", what, reason(err), wait.Round(10*time.Millisecond)))
+		s.draw(fmt.Sprintf("server unreachable (%s); retrying in %v…", reason(err), wait.Round(10*time.Millisecond)))
 	} else if !s.down {
-		fmt.Fprintf(s.w, "braid: %s (%s); retrying%s\n", what, reason(err), hint)
+		fmt.Fprintf(s.w, "braid: server %s unreachable (%s); retrying%s\n", s.server, reason(err), hint)
 	}
 	s.down = true
 }

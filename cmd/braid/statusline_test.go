@@ -34,8 +34,8 @@ func TestStatusLineTerminal(t *testing.T) {
 	s.end()
 	s.end()
 	want := "\r\033[Kjob [##..]" +
-		"\r\033[Kno braid server at http://srv (connection refused); retrying in 810ms…" +
-		"\r\033[Kno braid server at http://srv (connection refused); retrying in 1.6s…" +
+		"\r\033[Kserver unreachable (connection refused); retrying in 810ms…" +
+		"\r\033[Kserver unreachable (connection refused); retrying in 1.6s…" +
 		"\r\033[K" +
 		"\r\033[Kjob [###.]\n"
 	if b.String() != want {
@@ -54,8 +54,8 @@ func TestStatusLineLog(t *testing.T) {
 	s.recovered()
 	s.notify(&api.Error{Code: api.CodeUnavailable, Message: "server shutting down"}, time.Second)
 	s.end()
-	want := "braid: no braid server at http://srv (connection refused); retrying (set --server or $BRAID_SERVER if that is the wrong address)\n" +
-		"braid: server http://srv unavailable (unavailable: server shutting down); retrying\n"
+	want := "braid: server http://srv unreachable (connection refused); retrying (if no braid server runs there, set --server or $BRAID_SERVER)\n" +
+		"braid: server http://srv unreachable (unavailable: server shutting down); retrying\n"
 	if b.String() != want {
 		t.Errorf("log got\n%q\nwant\n%q", b.String(), want)
 	}
