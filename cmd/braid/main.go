@@ -186,9 +186,10 @@ Commands:
 	}
 	fmt.Fprint(w, `
 Client commands take --server URL (default $BRAID_SERVER, else http://127.0.0.1:7070),
---json for scripts, and --timeout D (default 1m; no limit for wait and submit --wait):
-until then they ride through a server that is unreachable, e.g. restarting.
-Run 'braid COMMAND -h' for a command's flags.
+--json for scripts (errors too, on stderr), and --timeout D (default 1m; no limit for
+wait and submit --wait): until then they ride through a server that is unreachable, e.g.
+restarting. Ids may be shortened to a unique prefix. Exit codes: 0 done, 1 failed,
+2 bad usage, 130 interrupted. Run 'braid COMMAND -h' for a command's flags.
 
 Quick start:  braid demo
 `)
