@@ -7,8 +7,10 @@ PKGS    := ./...
 
 all: build
 
+# build stamps the binary with `git describe` (braid --version); outside git
+# it falls back to the version Go records.
 build:
-	$(GO) build -o $(BIN) ./cmd/braid
+	$(GO) build -ldflags "-X github.com/braidhq/braid/internal/version.Version=$$(git describe --always --dirty 2>/dev/null)" -o $(BIN) ./cmd/braid
 
 ## demo: start a server and two workers on loopback and run the sample jobs
 demo: build

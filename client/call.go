@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/internal/version"
 )
 
 // request is one API call, which the client makes as often as its Retry
@@ -72,7 +75,7 @@ func (c *Client) attempt(ctx context.Context, req request, read func(*http.Respo
 	if !isUnavailable(resp.StatusCode) {
 		o.answered()
 	}
-	if err := checkStatus(resp); err != nil {
+	if err := checkStatus(c.base, resp); err != nil {
 		return err
 	}
 	return read(resp)
@@ -98,32 +101,69 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, error) 
 	if req.ctype != "" {
 		hr.Header.Set("Content-Type", req.ctype)
 	}
+	hr.Header.Set("User-Agent", userAgent)
 	if c.workerToken != "" {
 		hr.Header.Set(api.WorkerTokenHeader, c.workerToken)
 	}
 	resp, err := c.http.Do(hr)
 	if err != nil {
+		if dialFailed(err) {
+			return nil, &NoServerError{URL: c.base, Err: err}
+		}
 		return nil, fmt.Errorf("braid server %s: %w", c.base, err)
 	}
 	return resp, nil
 }
 
-// checkStatus turns a non-2xx response into an *api.Error; a 502, 503 or
+// userAgent names this client and its version in every request.
+var userAgent = "braid/" + version.String()
+
+// checkStatus turns a non-2xx response from the server at base into an
+// *api.Error, or a *NotBraidError if braid did not write it; a 502, 503 or
 // 504 into an *unavailableError that wraps one.
-func checkStatus(resp *http.Response) error {
+func checkStatus(base string, resp *http.Response) error {
 	if resp.StatusCode/100 == 2 {
 		return nil
 	}
 	var eb api.ErrorBody
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	ae := &eb.Error
+	var err error = &eb.Error
 	if json.Unmarshal(b, &eb) != nil || eb.Error.Code == "" {
-		ae = &api.Error{Code: fmt.Sprintf("http_%d", resp.StatusCode), Message: strings.TrimSpace(string(b))}
+		err = notBraid(base, resp, b)
+	} else {
+		// Say the code once: the server's message may start with it too.
+		eb.Error.Message = strings.TrimPrefix(eb.Error.Message, eb.Error.Code+": ")
 	}
 	if isUnavailable(resp.StatusCode) {
-		return &unavailableError{err: ae, status: resp.StatusCode}
+		return &unavailableError{err: err, status: resp.StatusCode}
 	}
-	return ae
+	return err
+}
+
+// NotBraidError is an answer without braid's JSON error body: another
+// HTTP server, or a proxy, answered.
+type NotBraidError struct {
+	URL    string
+	Status string // "404 Not Found"
+	// Text is the body if it was one short line of plain text; a page of
+	// HTML is never kept.
+	Text string
+}
+
+func (e *NotBraidError) Error() string {
+	if e.Text != "" {
+		return fmt.Sprintf("%s answered %s (%s); is it a braid server?", e.URL, e.Status, e.Text)
+	}
+	return fmt.Sprintf("%s answered %s; is it a braid server?", e.URL, e.Status)
+}
+
+func notBraid(base string, resp *http.Response, body []byte) *NotBraidError {
+	e := &NotBraidError{URL: base, Status: resp.Status}
+	text := strings.TrimSpace(string(body))
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") && len(text) <= 100 && !strings.Contains(text, "\n") {
+		e.Text = text
+	}
+	return e
 }
 
 // do makes a call and decodes a JSON answer into out (if non-nil).
@@ -132,7 +172,13 @@ func (c *Client) do(ctx context.Context, req request, out any) error {
 		if out == nil {
 			return nil
 		}
-		return json.NewDecoder(resp.Body).Decode(out)
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				return final(&NotBraidError{URL: c.base, Status: resp.Status + " with " + ct + ", not JSON"})
+			}
+			return err
+		}
+		return nil
 	})
 }
 
@@ -159,3 +205,42 @@ func (e *finalError) Error() string { return e.err.Error() }
 func (e *finalError) Unwrap() error { return e.err }
 
 func final(err error) error { return &finalError{err: err} }
+
+// NoServerError is a call that could not connect to the server: nothing
+// listens at the URL, or its host name does not resolve. A Client retries
+// such a call under its Retry policy (a server may be restarting), so the
+// error comes back once the policy or the context gave up.
+type NoServerError struct {
+	URL string
+	Err error // the dial error
+}
+
+func (e *NoServerError) Error() string {
+	return fmt.Sprintf("no braid server at %s (%s)", e.URL, DialReason(e.Err))
+}
+
+func (e *NoServerError) Unwrap() error { return e.Err }
+
+// dialFailed reports whether err is a failure to connect.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// DialReason says in a few words why a connection could not be made:
+// "connection refused", "no such host".
+func DialReason(err error) string {
+	var errno syscall.Errno
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns):
+		return dns.Err
+	case errors.As(err, &errno):
+		return errno.Error()
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Err.Error()
+	}
+	return err.Error()
+}

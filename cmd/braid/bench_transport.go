@@ -16,7 +16,7 @@ import (
 // do: one-way bulk throughput or request/response rate, per transport and
 // stream count, memory to memory or file to file.
 func runBenchTransport(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("bench transport", "[--transport LIST] [--streams LIST] [--mode bulk|rr] [--listen ADDR | --connect ADDR]", e)
+	fs := newFlagSet("bench transport", "[--transport LIST] [--streams LIST] [--mode bulk,rr] [--listen ADDR | --connect ADDR]", e)
 	tlist := fs.String("transport", strings.Join(transports.Names, ","), "transports, comma-separated")
 	slist := fs.String("streams", "1,4", "stream counts, comma-separated")
 	mlist := fs.String("mode", "bulk,rr", "bulk (one-way throughput) and/or rr (request/response rate)")

@@ -34,8 +34,8 @@ func TestTimeoutWhileServerAway(t *testing.T) {
 	if d := time.Since(start); d < 500*time.Millisecond || d > 20*time.Second { // it must wait, and give up
 		t.Errorf("gave up after %v, want 500ms", d)
 	}
-	if code != 1 || strings.Count(stderr, "unreachable (connection refused); retrying") != 1 ||
-		!strings.Contains(stderr, "gave up after --timeout 500ms") {
+	if code != 1 || strings.Count(stderr, "server "+url+" unreachable (connection refused); retrying (if no braid server runs there, set --server or $BRAID_SERVER)") != 1 ||
+		!strings.Contains(stderr, "braid status: no braid server at "+url+" (set --server or $BRAID_SERVER): connection refused; gave up after --timeout 500ms\n") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
 }

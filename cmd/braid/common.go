@@ -33,7 +33,8 @@ func (c *clientFlags) register(fs *flag.FlagSet, e *env) {
 		def = client.DefaultServer
 	}
 	fs.StringVar(&c.server, "server", def, "server URL ($BRAID_SERVER)")
-	fs.BoolVar(&c.json, "json", false, "print JSON for scripts")
+	fs.BoolVar(&c.json, "json", false, "print JSON for scripts; errors too, on stderr: {\"error\": ..., \"code\": ...}")
+	e.json = &c.json
 	fs.Var(&c.timeout, "timeout", "give up after this `duration` (e.g. 30s, 10m; 0 means never); until then ride through\n"+
 		"a server that is unreachable, e.g. restarting (default 1m, but never for wait and submit --wait)")
 }
@@ -60,11 +61,37 @@ func (c *clientFlags) run(ctx context.Context, e *env, def time.Duration, body f
 	cl = cl.WithRetry(client.Retry{For: math.MaxInt64, Notify: line.notify, Recovered: line.recovered})
 	err := body(ctx, session{cl, line})
 	line.end()
-	if err != nil && d > 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-		err = fmt.Errorf("gave up after --timeout %v: %w", d, err)
+	return explain(ctx, err, d)
+}
+
+// explain says what a client command's error means to its user: that no
+// server answered and how to name another, that --timeout ran out.
+func explain(ctx context.Context, err error, timeout time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	gaveUp := timeout > 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil
+	var ns *client.NoServerError
+	switch {
+	case errors.As(err, &ns) && gaveUp:
+		return &hinted{fmt.Sprintf("no braid server at %s (set --server or $BRAID_SERVER): %s; gave up after --timeout %v",
+			ns.URL, client.DialReason(ns.Err), timeout), err}
+	case errors.As(err, &ns):
+		return &hinted{fmt.Sprintf("no braid server at %s (set --server or $BRAID_SERVER): %s", ns.URL, client.DialReason(ns.Err)), err}
+	case gaveUp:
+		return fmt.Errorf("gave up after --timeout %v: %w", timeout, err)
 	}
 	return err
 }
+
+// hinted is an error told in other words than err's own.
+type hinted struct {
+	msg string
+	err error
+}
+
+func (h *hinted) Error() string { return h.msg }
+func (h *hinted) Unwrap() error { return h.err }
 
 // timeoutFlag is --timeout: a duration, or not given.
 type timeoutFlag struct {

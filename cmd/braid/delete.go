@@ -17,7 +17,7 @@ func runDelete(ctx context.Context, args []string, e *env) error {
 	var cf clientFlags
 	cf.register(fs, e)
 	jobs := fs.Bool("job", false, "delete the finished jobs named, not objects (cancel a running job first)")
-	if err := parse(fs, args); err != nil {
+	if err := parseArgs(fs, args, -1); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -25,15 +25,20 @@ func runDelete(ctx context.Context, args []string, e *env) error {
 		return errUsage
 	}
 	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
-		kind, del := "object", s.DeleteObject
+		kind, resolve, del := "object", s.objectID, s.DeleteObject
 		if *jobs {
-			kind, del = "job", s.DeleteJob
+			kind, resolve, del = "job", s.jobID, s.DeleteJob
 		}
 		var out []deleted
 		failed := 0
-		for _, id := range fs.Args() {
-			d := deleted{Kind: kind, ID: id}
-			if err := del(ctx, id); err != nil {
+		for _, arg := range fs.Args() {
+			d := deleted{Kind: kind, ID: arg}
+			id, err := resolve(ctx, arg)
+			if err == nil {
+				d.ID = id
+				err = del(ctx, id)
+			}
+			if err != nil {
 				d.Error, failed = err.Error(), failed+1
 			}
 			out = append(out, d)

@@ -72,8 +72,8 @@ func (d *demo) run(repeat int, tiles string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(d.e.stdout, "uploaded small.gif (%d bytes) as %s\n", gif.Size, short(gif.ID))
-	fmt.Fprintf(d.e.stdout, "uploaded large.png (%d bytes) as %s\n\n", png.Size, short(png.ID))
+	fmt.Fprintf(d.e.stdout, "uploaded small.gif (%d bytes) as %s\n", gif.Size, gif.ID)
+	fmt.Fprintf(d.e.stdout, "uploaded large.png (%d bytes) as %s\n\n", png.Size, png.ID)
 
 	blur := map[string]string{"sigma": "2"}
 	rep, err := d.job("repeated blur", api.JobSpec{Op: "blur", Input: gif.ID, Params: blur, Repeat: repeat})
@@ -94,16 +94,30 @@ func (d *demo) run(repeat int, tiles string) error {
 	if err := d.save(tiled.Result, "tiled-blur.png"); err != nil {
 		return err
 	}
+	if err := d.save(whole.Result, "whole-blur.png"); err != nil {
+		return err
+	}
 	same := "yes"
 	if tiled.Result != whole.Result {
 		same = "NO — this is a bug"
 	}
-	fmt.Fprintf(d.e.stdout, "stitched %s tiles equal the whole-image blur byte for byte: %s\n", tiles, same)
-	fmt.Fprintf(d.e.stdout, "outputs are in %s/\n", d.out)
+	fmt.Fprintf(d.e.stdout, "stitched %s tiles equal the whole-image blur byte for byte: %s\n\n", tiles, same)
+	d.listOutputs(tiles)
 	if tiled.Result != whole.Result {
 		return fmt.Errorf("tiled result %s differs from whole-image result %s", tiled.Result, whole.Result)
 	}
 	return nil
+}
+
+// listOutputs says where the outputs are and which file is which.
+func (d *demo) listOutputs(tiles string) {
+	fmt.Fprintf(d.e.stdout, "outputs in %s/:\n", d.out)
+	w := tabwriter.NewWriter(d.e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "  blur-repeat-manifest.json\tthe repeated blur's result: a manifest naming each unit's output")
+	fmt.Fprintln(w, "  blur-repeat-unit0.gif\tthe repeated blur's first unit's output")
+	fmt.Fprintf(w, "  tiled-blur.png\tlarge.png blurred in %s tiles, stitched\n", tiles)
+	fmt.Fprintln(w, "  whole-blur.png\tlarge.png blurred whole in one unit: what the stitched tiles must equal")
+	w.Flush()
 }
 
 // job submits a spec, waits, and prints the paper's figures for it.
@@ -120,9 +134,9 @@ func (d *demo) job(title string, spec api.JobSpec) (api.Job, error) {
 		return j, fmt.Errorf("%s: job %s %s: %s", title, j.ID, j.State, j.Error)
 	}
 	w := tabwriter.NewWriter(d.e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "%s (%s, %d units)\n", title, j.ID, j.Progress.Total)
+	fmt.Fprintf(w, "%s (%s, %s)\n", title, j.ID, plural(j.Progress.Total, "unit"))
 	for _, name := range sortedKeys(j.UnitsPerWorker) {
-		fmt.Fprintf(w, "  worker %s\t%d units\n", name, j.UnitsPerWorker[name])
+		fmt.Fprintf(w, "  worker %s\t%s\n", name, plural(j.UnitsPerWorker[name], "unit"))
 	}
 	fmt.Fprintf(w, "  makespan\t%.1f ms\n", j.MakespanMS)
 	fmt.Fprintf(w, "  average per unit\t%.3f ms\n", j.AvgUnitMS)

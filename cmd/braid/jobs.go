@@ -2,83 +2,114 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/scheduler"
+	"github.com/braidhq/braid/server"
 )
 
+// submitSynopsis is submit's usage line.
+const submitSynopsis = "--op OP --input ID [--param k=v ...] [--repeat N | --tiles RxC] [--policy P] [--speculate B] [--wait]"
+
 func runSubmit(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("submit", "--op OP --input ID [--param k=v ...] [--repeat N | --tiles RxC] [--policy P] [--wait]", e)
+	fs := newFlagSet("submit", submitSynopsis, e)
 	var cf clientFlags
 	cf.register(fs, e)
 	var params multiFlag
-	op := fs.String("op", "", "operation to run (see `braid ops`)")
-	input := fs.String("input", "", "input object id (from `braid put`)")
-	fs.Var(&params, "param", "operation parameter k=v (repeatable)")
-	repeat := fs.Int("repeat", 0, "run the operation N times on the whole input")
-	tiles := fs.String("tiles", "", "cut the image into RxC tiles and stitch the result")
+	op := fs.String("op", "", "the `OP` to run: braid ops lists them")
+	input := fs.String("input", "", "`ID` of the input object, as braid put prints it (a unique prefix will do)")
+	fs.Var(&params, "param", "operation parameter `key=value` (repeatable, each key once): braid ops lists them")
+	repeat := fs.Int("repeat", 0, fmt.Sprintf("run the operation `N` times on the whole input, 1 to %d (leave it out for one unit)", server.MaxUnits))
+	tiles := fs.String("tiles", "", "cut the image into `RxC` tiles, R and C 1 to 64, and stitch the result")
 	policy := fs.String("policy", "dynamic", "assignment policy: "+strings.Join(scheduler.PolicyNames, ", "))
-	speculate := fs.String("speculate", "", "re-run stragglers at the end of the job: true or false (default: policy's)")
-	wait := fs.Bool("wait", false, "wait for the job to finish")
+	speculate := fs.String("speculate", "", "re-run stragglers at the end of the job: true or false (default: the policy's)")
+	wait := fs.Bool("wait", false, "wait for the job to finish: print its id on stdout at once, then its final\n"+
+		"status on stderr (with --json: the final status on stdout); a failed job exits 1")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	spec := api.JobSpec{Op: *op, Input: *input, Repeat: *repeat, Tiles: *tiles, Policy: *policy}
 	if *op == "" || *input == "" {
 		fmt.Fprintln(e.stderr, "braid submit: --op and --input are required")
 		fs.Usage()
 		return errUsage
 	}
-	for _, p := range params {
-		k, v, ok := strings.Cut(p, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("--param %q: want key=value", p)
-		}
-		if spec.Params == nil {
-			spec.Params = map[string]string{}
-		}
-		spec.Params[k] = v
-	}
-	switch *speculate {
-	case "":
-	case "true", "false":
-		b := *speculate == "true"
-		spec.Speculate = &b
-	default:
-		return fmt.Errorf("--speculate %q: want true or false", *speculate)
+	spec, err := jobSpec(fs, *op, *input, params, *repeat, *tiles, *policy, *speculate)
+	if err != nil {
+		return err
 	}
 	timeout := defaultTimeout
 	if *wait {
 		timeout = 0
 	}
 	return cf.run(ctx, e, timeout, func(ctx context.Context, s session) error {
+		if spec.Input, err = s.objectID(ctx, spec.Input); err != nil {
+			return err
+		}
 		j, err := s.Submit(ctx, spec)
 		if err != nil {
 			return err
 		}
-		if !*wait {
-			if cf.json {
-				return printJSON(e.stdout, j)
-			}
-			_, err = fmt.Fprintln(e.stdout, j.ID)
-			return err
+		if !*wait && cf.json {
+			return printJSON(e.stdout, j)
 		}
 		if !cf.json {
-			fmt.Fprintln(e.stderr, j.ID)
+			if _, err := fmt.Fprintln(e.stdout, j.ID); err != nil || !*wait {
+				return err
+			}
 		}
-		return waitAndReport(ctx, s, cf, j.ID, e)
+		return waitAndReport(ctx, s, cf, j.ID, e, e.stderr)
 	})
+}
+
+// jobSpec checks submit's flags and makes the spec they describe.
+func jobSpec(fs *flag.FlagSet, op, input string, params multiFlag, repeat int, tiles, policy, speculate string) (api.JobSpec, error) {
+	spec := api.JobSpec{Op: op, Input: input, Repeat: repeat, Tiles: tiles, Policy: policy}
+	if isSet(fs, "repeat") && (repeat < 1 || repeat > server.MaxUnits) {
+		return spec, usageErrorf("--repeat %d: want 1 to %d (leave it out for one unit)", repeat, server.MaxUnits)
+	}
+	for _, p := range params {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return spec, usageErrorf("--param %q: want key=value", p)
+		}
+		if old, dup := spec.Params[k]; dup {
+			return spec, usageErrorf("--param %s given twice (%s=%s and %s=%s): give each key once", k, k, old, k, v)
+		}
+		if spec.Params == nil {
+			spec.Params = map[string]string{}
+		}
+		spec.Params[k] = v
+	}
+	switch speculate {
+	case "":
+	case "true", "false":
+		b := speculate == "true"
+		spec.Speculate = &b
+	default:
+		return spec, usageErrorf("--speculate %q: want true or false", speculate)
+	}
+	return spec, nil
+}
+
+// isSet reports whether the flag name was given.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func jobArg(name string, args []string, e *env) (clientFlags, string, error) {
 	fs := newFlagSet(name, "JOB", e)
 	var cf clientFlags
 	cf.register(fs, e)
-	if err := parse(fs, args); err != nil {
+	if err := parseArgs(fs, args, 1); err != nil {
 		return cf, "", err
 	}
 	if fs.NArg() != 1 {
@@ -94,6 +125,9 @@ func runStatus(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
+		if id, err = s.jobID(ctx, id); err != nil {
+			return err
+		}
 		j, err := s.Job(ctx, id, cf.json)
 		if err != nil {
 			return err
@@ -101,7 +135,7 @@ func runStatus(ctx context.Context, args []string, e *env) error {
 		if cf.json {
 			return printJSON(e.stdout, j)
 		}
-		printJob(e, j)
+		printJob(e.stdout, j)
 		return nil
 	})
 }
@@ -112,13 +146,18 @@ func runWait(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	return cf.run(ctx, e, 0, func(ctx context.Context, s session) error {
-		return waitAndReport(ctx, s, cf, id, e)
+		if id, err = s.jobID(ctx, id); err != nil {
+			return err
+		}
+		return waitAndReport(ctx, s, cf, id, e, e.stdout)
 	})
 }
 
 // waitAndReport waits for a job (drawing a progress bar when stderr is a
-// terminal) and prints its final status; a failed job is an error.
-func waitAndReport(ctx context.Context, s session, cf clientFlags, id string, e *env) error {
+// terminal) and prints its final status on out, as JSON on stdout with
+// --json; a job that did not finish done is an error, and so is a wait
+// the user stopped.
+func waitAndReport(ctx context.Context, s session, cf clientFlags, id string, e *env, out io.Writer) error {
 	var progress func(api.Job)
 	if !cf.json && s.line.tty {
 		progress = func(j api.Job) { s.line.progress(progressText(j)) }
@@ -126,6 +165,9 @@ func waitAndReport(ctx context.Context, s session, cf clientFlags, id string, e 
 	j, err := s.Wait(ctx, id, progress)
 	s.line.end()
 	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return &interruptedError{job: id}
+		}
 		return err
 	}
 	if cf.json {
@@ -133,12 +175,22 @@ func waitAndReport(ctx context.Context, s session, cf clientFlags, id string, e 
 			return err
 		}
 	} else {
-		printJob(e, j)
+		printJob(out, j)
 	}
 	if j.State != api.JobDone {
+		if j.Error == "" {
+			return fmt.Errorf("job %s %s", j.ID, j.State)
+		}
 		return fmt.Errorf("job %s %s: %s", j.ID, j.State, j.Error)
 	}
 	return nil
+}
+
+// interruptedError is a wait the user stopped (Ctrl-C); the job goes on.
+type interruptedError struct{ job string }
+
+func (e *interruptedError) Error() string {
+	return fmt.Sprintf("stopped waiting; job %s keeps running (braid cancel %s to stop it)", e.job, e.job)
 }
 
 // progressText is the progress bar of a job.
@@ -167,14 +219,15 @@ func progressText(j api.Job) string {
 	return text
 }
 
-func printJob(e *env, j api.Job) {
-	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+// printJob prints a job's status for people.
+func printJob(out io.Writer, j api.Job) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "job\t%s\n", j.ID)
 	op := j.Spec.Op
 	for _, k := range sortedKeys(j.Spec.Params) {
 		op += fmt.Sprintf(" %s=%s", k, j.Spec.Params[k])
 	}
-	fmt.Fprintf(w, "op\t%s on %s\n", op, short(j.Spec.Input))
+	fmt.Fprintf(w, "op\t%s on %s\n", op, j.Spec.Input)
 	fmt.Fprintf(w, "state\t%s\n", j.State)
 	p := j.Progress
 	units := fmt.Sprintf("%d total: %d done, %d failed", p.Total, p.Done, p.Failed)
@@ -199,20 +252,17 @@ func printJob(e *env, j api.Job) {
 		fmt.Fprintf(w, "avg per unit\t%.3f ms  (makespan / units, the paper's metric)\n", j.AvgUnitMS)
 	}
 	for _, name := range sortedKeys(j.UnitsPerWorker) {
-		n, word := j.UnitsPerWorker[name], "units"
-		if n == 1 {
-			word = "unit"
-		}
-		fmt.Fprintf(w, "worker %s\t%d %s\n", name, n, word)
+		fmt.Fprintf(w, "worker %s\t%s\n", name, plural(j.UnitsPerWorker[name], "unit"))
 	}
 	w.Flush()
 }
 
-func short(id string) string {
-	if len(id) > 12 {
-		return id[:12]
+// plural says n things: "1 unit", "2 units".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
 	}
-	return id
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 func runCancel(ctx context.Context, args []string, e *env) error {
@@ -221,6 +271,9 @@ func runCancel(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
+		if id, err = s.jobID(ctx, id); err != nil {
+			return err
+		}
 		j, err := s.Cancel(ctx, id)
 		if err != nil {
 			return err

@@ -29,7 +29,7 @@ func TestPrintJob(t *testing.T) {
 	}
 	for _, tc := range cases {
 		var out bytes.Buffer
-		printJob(&env{stdout: &out}, tc.job)
+		printJob(&out, tc.job)
 		for _, w := range tc.want {
 			if !strings.Contains(out.String(), w) {
 				t.Errorf("%s: output lacks %q:\n%s", tc.job.State, w, out.String())

@@ -152,14 +152,26 @@ func printWorkers(e *env, ws []api.Worker) error {
 	return w.Flush()
 }
 
+// printOps prints each operation and, under it, each of its parameters:
+// type, default, and the doc that gives its range or allowed values.
 func printOps(e *env, list []api.Operation) error {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	for _, op := range list {
-		var ps []string
-		for _, p := range op.Params {
-			ps = append(ps, fmt.Sprintf("%s=%s", p.Name, p.Default))
+	for i, op := range list {
+		if i > 0 {
+			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", op.Name, strings.Join(ps, " "), op.Summary)
+		tiles := ""
+		if op.Tileable {
+			tiles = " (takes --tiles)"
+		}
+		fmt.Fprintf(w, "%s\t%s%s\n", op.Name, op.Summary, tiles)
+		for _, p := range op.Params {
+			def := "default " + p.Default
+			if p.Default == "" {
+				def = ""
+			}
+			fmt.Fprintf(w, "  --param %s=%s\t%s\t%s\n", p.Name, strings.ToUpper(p.Type), def, p.Doc)
+		}
 	}
 	return w.Flush()
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
+	"golang.org/x/sys/unix"
 )
 
 // statusLine is what a client command tells the user on stderr while it
@@ -38,10 +40,15 @@ func newStatusLine(w io.Writer, server string) *statusLine {
 func (s *statusLine) notify(err error, wait time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	hint := ""
+	var ns *client.NoServerError
+	if errors.As(err, &ns) {
+		hint = " (if no braid server runs there, set --server or $BRAID_SERVER)"
+	}
 	if s.tty {
 		s.draw(fmt.Sprintf("server unreachable (%s); retrying in %v…", reason(err), wait.Round(10*time.Millisecond)))
 	} else if !s.down {
-		fmt.Fprintf(s.w, "braid: server %s unreachable (%s); retrying\n", s.server, reason(err))
+		fmt.Fprintf(s.w, "braid: server %s unreachable (%s); retrying%s\n", s.server, reason(err), hint)
 	}
 	s.down = true
 }
@@ -85,9 +92,12 @@ func (s *statusLine) draw(text string) {
 
 // reason says in a few words why the server did not answer.
 func reason(err error) string {
+	var ns *client.NoServerError
 	var errno syscall.Errno
 	var ae *api.Error
 	switch {
+	case errors.As(err, &ns):
+		return client.DialReason(ns.Err)
 	case errors.As(err, &errno):
 		return errno.Error()
 	case errors.As(err, &ae):
@@ -98,11 +108,13 @@ func reason(err error) string {
 	return err.Error()
 }
 
+// isTerminal reports whether w is a terminal (not merely a character
+// device such as /dev/null).
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
 )
 
-var errRefused = &url.Error{Op: "Get", URL: "http://127.0.0.1:1/v1/jobs", Err: &net.OpError{Op: "dial", Net: "tcp",
-	Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}}
+// errRefused is the client's error for a server that refused the
+// connection.
+var errRefused = &client.NoServerError{URL: "http://srv", Err: &url.Error{Op: "Get", URL: "http://127.0.0.1:1/v1/jobs",
+	Err: &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}}}
 
 // On a terminal the line shows each retry in place and is cleared when the
 // server answers.
@@ -51,7 +54,7 @@ func TestStatusLineLog(t *testing.T) {
 	s.recovered()
 	s.notify(&api.Error{Code: api.CodeUnavailable, Message: "server shutting down"}, time.Second)
 	s.end()
-	want := "braid: server http://srv unreachable (connection refused); retrying\n" +
+	want := "braid: server http://srv unreachable (connection refused); retrying (if no braid server runs there, set --server or $BRAID_SERVER)\n" +
 		"braid: server http://srv unreachable (unavailable: server shutting down); retrying\n"
 	if b.String() != want {
 		t.Errorf("log got\n%q\nwant\n%q", b.String(), want)

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The demo saves the whole-image blur beside the tiled one, says which
+// file is which, and prints ids in full.
+func TestDemoOutputs(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCmd(t, "demo", "--transport", "tcpn", "--repeat", "2", "--tiles", "2x2", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	tiled, err1 := os.ReadFile(filepath.Join(out, "tiled-blur.png"))
+	whole, err2 := os.ReadFile(filepath.Join(out, "whole-blur.png"))
+	if err1 != nil || err2 != nil || !bytes.Equal(tiled, whole) {
+		t.Errorf("tiled and whole-image blur: %v, %v, equal %v", err1, err2, bytes.Equal(tiled, whole))
+	}
+	for _, name := range []string{"blur-repeat-manifest.json", "blur-repeat-unit0.gif", "tiled-blur.png", "whole-blur.png"} {
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(name) + ` +\S`).MatchString(stdout) {
+			t.Errorf("the demo does not say what %s is:\n%s", name, stdout)
+		}
+	}
+	if n := len(regexp.MustCompile(`uploaded \S+ \(\d+ bytes\) as [0-9a-f]{64}\n`).FindAllString(stdout, -1)); n != 2 {
+		t.Errorf("%d uploads with full ids, want 2:\n%s", n, stdout)
+	}
+	if !strings.Contains(stdout, ", 2 units)") || !strings.Contains(stdout, ", 1 unit)") {
+		t.Errorf("no unit count in:\n%s", stdout)
+	}
+}
