@@ -192,6 +192,10 @@ func TestWaitCancelledJob(t *testing.T) {
 	if want := "braid wait: job " + jobID + " cancelled\n"; code != 1 || !strings.HasSuffix(stderr, want) {
 		t.Errorf("exit %d, stderr %q; want it to end %q", code, stderr, want)
 	}
+	code, _, stderr = runCmd(t, "get", "--server", url, "--job", jobID, "-o", filepath.Join(t.TempDir(), "out"))
+	if want := "job " + jobID + " was cancelled; it has no result\n"; code != 1 || !strings.HasSuffix(stderr, want) {
+		t.Errorf("get --job: exit %d, stderr %q; want it to end %q", code, stderr, want)
+	}
 }
 
 // `braid ops` shows each parameter's type, default and doc, which gives

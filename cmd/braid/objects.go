@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"unicode/utf8"
+
+	"github.com/braidhq/braid/api"
 )
 
 // putSynopsis is put's usage line.
@@ -115,10 +117,16 @@ func (s session) getID(ctx context.Context, arg, job string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if j.Result == "" {
-		return "", fmt.Errorf("job %s is %s and has no result yet", j.ID, j.State)
+	switch {
+	case j.Result != "":
+		return j.Result, nil
+	case j.State == api.JobFailed && j.Error != "":
+		return "", fmt.Errorf("job %s failed (%s); it has no result", j.ID, j.Error)
+	case j.Terminal():
+		return "", fmt.Errorf("job %s was %s; it has no result", j.ID, j.State)
+	default:
+		return "", fmt.Errorf("job %s is %s and has no result yet (braid wait %s)", j.ID, j.State, j.ID)
 	}
-	return j.Result, nil
 }
 
 // errBinaryTerminal refuses to write an image onto a terminal, as curl
