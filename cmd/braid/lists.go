@@ -59,7 +59,7 @@ func runWorkersRm(ctx context.Context, args []string, e *env) error {
 	var sec secretFlags
 	cf.register(fs, e)
 	sec.register(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parseArgs(fs, args, -1); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
