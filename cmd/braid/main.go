@@ -65,6 +65,9 @@ func init() {
 // errUsage marks errors the flag package already explained.
 var errUsage = errors.New("usage")
 
+// errInterrupted is a command the user stopped with Ctrl-C (or SIGTERM).
+var errInterrupted = errors.New("interrupted")
+
 // defaultGCPercent trades memory for CPU: braid's live heap is small (unit
 // buffers come and go), and collecting less often measured 15-25% more units/s
 // in `braid bench overhead` (GOGC=400 vs 100, interleaved runs). $GOGC
@@ -108,6 +111,10 @@ func run(ctx context.Context, args []string, e *env) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	var ie *interruptedError
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) && !errors.As(err, &ie) {
+		err = errInterrupted // Ctrl-C: say so, not "context canceled"
+	}
 	var ue *usageError
 	if errors.Is(err, errUsage) && !errors.As(err, &ue) {
 		return 2 // the flag package said why
@@ -122,7 +129,7 @@ func exitCode(err error) int {
 	switch {
 	case errors.Is(err, errUsage):
 		return 2
-	case errors.As(err, &ie):
+	case errors.As(err, &ie), errors.Is(err, errInterrupted):
 		return 130
 	}
 	return 1
@@ -159,7 +166,7 @@ func errorCode(err error) string {
 		return "no_server"
 	case errors.As(err, &nb):
 		return "not_braid"
-	case errors.As(err, &ie):
+	case errors.As(err, &ie), errors.Is(err, errInterrupted):
 		return "interrupted"
 	case errors.Is(err, errUsage):
 		return "usage"
