@@ -134,6 +134,10 @@ func TestIDsInFullAndByPrefix(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "job           "+jobID) || !strings.Contains(stdout, " on "+id+"\n") {
 		t.Errorf("status by prefix: exit %d, want the job and its full input id:\n%s", code, stdout)
 	}
+	code, stdout, stderr = runCmd(t, "status", "--server", url, jobID[2:])
+	if code != 0 || !strings.Contains(stdout, "job           "+jobID) {
+		t.Errorf("status by the full id without j-: exit %d, stderr %s\n%s", code, stderr, stdout)
+	}
 	code, stdout, _ = runCmd(t, "get", "--server", url, id[:10])
 	if code != 0 || stdout != string(samples.GIF()) {
 		t.Errorf("get by prefix: exit %d, %d bytes", code, len(stdout))
