@@ -134,6 +134,10 @@ func TestIDsInFullAndByPrefix(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "job           "+jobID) || !strings.Contains(stdout, " on "+id+"\n") {
 		t.Errorf("status by prefix: exit %d, want the job and its full input id:\n%s", code, stdout)
 	}
+	code, stdout, stderr = runCmd(t, "status", "--server", url, jobID[2:])
+	if code != 0 || !strings.Contains(stdout, "job           "+jobID) {
+		t.Errorf("status by the full id without j-: exit %d, stderr %s\n%s", code, stderr, stdout)
+	}
 	code, stdout, _ = runCmd(t, "get", "--server", url, id[:10])
 	if code != 0 || stdout != string(samples.GIF()) {
 		t.Errorf("get by prefix: exit %d, %d bytes", code, len(stdout))
@@ -270,6 +274,72 @@ func TestPutAlreadyStored(t *testing.T) {
 	var o api.Object
 	if err := json.Unmarshal([]byte(stdout), &o); code != 0 || err != nil || !o.Existing || !o.Created.Equal(created) {
 		t.Errorf("put --json: exit %d, %v, %s", code, err, stdout)
+	}
+}
+
+// get -o writes into a device or FIFO as it is, never replacing it with a
+// regular file, and through a symbolic link into the file it names.
+func TestGetToSpecialFiles(t *testing.T) {
+	c := startCluster(t, 0)
+	url := c.Client.URL()
+	id := putSample(t, url, samples.GIF())
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo) // opening blocks until get opens the other end
+		read <- b
+	}()
+	if code, _, stderr := runCmd(t, "get", "--server", url, id, "-o", fifo); code != 0 {
+		t.Errorf("-o FIFO: exit %d, %s", code, stderr)
+	}
+	select {
+	case b := <-read:
+		if !bytes.Equal(b, samples.GIF()) {
+			t.Errorf("read %d bytes from the FIFO, want the object's %d", len(b), len(samples.GIF()))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing read from the FIFO")
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode().Type() != os.ModeNamedPipe {
+		t.Fatalf("the FIFO was replaced: %v, %v", fi.Mode(), err)
+	}
+
+	// Only now that a FIFO is known to be written as it is: run as root, a
+	// get that renamed onto /dev/null would replace the machine's.
+	if code, _, stderr := runCmd(t, "get", "--server", url, id, "-o", os.DevNull); code != 0 {
+		t.Errorf("-o %s: exit %d, %s", os.DevNull, code, stderr)
+	}
+	if fi, err := os.Stat(os.DevNull); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("%s is no longer a character device: %v, %v", os.DevNull, fi.Mode(), err)
+	}
+
+	target := filepath.Join(dir, "target.gif")
+	link := filepath.Join(dir, "link.gif")
+	if err := os.WriteFile(target, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(target, 0o604); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("target.gif", link); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runCmd(t, "get", "--server", url, id, "-o", link); code != 0 || stdout != "" {
+		t.Errorf("-o LINK: exit %d, stdout %q, stderr %s", code, stdout, stderr)
+	}
+	if dest, err := os.Readlink(link); err != nil || dest != "target.gif" {
+		t.Errorf("the link was replaced: %q, %v", dest, err)
+	}
+	b, err := os.ReadFile(target)
+	if fi, serr := os.Stat(target); err != nil || serr != nil || !bytes.Equal(b, samples.GIF()) || fi.Mode().Perm() != 0o604 {
+		t.Errorf("the link's target: %d bytes, %v, %v; want the object, mode 0604 kept", len(b), err, serr)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
+		t.Errorf("%d files in %s, want 3 and no temporary file left", len(entries), dir)
 	}
 }
 

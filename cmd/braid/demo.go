@@ -102,19 +102,25 @@ func (d *demo) run(repeat int, tiles string) error {
 		same = "NO — this is a bug"
 	}
 	fmt.Fprintf(d.e.stdout, "stitched %s tiles equal the whole-image blur byte for byte: %s\n\n", tiles, same)
-	d.listOutputs(tiles)
+	d.listOutputs(rep.Progress.Total > 1, tiles)
 	if tiled.Result != whole.Result {
 		return fmt.Errorf("tiled result %s differs from whole-image result %s", tiled.Result, whole.Result)
 	}
 	return nil
 }
 
-// listOutputs says where the outputs are and which file is which.
-func (d *demo) listOutputs(tiles string) {
+// listOutputs says where the outputs are and which file is which;
+// manifest says whether the repeated blur had several units, and so a
+// manifest for its result.
+func (d *demo) listOutputs(manifest bool, tiles string) {
 	fmt.Fprintf(d.e.stdout, "outputs in %s/:\n", d.out)
 	w := tabwriter.NewWriter(d.e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "  blur-repeat-manifest.json\tthe repeated blur's result: a manifest naming each unit's output")
-	fmt.Fprintln(w, "  blur-repeat-unit0.gif\tthe repeated blur's first unit's output")
+	if manifest {
+		fmt.Fprintln(w, "  blur-repeat-manifest.json\tthe repeated blur's result: a manifest naming each unit's output")
+		fmt.Fprintln(w, "  blur-repeat-unit0.gif\tthe repeated blur's first unit's output")
+	} else {
+		fmt.Fprintln(w, "  blur-repeat-unit0.gif\tthe repeated blur's result: its one unit's output")
+	}
 	fmt.Fprintf(w, "  tiled-blur.png\tlarge.png blurred in %s tiles, stitched\n", tiles)
 	fmt.Fprintln(w, "  whole-blur.png\tlarge.png blurred whole in one unit: what the stitched tiles must equal")
 	w.Flush()
@@ -168,8 +174,12 @@ func (d *demo) save(id, name string) error {
 	return f.Close()
 }
 
-// saveRepeat writes the manifest and the first unit's output.
+// saveRepeat writes the manifest and the first unit's output; the result
+// of a job of one unit is that unit's output, and there is no manifest.
 func (d *demo) saveRepeat(j api.Job) error {
+	if j.Progress.Total == 1 {
+		return d.save(j.Result, "blur-repeat-unit0.gif")
+	}
 	if err := d.save(j.Result, "blur-repeat-manifest.json"); err != nil {
 		return err
 	}

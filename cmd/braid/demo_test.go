@@ -34,3 +34,23 @@ func TestDemoOutputs(t *testing.T) {
 		t.Errorf("no unit count in:\n%s", stdout)
 	}
 }
+
+// With --repeat 1 the repeated blur is a job of one unit, whose result is
+// the unit's output itself: the demo saves it and names no manifest.
+func TestDemoRepeatOne(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCmd(t, "demo", "--transport", "tcpn", "--repeat", "1", "--tiles", "2x2", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "blur-repeat-unit0.gif"))
+	if err != nil || !bytes.HasPrefix(b, []byte("GIF")) {
+		t.Errorf("blur-repeat-unit0.gif is not a GIF: %v, %.16q", err, b)
+	}
+	if _, err := os.Stat(filepath.Join(out, "blur-repeat-manifest.json")); !os.IsNotExist(err) {
+		t.Errorf("a manifest was saved for a job of one unit: %v", err)
+	}
+	if strings.Contains(stdout, "manifest") || !regexp.MustCompile(`(?m)^  blur-repeat-unit0\.gif +\S`).MatchString(stdout) {
+		t.Errorf("the list of outputs should name the unit's output and no manifest:\n%s", stdout)
+	}
+}

@@ -38,8 +38,11 @@ func (s session) jobID(ctx context.Context, arg string) (string, error) {
 	if !strings.HasPrefix(prefix, "j-") {
 		prefix = "j-" + prefix
 	}
-	if len(prefix) == len("j-")+12 || !isHex(prefix[2:]) {
+	if !isHex(prefix[2:]) {
 		return arg, nil
+	}
+	if len(prefix) == len("j-")+12 {
+		return prefix, nil
 	}
 	jobs, err := s.Jobs(ctx)
 	if err != nil {

@@ -176,35 +176,102 @@ func trimPartialRune(b []byte) []byte {
 
 // getToFile downloads object id into path, or into a file named after the
 // id (with the extension its bytes call for) if path is a directory, and
-// returns the path written. It downloads into a temporary file beside it
-// and renames that into place, so a failed download never leaves a
-// partial file. Like os.Create it makes a new file 0666 less the umask and
-// keeps an existing file's mode.
+// returns the path written.
+//
+// A device or FIFO (/dev/null, /dev/stdout onto a pipe) is opened and
+// written as it is. Otherwise get downloads into a temporary file beside
+// the final one and renames that into place, so a failed download never
+// leaves a partial file; if path is a symbolic link, the file it names is
+// replaced and the link kept. Like os.Create it makes a new file 0666 less the
+// umask and keeps an existing file's mode.
 func getToFile(ctx context.Context, s session, id, path string) (string, error) {
 	fi, err := os.Stat(path)
-	intoDir := err == nil && fi.IsDir()
-	if intoDir {
-		path = filepath.Join(path, id)
+	switch {
+	case err == nil && fi.IsDir():
+		return getIntoDir(ctx, s, id, path)
+	case err == nil && !fi.Mode().IsRegular():
+		return path, getToSpecial(ctx, s, id, path)
+	case err == nil:
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return "", err
+		}
+		return path, replaceFile(ctx, s, id, target)
 	}
-	tmp, err := createTemp(filepath.Dir(path))
+	return path, replaceFile(ctx, s, id, path)
+}
+
+// getToSpecial writes object id into an existing file that is not a
+// regular one: a device, FIFO or socket, which a rename would replace.
+func getToSpecial(ctx context.Context, s session, id, path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	err = s.Get(ctx, id, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// replaceFile downloads object id into a temporary file beside path and
+// renames it to path, keeping the mode of a file path names already.
+func replaceFile(ctx context.Context, s session, id, path string) error {
+	tmp, err := download(ctx, s, id, filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	return install(tmp, path)
+}
+
+// getIntoDir downloads object id into dir, named after the id with the
+// extension its bytes call for, and returns the path written.
+func getIntoDir(ctx context.Context, s session, id, dir string) (string, error) {
+	tmp, err := download(ctx, s, id, dir)
 	if err != nil {
 		return "", err
 	}
-	defer os.Remove(tmp.Name())
-	err = s.Get(ctx, id, tmp)
-	if intoDir && err == nil {
-		path = withExtension(tmp, path)
+	path := withExtension(tmp, filepath.Join(dir, id))
+	return path, install(tmp, path)
+}
+
+// download writes object id into a new temporary file in dir and syncs it;
+// the file is open and removed again if anything fails.
+func download(ctx context.Context, s session, id, dir string) (*os.File, error) {
+	tmp, err := createTemp(dir)
+	if err != nil {
+		return nil, err
 	}
-	if fi, serr := os.Stat(path); err == nil && serr == nil {
+	err = s.Get(ctx, id, tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, err
+	}
+	return tmp, nil
+}
+
+// install closes the downloaded file tmp and renames it to path, which
+// keeps its mode if it exists; tmp is removed if anything fails.
+func install(tmp *os.File, path string) error {
+	var err error
+	if fi, serr := os.Stat(path); serr == nil {
 		err = tmp.Chmod(fi.Mode().Perm())
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return "", err
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
 	}
-	return path, os.Rename(tmp.Name(), path)
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // createTemp creates a new file in dir with a random name, mode 0666 less

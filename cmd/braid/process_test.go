@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -44,7 +48,7 @@ func braidProcess(args ...string) *exec.Cmd {
 // 130; the job is still there.
 func TestInterruptedWait(t *testing.T) {
 	c := startCluster(t, 0) // no worker: the job waits for ever
-	url := c.Client.URL()
+	url, waiting := watchWaits(t, c.Client.URL())
 	id := putSample(t, url, samples.GIF())
 	_, jobID, _ := runCmd(t, "submit", "--server", url, "--op", "blur", "--input", id)
 	jobID = strings.TrimSpace(jobID)
@@ -58,11 +62,21 @@ func TestInterruptedWait(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1500 * time.Millisecond) // the process is waiting by now
+		select {
+		case <-waiting: // the process asked the server to wait for the job
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("braid %s never waited for its job; stderr %q", args[0], stderr.String())
+		}
 		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}
 		_ = cmd.Wait()
+		select { // a wait the process may have asked for again is not the next one's
+		case <-waiting:
+		default:
+		}
 		waited := jobID
 		if args[0] == "submit" {
 			waited = strings.TrimSpace(stdout.String())
@@ -76,6 +90,32 @@ func TestInterruptedWait(t *testing.T) {
 			t.Errorf("job %s after the interrupted wait: %s, %v", waited, j.State, err)
 		}
 	}
+}
+
+// watchWaits puts a proxy in front of the server at target and returns
+// its URL and a channel that receives when a client asks it to wait for a
+// job: by then the client is waiting, its signal handling long set up.
+func watchWaits(t *testing.T, target string) (string, <-chan struct{}) {
+	u, err := neturl.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) {
+		w.WriteHeader(http.StatusBadGateway) // the interrupted client is gone
+	}
+	waiting := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/wait") {
+			select {
+			case waiting <- struct{}{}:
+			default:
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, waiting
 }
 
 // openPTY returns a pseudo-terminal's controller and its terminal end.
