@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -124,21 +123,26 @@ func (e *RejectedError) Unwrap() []error { return []error{ErrRejected, e.Err} }
 
 // rejection says why a server refused the worker, and what to do.
 func rejection(err error) string {
+	var nb *client.NotBraidError
+	if errors.As(err, &nb) {
+		what := nb.Status // "200 OK with text/html, not JSON"
+		if nb.StatusCode/100 != 2 {
+			what += ", not a braid error"
+		}
+		return "not a braid server: it answered " + what + "; give the braid server's base URL, such as http://HOST:7070"
+	}
 	var ae *api.Error
 	if !errors.As(err, &ae) {
 		return err.Error()
 	}
 	msg := ae.Message
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i] // a web server's error page, not a braid server's
-	}
 	if len(msg) > 200 {
 		msg = msg[:200] + "…"
 	}
-	switch {
-	case ae.Code == api.CodeUnauthorized:
+	switch ae.Code {
+	case api.CodeUnauthorized:
 		return "wrong cluster secret: start the worker with the server's secret (--secret, --secret-file or $BRAID_SECRET)"
-	case ae.Code == api.CodeNotFound || ae.Code == "http_404" || ae.Code == "http_405":
+	case api.CodeNotFound:
 		return "no braid worker registry at this URL (" + msg + "); give the server's base URL, such as http://HOST:7070"
 	}
 	return msg

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -111,12 +113,21 @@ func TestSecondProcessUnderLiveNameStops(t *testing.T) {
 	}
 }
 
-// A wrong secret or a URL that is not a braid server's API is refused for
-// good: the worker says so once, without "server unreachable", and stops.
+// A wrong secret, a URL that is not a braid server's API, or another HTTP
+// service (a web server's HTML 404, or 200) is refused for good: the
+// worker says so once, without "unreachable" or "retrying", and stops.
 func TestPermanentRejectionStopsWorker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, _ := startServerWith(t, ctx, server.Config{})
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path != "/ok/v1/workers" {
+			w.WriteHeader(http.StatusNotFound)
+		}
+		_, _ = w.Write([]byte("<html><body><h1>Not Found</h1><hr><center>nginx</center></body></html>\n"))
+	}))
+	defer web.Close()
 	for _, tc := range []struct {
 		name, url string
 		secret    []byte
@@ -124,6 +135,9 @@ func TestPermanentRejectionStopsWorker(t *testing.T) {
 	}{
 		{"secret", c.URL(), []byte("wrong"), "rejected by server " + c.URL() + ": wrong cluster secret"},
 		{"path", c.URL() + "/braid", secret, "rejected by server " + c.URL() + "/braid: no braid worker registry at this URL"},
+		{"web404", web.URL, secret, "rejected by server " + web.URL + ": not a braid server: it answered 404 Not Found, not a braid error; " +
+			"give the braid server's base URL"},
+		{"web200", web.URL + "/ok", secret, "rejected by server " + web.URL + "/ok: not a braid server: it answered 200 OK with text/html, not JSON;"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, logs := newWorker(t, "w-"+tc.name, tc.secret, slog.LevelInfo, tc.url)
@@ -131,7 +145,7 @@ func TestPermanentRejectionStopsWorker(t *testing.T) {
 			if !errors.Is(err, worker.ErrRejected) || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Errorf("Run: %v; want %q…", err, tc.want)
 			}
-			if l := logs.String(); strings.Contains(l, "unreachable") || strings.Count(l, `msg="rejected by server"`) != 1 ||
+			if l := logs.String(); strings.Contains(l, "unreachable") || strings.Contains(l, "retrying") || strings.Count(l, `msg="rejected by server"`) != 1 ||
 				!strings.Contains(l, `msg="worker stopped"`) {
 				t.Errorf("log:\n%s\nwant one rejection line, no unreachable one, and the stop", l)
 			}
