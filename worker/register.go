@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -73,33 +74,61 @@ func isNotFound(err error) bool {
 	return errors.As(err, &ae) && ae.Code == api.CodeNotFound
 }
 
-// outage keeps one server's unreachable spells to a few log lines: the
-// first failure, then one every outageLogEvery while it lasts, and its end.
+// outage keeps one server's spells of failed calls to a few log lines:
+// the first failure, then one every outageLogEvery while it lasts, and its
+// end. A call that got no answer (no connection, or one that broke) says
+// the server is unreachable; an answer that is an error (a 500, a 503
+// while the server stops, a proxy's 502) says the server erred.
 type outage struct {
 	since, logged time.Time
+	erred         bool // the spell's last failure was an error answer, not a connection failure
 }
 
 const outageLogEvery = 30 * time.Second
 
 func (o *outage) failed(log *slog.Logger, server string, err error) {
-	now := time.Now()
+	now, erred := time.Now(), !connectionFailed(err)
+	what := "server unreachable"
+	if erred {
+		what = "server error"
+	}
 	switch {
-	case o.since.IsZero():
-		o.since, o.logged = now, now
-		log.Warn("server unreachable; retrying", "server", server, "err", err)
+	case o.since.IsZero() || erred != o.erred:
+		if o.since.IsZero() {
+			o.since = now
+		}
+		o.logged, o.erred = now, erred
+		log.Warn(what+"; retrying", "server", server, "err", err)
 	case now.Sub(o.logged) >= outageLogEvery:
 		o.logged = now
-		log.Warn("server still unreachable; retrying", "server", server, "for", now.Sub(o.since).Round(time.Second), "err", err)
+		still := "server still unreachable; retrying"
+		if erred {
+			still = "server still answers with errors; retrying"
+		}
+		log.Warn(still, "server", server, "for", now.Sub(o.since).Round(time.Second), "err", err)
 	default:
-		log.Debug("server unreachable", "server", server, "err", err)
+		log.Debug(what, "server", server, "err", err)
 	}
 }
 
 func (o *outage) answered(log *slog.Logger, server string) {
-	if !o.since.IsZero() {
-		log.Info("server reachable again", "server", server, "after", time.Since(o.since).Round(time.Millisecond))
-		*o = outage{}
+	if o.since.IsZero() {
+		return
 	}
+	what := "server reachable again"
+	if o.erred {
+		what = "server answers again"
+	}
+	log.Info(what, "server", server, "after", time.Since(o.since).Round(time.Millisecond))
+	*o = outage{}
+}
+
+// connectionFailed reports whether err is a call that got no answer: the
+// connection could not be made or broke (the HTTP client's *url.Error),
+// rather than an answer from the server that is an error.
+func connectionFailed(err error) bool {
+	var ue *url.Error
+	return errors.As(err, &ue)
 }
 
 // ErrRejected is what Run's error wraps when every server refused the

@@ -269,3 +269,27 @@ func TestUnreachableServerLoggedOnce(t *testing.T) {
 		t.Errorf("%d unreachable lines in 2.5 s; want 1:\n%s", n, logs)
 	}
 }
+
+// A server that answers with an error (a 500, a proxy's 502) is not
+// unreachable: the worker says it erred, once, and keeps trying.
+func TestServerErrorLoggedAsSuch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "upstream broke", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	w, logs := newWorker(t, "patient", secret, slog.LevelInfo, srv.URL)
+	r := run(t, ctx, w)
+	time.Sleep(1500 * time.Millisecond) // several attempts
+	select {
+	case <-r.done:
+		t.Fatalf("the worker stopped: %v; want it to keep trying", r.err)
+	default:
+	}
+	l := logs.String()
+	if n := strings.Count(l, `level=WARN msg="server error; retrying"`); n != 1 || strings.Contains(l, "unreachable") ||
+		!strings.Contains(l, "500 Internal Server Error (upstream broke)") {
+		t.Errorf("log:\n%s\nwant one server error line naming the answer, and no unreachable one", l)
+	}
+}
