@@ -16,7 +16,8 @@ import (
 // registerLoop registers with one server, then heartbeats; it registers
 // again whenever the server forgets the worker (a server restart), and
 // backs off while the server is unreachable, to at most one heartbeat
-// interval, so that it is back within about a second of a restart. It
+// interval, so that it is back within about a second of a restart. While
+// registered it sends the worker's figures again when reannounce asks. It
 // returns a *RejectedError if the server refuses the worker for good (a
 // wrong secret, invalid figures, a URL that is not a braid server's, the
 // name in use by a live worker), nil when ctx ends. On exit it
@@ -24,20 +25,29 @@ import (
 func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 	c := client.New(base).WithHTTPClient(w.cfg.HTTPClient).WithSecret(w.cfg.Secret).WithRetry(client.Retry{For: -1})
 	interval, backoff := time.Second, 250*time.Millisecond
-	registered := false
+	registered, announce := false, false
 	var out outage
 	for ctx.Err() == nil {
 		var err error
-		if !registered {
+		switch {
+		case !registered:
 			var reg api.Registration
 			if reg, err = c.RegisterWorker(ctx, w.Info()); err == nil {
-				registered, backoff = true, 250*time.Millisecond
+				registered, announce, backoff = true, false, 250*time.Millisecond
 				if reg.HeartbeatMS > 0 {
 					interval = time.Duration(reg.HeartbeatMS) * time.Millisecond
 				}
 				w.log.Info("registered", "server", c.URL())
 			}
-		} else if err = c.Heartbeat(ctx, w.cfg.Name, w.epoch); isNotFound(err) {
+		case announce:
+			if err = c.UpdateWorker(ctx, w.Info()); err == nil {
+				announce = false
+				w.log.Info("figures re-announced", "server", c.URL())
+			}
+		default:
+			err = c.Heartbeat(ctx, w.cfg.Name, w.epoch)
+		}
+		if registered && isNotFound(err) { // a heartbeat or update: the registration is gone
 			registered = false
 			w.log.Info("server forgot this worker; registering again", "server", c.URL())
 			continue
@@ -55,6 +65,8 @@ func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 		select {
 		case <-ctx.Done():
 		case <-time.After(wait):
+		case <-w.announce[base]:
+			announce = registered // a registration to come sends the new figures anyway
 		}
 	}
 	if registered {
@@ -177,12 +189,14 @@ func rejection(err error) string {
 	return msg
 }
 
-// reannounce sends the worker's current figures to every server.
-func (w *Worker) reannounce(ctx context.Context) {
-	for _, base := range w.cfg.Servers {
-		c := client.New(base).WithHTTPClient(w.cfg.HTTPClient).WithSecret(w.cfg.Secret).WithRetry(client.Retry{For: -1})
-		if err := c.UpdateWorker(ctx, w.Info()); err != nil {
-			w.log.Warn("re-announcing figures", "server", base, "err", err)
+// reannounce has the worker's current figures sent to every server whose
+// register loop still runs: not to one that refused the worker for good
+// (a wrong secret, or a name another process has taken since).
+func (w *Worker) reannounce() {
+	for _, ch := range w.announce {
+		select {
+		case ch <- struct{}{}:
+		default: // already asked
 		}
 	}
 }

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -291,5 +293,93 @@ func TestServerErrorLoggedAsSuch(t *testing.T) {
 	if n := strings.Count(l, `level=WARN msg="server error; retrying"`); n != 1 || strings.Contains(l, "unreachable") ||
 		!strings.Contains(l, "500 Internal Server Error (upstream broke)") {
 		t.Errorf("log:\n%s\nwant one server error line naming the answer, and no unreachable one", l)
+	}
+}
+
+// fakeRegistry is a braid worker registry that counts the calls it gets
+// by method; refuse, if set, is its answer to every call.
+type fakeRegistry struct {
+	*httptest.Server
+	mu     sync.Mutex
+	calls  map[string]int
+	called chan string // each call's method, if there is room
+}
+
+func newFakeRegistry(t *testing.T, refuse *api.Error, status int) *fakeRegistry {
+	f := &fakeRegistry{calls: map[string]int{}, called: make(chan string, 100)}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.calls[r.Method]++
+		f.mu.Unlock()
+		select {
+		case f.called <- r.Method:
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case refuse != nil:
+			w.WriteHeader(status)
+			_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: *refuse})
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/workers":
+			_ = json.NewEncoder(w).Encode(api.Registration{Name: "w", HeartbeatMS: 100})
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+// await waits for a call with method.
+func (f *fakeRegistry) await(t *testing.T, ctx context.Context, method string) {
+	t.Helper()
+	for {
+		select {
+		case m := <-f.called:
+			if m == method {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("no %s call came", method)
+		}
+	}
+}
+
+func (f *fakeRegistry) count(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[method]
+}
+
+// New figures go to the servers that serve the worker, not to one that
+// refused it for good.
+func TestReannounceSkipsRejectingServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	good := newFakeRegistry(t, nil, 0)
+	bad := newFakeRegistry(t, &api.Error{Code: api.CodeUnauthorized, Message: "wrong secret"}, http.StatusUnauthorized)
+	w, logs := newWorker(t, "w", secret, slog.LevelInfo, good.URL, bad.URL)
+	run(t, ctx, w)
+	for !strings.Contains(logs.String(), `msg="rejected by server"`) || good.count(http.MethodPost) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no registration and rejection:\n%s", logs)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	for _, f := range []*fakeRegistry{good, bad} { // forget the calls so far
+		for len(f.called) > 0 {
+			<-f.called
+		}
+	}
+	for range 2 {
+		w.Reannounce()
+		good.await(t, ctx, http.MethodPut)
+	}
+	if n := bad.count(http.MethodPut); n != 0 || len(bad.called) != 0 {
+		t.Errorf("the server that refused the worker got %d re-announcements (%d calls after the refusal); want none:\n%s", n, len(bad.called), logs)
+	}
+	if strings.Contains(logs.String(), "re-announcing") {
+		t.Errorf("warnings about re-announcing:\n%s", logs)
 	}
 }
