@@ -3,7 +3,9 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -259,5 +261,61 @@ func TestHealthzVersion(t *testing.T) {
 	}
 	if h.Status != "ok" || h.Version == "" || h.Version != version.String() {
 		t.Errorf("healthz: %+v; want status ok and version %q", h, version.String())
+	}
+}
+
+// A process that takes a name over is dialled at once, even while the
+// dial to the old process's endpoint is still pending: here one that
+// accepts and never answers, where the dial would hang for the handshake
+// timeout (10 s).
+func TestTakeoverDialsNewProcessAtOnce(t *testing.T) {
+	c, _ := startRegistry(t, server.Config{HeartbeatInterval: 100 * time.Millisecond, HeartbeatTimeout: time.Minute})
+	ctx := testCtx(t)
+	hole, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hole.Close()
+	dialled := make(chan net.Conn, 1)
+	go func() {
+		if conn, err := hole.Accept(); err == nil {
+			dialled <- conn
+		}
+	}()
+	_, holePort, _ := net.SplitHostPort(hole.Addr().String())
+	if _, err := c.RegisterWorker(ctx, process("w1", 1, holePort)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case conn := <-dialled: // the server's dial now waits for a handshake that never comes
+		defer conn.Close()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not dial the first process")
+	}
+
+	ln, err := tcpn.New(tcpn.Config{}).Listen("127.0.0.1:0", transport.ListenConfig{Secret: registrySecret, Name: "w1", RecStreams: 1, MaxStreams: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	assoc := make(chan transport.Association, 1)
+	go func() {
+		if a, err := ln.Accept(ctx); err == nil {
+			assoc <- a
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	if _, err := c.RegisterWorker(ctx, process("w1", 2, port)); err != nil { // the holder is silent: taken after 200 ms
+		t.Fatal(err)
+	}
+	select {
+	case a := <-assoc:
+		defer a.Abort(errors.New("test over"))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the new process was not dialled within 5 s of taking the name; the old dial hangs for 10 s")
+	}
+	waitState(t, c, "w1", api.WorkerUp)
+	if w, _ := listed(t, c, "w1"); w.Info.Epoch != 2 {
+		t.Errorf("w1 is up with epoch %d; want the new process's, 2", w.Info.Epoch)
 	}
 }
