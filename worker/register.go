@@ -26,6 +26,7 @@ func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 	c := client.New(base).WithHTTPClient(w.cfg.HTTPClient).WithSecret(w.cfg.Secret).WithRetry(client.Retry{For: -1})
 	interval, backoff := time.Second, 250*time.Millisecond
 	registered, announce := false, false
+	nameTries := 0 // registrations refused since the last that succeeded: name in use
 	var out outage
 	for ctx.Err() == nil {
 		var err error
@@ -33,7 +34,7 @@ func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 		case !registered:
 			var reg api.Registration
 			if reg, err = c.RegisterWorker(ctx, w.Info()); err == nil {
-				registered, announce, backoff = true, false, 250*time.Millisecond
+				registered, announce, backoff, nameTries = true, false, 250*time.Millisecond, 0
 				if reg.HeartbeatMS > 0 {
 					interval = time.Duration(reg.HeartbeatMS) * time.Millisecond
 				}
@@ -50,6 +51,16 @@ func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 		if registered && isNotFound(err) { // a heartbeat or update: the registration is gone
 			registered = false
 			w.log.Info("server forgot this worker; registering again", "server", c.URL())
+			continue
+		}
+		if !registered && isConflict(err) && nameTries < nameRetries {
+			nameTries++
+			w.log.Info("name in use; asking again in case the holder is this worker's predecessor, killed with a heartbeat in flight",
+				"server", c.URL(), "in", 2*interval, "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(2 * interval):
+			}
 			continue
 		}
 		if client.Rejected(err) { // the server holds no registration of ours to remove
@@ -79,6 +90,20 @@ func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 		}
 	}
 	return nil
+}
+
+// nameRetries is how many times a registration refused because the name
+// is in use (409 conflict) is made again, two heartbeat intervals apart,
+// before the worker takes the refusal as final. A process killed with -9
+// may have had a heartbeat in flight that the server handles after the
+// registration of the process started in its place arrived: that
+// heartbeat looks like a live holder. The registration made again finds
+// the holder silent and takes the name (docs/leases.md, "Worker names").
+const nameRetries = 2
+
+func isConflict(err error) bool {
+	var ae *api.Error
+	return errors.As(err, &ae) && ae.Code == api.CodeConflict
 }
 
 func isNotFound(err error) bool {

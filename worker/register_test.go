@@ -383,3 +383,45 @@ func TestReannounceSkipsRejectingServer(t *testing.T) {
 		t.Errorf("warnings about re-announcing:\n%s", logs)
 	}
 }
+
+// A worker killed with -9 may have had a heartbeat in flight that the
+// server handles after the registration of the process started in its
+// place arrived: the new process is refused once (the name looks held by
+// a live process), asks again two heartbeat intervals later, finds the
+// holder silent and takes its name.
+func TestRestartAfterKillWithHeartbeatInFlight(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, srvLogs := startServerWith(t, ctx, server.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatTimeout: time.Minute})
+	c = c.WithSecret(secret)
+	killed := api.WorkerInfo{Name: "w1", Epoch: 1, MaxThreads: 1, Ops: []string{"noop"},
+		Endpoints: []api.Endpoint{{Transport: "tcpn", Addr: "127.0.0.1:9"}}}
+	if _, err := c.RegisterWorker(ctx, killed); err != nil {
+		t.Fatal(err)
+	}
+	// The killed process's heartbeats, still arriving until one of them
+	// has had the new process refused.
+	inFlight := make(chan struct{})
+	go func() {
+		defer close(inFlight)
+		for !strings.Contains(srvLogs.String(), `msg="worker registration refused" worker=w1`) && ctx.Err() == nil {
+			_ = c.Heartbeat(ctx, "w1", 1)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	w, logs := newWorker(t, "w1", secret, slog.LevelInfo, c.URL())
+	r := run(t, ctx, w)
+	<-inFlight
+	for up := workerOfName(ctx, c, "w1"); up.State != api.WorkerUp || up.Info.Epoch != w.Info().Epoch; up = workerOfName(ctx, c, "w1") {
+		select {
+		case <-r.done:
+			t.Fatalf("the restarted worker stopped: %v\n%s", r.err, logs)
+		case <-ctx.Done():
+			t.Fatalf("w1 is %s with epoch %d; want up with the restarted process's, %d", up.State, up.Info.Epoch, w.Info().Epoch)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if !strings.Contains(logs.String(), `msg="name in use; asking again`) {
+		t.Errorf("no line saying the worker asks again:\n%s", logs)
+	}
+}
