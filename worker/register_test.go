@@ -68,7 +68,7 @@ func runErr(t *testing.T, r *running) error {
 	select {
 	case <-r.done:
 		return r.err
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the worker kept running")
 		return nil
 	}
@@ -90,11 +90,14 @@ func waitUpNamed(t *testing.T, ctx context.Context, c *client.Client, name strin
 
 // A second process started under a live worker's name is refused: it logs
 // why and Run returns ErrRejected; the first keeps its name, its
-// association and its version shows in the server's list.
+// association and its version shows in the server's list. The heartbeat
+// interval is the default (1 s), so that the first's heartbeat has a
+// second of slack within the registration's two-interval wait; the second
+// process asks three times, two seconds apart, before it gives up.
 func TestSecondProcessUnderLiveNameStops(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, _ := startServerWith(t, ctx, server.Config{HeartbeatInterval: 100 * time.Millisecond})
+	c, _ := startServerWith(t, ctx, server.Config{HeartbeatInterval: time.Second, HeartbeatTimeout: time.Minute})
 	first, _ := newWorker(t, "w1", secret, slog.LevelInfo, c.URL())
 	run(t, ctx, first)
 	up := waitUpNamed(t, ctx, c, "w1")
@@ -103,6 +106,9 @@ func TestSecondProcessUnderLiveNameStops(t *testing.T) {
 	}
 	second, logs := newWorker(t, "w1", secret, slog.LevelInfo, c.URL())
 	err := runErr(t, run(t, ctx, second))
+	if n := strings.Count(logs.String(), `msg="name in use; asking again`); n != 2 {
+		t.Errorf("the second process asked again %d times; want 2:\n%s", n, logs)
+	}
 	if !errors.Is(err, worker.ErrRejected) || !strings.Contains(err.Error(), "name w1 is in use by a live worker at tcpn "+first.DataAddr().String()) ||
 		!strings.Contains(err.Error(), "pick another --name") {
 		t.Fatalf("second process: %v; want a rejection naming the live holder", err)
