@@ -143,8 +143,9 @@ func checkStatus(base string, resp *http.Response) error {
 // NotBraidError is an answer without braid's JSON error body: another
 // HTTP server, or a proxy, answered.
 type NotBraidError struct {
-	URL    string
-	Status string // "404 Not Found"
+	URL        string
+	Status     string // "404 Not Found"
+	StatusCode int    // 404
 	// Text is the body if it was one short line of plain text; a page of
 	// HTML is never kept.
 	Text string
@@ -158,7 +159,7 @@ func (e *NotBraidError) Error() string {
 }
 
 func notBraid(base string, resp *http.Response, body []byte) *NotBraidError {
-	e := &NotBraidError{URL: base, Status: resp.Status}
+	e := &NotBraidError{URL: base, Status: resp.Status, StatusCode: resp.StatusCode}
 	text := strings.TrimSpace(string(body))
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") && len(text) <= 100 && !strings.Contains(text, "\n") {
 		e.Text = text
@@ -174,7 +175,7 @@ func (c *Client) do(ctx context.Context, req request, out any) error {
 		}
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-				return final(&NotBraidError{URL: c.base, Status: resp.Status + " with " + ct + ", not JSON"})
+				return final(&NotBraidError{URL: c.base, Status: resp.Status + " with " + ct + ", not JSON", StatusCode: resp.StatusCode})
 			}
 			return err
 		}

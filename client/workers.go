@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/braidhq/braid/api"
 )
@@ -69,17 +68,31 @@ func epochQuery(epoch uint64) string {
 // Rejected reports whether err is a server's answer that making the same
 // call again cannot change: a 4xx such as a wrong secret (unauthorized),
 // invalid figures (bad_parameter), a URL that is not a braid server's API
-// (not_found, or a non-braid server's 4xx), or a name in use (conflict).
-// Connection failures, 5xx answers, 408 and 429 are not.
+// (not_found), a name in use (conflict), or an answer braid did not write
+// (*NotBraidError) that is a 4xx or a 2xx: another HTTP service answers at
+// the URL. Connection failures, 5xx answers, 408 and 429 are not.
 func Rejected(err error) bool {
-	var ae *api.Error
 	var ue *unavailableError
-	if !errors.As(err, &ae) || errors.As(err, &ue) {
+	if errors.As(err, &ue) {
+		return false
+	}
+	var nb *NotBraidError
+	if errors.As(err, &nb) {
+		return nb.StatusCode/100 == 2 || permanentStatus(nb.StatusCode)
+	}
+	var ae *api.Error
+	if !errors.As(err, &ae) {
 		return false
 	}
 	switch ae.Code {
-	case api.CodeInternal, api.CodeUnavailable, api.CodeTimeout, "http_408", "http_429":
+	case api.CodeInternal, api.CodeUnavailable, api.CodeTimeout:
 		return false
 	}
-	return !strings.HasPrefix(ae.Code, "http_5")
+	return true
+}
+
+// permanentStatus reports whether an HTTP status refuses a request for
+// good: a 4xx other than 408 (request timeout) and 429 (too many requests).
+func permanentStatus(code int) bool {
+	return code/100 == 4 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests
 }

@@ -73,7 +73,8 @@ func (s *Server) logErrors(h http.Handler) http.Handler {
 }
 
 // errorRecorder remembers the error writeError answered with, for
-// logErrors. It passes Flush on (event streams) and unwraps for
+// logErrors. It passes Flush on (event streams) and ReadFrom (net/http's
+// sends a file with sendfile: object downloads), and unwraps for
 // http.ResponseController (read deadlines of uploads).
 type errorRecorder struct {
 	http.ResponseWriter
@@ -84,6 +85,16 @@ func (lw *errorRecorder) Flush() {
 	if f, ok := lw.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// ReadFrom lets io.Copy(w, file) reach the inner writer's ReadFrom, which
+// for net/http's response is sendfile: without it every download would be
+// copied through user space.
+func (lw *errorRecorder) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := lw.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(lw.ResponseWriter, r) // not lw: it would call ReadFrom again
 }
 
 func (lw *errorRecorder) Unwrap() http.ResponseWriter { return lw.ResponseWriter }

@@ -320,3 +320,41 @@ func TestUnitRecordRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// readerFromWriter is a ResponseWriter with a ReadFrom, as net/http's
+// (whose ReadFrom is sendfile), that counts its calls.
+type readerFromWriter struct {
+	http.ResponseWriter
+	buf   bytes.Buffer
+	calls int
+}
+
+func (w *readerFromWriter) Write(p []byte) (int, error) { return w.buf.Write(p) }
+
+func (w *readerFromWriter) ReadFrom(r io.Reader) (int64, error) {
+	w.calls++
+	return w.buf.ReadFrom(r)
+}
+
+// plainWriter is a ResponseWriter without ReadFrom.
+type plainWriter struct {
+	http.ResponseWriter
+	buf bytes.Buffer
+}
+
+func (w *plainWriter) Write(p []byte) (int, error) { return w.buf.Write(p) }
+
+// io.Copy to the logErrors wrapper reaches the inner writer's ReadFrom
+// (sendfile for object downloads), and still copies to one without.
+func TestErrorRecorderReadFrom(t *testing.T) {
+	body := strings.Repeat("object bytes ", 10000)
+	src := func() io.Reader { return struct{ io.Reader }{strings.NewReader(body)} } // no WriteTo, as a file's to a non-socket
+	inner := &readerFromWriter{}
+	if _, err := io.Copy(&errorRecorder{ResponseWriter: inner}, src()); err != nil || inner.calls != 1 || inner.buf.String() != body {
+		t.Errorf("copy to a writer with ReadFrom: %v, %d ReadFrom calls, %d bytes; want 1 call and %d bytes", err, inner.calls, inner.buf.Len(), len(body))
+	}
+	plain := &plainWriter{}
+	if _, err := io.Copy(&errorRecorder{ResponseWriter: plain}, src()); err != nil || plain.buf.String() != body {
+		t.Errorf("copy to a writer without ReadFrom: %v, %d bytes; want %d", err, plain.buf.Len(), len(body))
+	}
+}

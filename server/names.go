@@ -22,7 +22,10 @@ import (
 // back to the queue, as for any worker that went away). So a worker killed
 // and started again at once with the same name is back within two
 // heartbeat intervals, while a second process started by mistake under a
-// live worker's name is refused.
+// live worker's name is refused. (A heartbeat the killed process had in
+// flight, handled after the registration arrived, looks like a live
+// holder; the worker asks again after a refusal of its registration, and
+// is then let in: docs/leases.md, "Worker names".)
 //
 // A holder that was only frozen past claimWait (SIGSTOP, a stalled VM)
 // and then comes back finds its name taken: its heartbeats, which carry

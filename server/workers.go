@@ -78,8 +78,22 @@ func (d *dispatcher) register(info api.WorkerInfo) {
 		d.workerDown(w, errors.New("worker restarted"))
 	case moved && w.assoc != nil:
 		d.workerDown(w, errors.New("worker re-registered with new endpoints or operations"))
+	case restarted || moved:
+		d.abandonDial(w)
 	}
 	d.ensureAssoc(w)
+}
+
+// abandonDial forgets a dial to a worker's old process or endpoints, still
+// pending or waiting to be retried, so that ensureAssoc dials the new ones
+// at once: the old dial's result carries a stale generation and is
+// dropped (dialed).
+func (d *dispatcher) abandonDial(w *workerConn) {
+	if w.retry != nil {
+		w.retry.Stop()
+	}
+	d.nextGen++
+	w.gen, w.dialing = d.nextGen, false
 }
 
 // heartbeat marks a worker alive. It reports false for unknown workers,

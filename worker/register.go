@@ -6,7 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
+	"net/url"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -16,7 +16,8 @@ import (
 // registerLoop registers with one server, then heartbeats; it registers
 // again whenever the server forgets the worker (a server restart), and
 // backs off while the server is unreachable, to at most one heartbeat
-// interval, so that it is back within about a second of a restart. It
+// interval, so that it is back within about a second of a restart. While
+// registered it sends the worker's figures again when reannounce asks. It
 // returns a *RejectedError if the server refuses the worker for good (a
 // wrong secret, invalid figures, a URL that is not a braid server's, the
 // name in use by a live worker), nil when ctx ends. On exit it
@@ -24,22 +25,42 @@ import (
 func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 	c := client.New(base).WithHTTPClient(w.cfg.HTTPClient).WithSecret(w.cfg.Secret).WithRetry(client.Retry{For: -1})
 	interval, backoff := time.Second, 250*time.Millisecond
-	registered := false
+	registered, announce := false, false
+	nameTries := 0 // registrations refused since the last that succeeded: name in use
 	var out outage
 	for ctx.Err() == nil {
 		var err error
-		if !registered {
+		switch {
+		case !registered:
 			var reg api.Registration
 			if reg, err = c.RegisterWorker(ctx, w.Info()); err == nil {
-				registered, backoff = true, 250*time.Millisecond
+				registered, announce, backoff, nameTries = true, false, 250*time.Millisecond, 0
 				if reg.HeartbeatMS > 0 {
 					interval = time.Duration(reg.HeartbeatMS) * time.Millisecond
 				}
 				w.log.Info("registered", "server", c.URL())
 			}
-		} else if err = c.Heartbeat(ctx, w.cfg.Name, w.epoch); isNotFound(err) {
+		case announce:
+			if err = c.UpdateWorker(ctx, w.Info()); err == nil {
+				announce = false
+				w.log.Info("figures re-announced", "server", c.URL())
+			}
+		default:
+			err = c.Heartbeat(ctx, w.cfg.Name, w.epoch)
+		}
+		if registered && isNotFound(err) { // a heartbeat or update: the registration is gone
 			registered = false
 			w.log.Info("server forgot this worker; registering again", "server", c.URL())
+			continue
+		}
+		if !registered && isConflict(err) && nameTries < nameRetries {
+			nameTries++
+			w.log.Info("name in use; asking again in case the holder is this worker's predecessor, killed with a heartbeat in flight",
+				"server", c.URL(), "in", 2*interval, "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(2 * interval):
+			}
 			continue
 		}
 		if client.Rejected(err) { // the server holds no registration of ours to remove
@@ -55,6 +76,8 @@ func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 		select {
 		case <-ctx.Done():
 		case <-time.After(wait):
+		case <-w.announce[base]:
+			announce = registered // a registration to come sends the new figures anyway
 		}
 	}
 	if registered {
@@ -69,38 +92,80 @@ func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 	return nil
 }
 
+// nameRetries is how many times a registration refused because the name
+// is in use (409 conflict) is made again, two heartbeat intervals apart,
+// before the worker takes the refusal as final. A process killed with -9
+// may have had a heartbeat in flight that the server handles after the
+// registration of the process started in its place arrived: that
+// heartbeat looks like a live holder. The registration made again finds
+// the holder silent and takes the name (docs/leases.md, "Worker names").
+const nameRetries = 2
+
+func isConflict(err error) bool {
+	var ae *api.Error
+	return errors.As(err, &ae) && ae.Code == api.CodeConflict
+}
+
 func isNotFound(err error) bool {
 	var ae *api.Error
 	return errors.As(err, &ae) && ae.Code == api.CodeNotFound
 }
 
-// outage keeps one server's unreachable spells to a few log lines: the
-// first failure, then one every outageLogEvery while it lasts, and its end.
+// outage keeps one server's spells of failed calls to a few log lines:
+// the first failure, then one every outageLogEvery while it lasts, and its
+// end. A call that got no answer (no connection, or one that broke) says
+// the server is unreachable; an answer that is an error (a 500, a 503
+// while the server stops, a proxy's 502) says the server erred.
 type outage struct {
 	since, logged time.Time
+	erred         bool // the spell's last failure was an error answer, not a connection failure
 }
 
 const outageLogEvery = 30 * time.Second
 
 func (o *outage) failed(log *slog.Logger, server string, err error) {
-	now := time.Now()
+	now, erred := time.Now(), !connectionFailed(err)
+	what := "server unreachable"
+	if erred {
+		what = "server error"
+	}
 	switch {
-	case o.since.IsZero():
-		o.since, o.logged = now, now
-		log.Warn("server unreachable; retrying", "server", server, "err", err)
+	case o.since.IsZero() || erred != o.erred:
+		if o.since.IsZero() {
+			o.since = now
+		}
+		o.logged, o.erred = now, erred
+		log.Warn(what+"; retrying", "server", server, "err", err)
 	case now.Sub(o.logged) >= outageLogEvery:
 		o.logged = now
-		log.Warn("server still unreachable; retrying", "server", server, "for", now.Sub(o.since).Round(time.Second), "err", err)
+		still := "server still unreachable; retrying"
+		if erred {
+			still = "server still answers with errors; retrying"
+		}
+		log.Warn(still, "server", server, "for", now.Sub(o.since).Round(time.Second), "err", err)
 	default:
-		log.Debug("server unreachable", "server", server, "err", err)
+		log.Debug(what, "server", server, "err", err)
 	}
 }
 
 func (o *outage) answered(log *slog.Logger, server string) {
-	if !o.since.IsZero() {
-		log.Info("server reachable again", "server", server, "after", time.Since(o.since).Round(time.Millisecond))
-		*o = outage{}
+	if o.since.IsZero() {
+		return
 	}
+	what := "server reachable again"
+	if o.erred {
+		what = "server answers again"
+	}
+	log.Info(what, "server", server, "after", time.Since(o.since).Round(time.Millisecond))
+	*o = outage{}
+}
+
+// connectionFailed reports whether err is a call that got no answer: the
+// connection could not be made or broke (the HTTP client's *url.Error),
+// rather than an answer from the server that is an error.
+func connectionFailed(err error) bool {
+	var ue *url.Error
+	return errors.As(err, &ue)
 }
 
 // ErrRejected is what Run's error wraps when every server refused the
@@ -124,32 +189,39 @@ func (e *RejectedError) Unwrap() []error { return []error{ErrRejected, e.Err} }
 
 // rejection says why a server refused the worker, and what to do.
 func rejection(err error) string {
+	var nb *client.NotBraidError
+	if errors.As(err, &nb) {
+		what := nb.Status // "200 OK with text/html, not JSON"
+		if nb.StatusCode/100 != 2 {
+			what += ", not a braid error"
+		}
+		return "not a braid server: it answered " + what + "; give the braid server's base URL, such as http://HOST:7070"
+	}
 	var ae *api.Error
 	if !errors.As(err, &ae) {
 		return err.Error()
 	}
 	msg := ae.Message
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i] // a web server's error page, not a braid server's
-	}
 	if len(msg) > 200 {
 		msg = msg[:200] + "…"
 	}
-	switch {
-	case ae.Code == api.CodeUnauthorized:
+	switch ae.Code {
+	case api.CodeUnauthorized:
 		return "wrong cluster secret: start the worker with the server's secret (--secret, --secret-file or $BRAID_SECRET)"
-	case ae.Code == api.CodeNotFound || ae.Code == "http_404" || ae.Code == "http_405":
+	case api.CodeNotFound:
 		return "no braid worker registry at this URL (" + msg + "); give the server's base URL, such as http://HOST:7070"
 	}
 	return msg
 }
 
-// reannounce sends the worker's current figures to every server.
-func (w *Worker) reannounce(ctx context.Context) {
-	for _, base := range w.cfg.Servers {
-		c := client.New(base).WithHTTPClient(w.cfg.HTTPClient).WithSecret(w.cfg.Secret).WithRetry(client.Retry{For: -1})
-		if err := c.UpdateWorker(ctx, w.Info()); err != nil {
-			w.log.Warn("re-announcing figures", "server", base, "err", err)
+// reannounce has the worker's current figures sent to every server whose
+// register loop still runs: not to one that refused the worker for good
+// (a wrong secret, or a name another process has taken since).
+func (w *Worker) reannounce() {
+	for _, ch := range w.announce {
+		select {
+		case ch <- struct{}{}:
+		default: // already asked
 		}
 	}
 }

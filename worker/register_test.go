@@ -3,11 +3,15 @@ package worker_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,7 +68,7 @@ func runErr(t *testing.T, r *running) error {
 	select {
 	case <-r.done:
 		return r.err
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the worker kept running")
 		return nil
 	}
@@ -86,11 +90,14 @@ func waitUpNamed(t *testing.T, ctx context.Context, c *client.Client, name strin
 
 // A second process started under a live worker's name is refused: it logs
 // why and Run returns ErrRejected; the first keeps its name, its
-// association and its version shows in the server's list.
+// association and its version shows in the server's list. The heartbeat
+// interval is the default (1 s), so that the first's heartbeat has a
+// second of slack within the registration's two-interval wait; the second
+// process asks three times, two seconds apart, before it gives up.
 func TestSecondProcessUnderLiveNameStops(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, _ := startServerWith(t, ctx, server.Config{HeartbeatInterval: 100 * time.Millisecond})
+	c, _ := startServerWith(t, ctx, server.Config{HeartbeatInterval: time.Second, HeartbeatTimeout: time.Minute})
 	first, _ := newWorker(t, "w1", secret, slog.LevelInfo, c.URL())
 	run(t, ctx, first)
 	up := waitUpNamed(t, ctx, c, "w1")
@@ -99,6 +106,9 @@ func TestSecondProcessUnderLiveNameStops(t *testing.T) {
 	}
 	second, logs := newWorker(t, "w1", secret, slog.LevelInfo, c.URL())
 	err := runErr(t, run(t, ctx, second))
+	if n := strings.Count(logs.String(), `msg="name in use; asking again`); n != 2 {
+		t.Errorf("the second process asked again %d times; want 2:\n%s", n, logs)
+	}
 	if !errors.Is(err, worker.ErrRejected) || !strings.Contains(err.Error(), "name w1 is in use by a live worker at tcpn "+first.DataAddr().String()) ||
 		!strings.Contains(err.Error(), "pick another --name") {
 		t.Fatalf("second process: %v; want a rejection naming the live holder", err)
@@ -111,12 +121,21 @@ func TestSecondProcessUnderLiveNameStops(t *testing.T) {
 	}
 }
 
-// A wrong secret or a URL that is not a braid server's API is refused for
-// good: the worker says so once, without "server unreachable", and stops.
+// A wrong secret, a URL that is not a braid server's API, or another HTTP
+// service (a web server's HTML 404, or 200) is refused for good: the
+// worker says so once, without "unreachable" or "retrying", and stops.
 func TestPermanentRejectionStopsWorker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, _ := startServerWith(t, ctx, server.Config{})
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path != "/ok/v1/workers" {
+			w.WriteHeader(http.StatusNotFound)
+		}
+		_, _ = w.Write([]byte("<html><body><h1>Not Found</h1><hr><center>nginx</center></body></html>\n"))
+	}))
+	defer web.Close()
 	for _, tc := range []struct {
 		name, url string
 		secret    []byte
@@ -124,6 +143,9 @@ func TestPermanentRejectionStopsWorker(t *testing.T) {
 	}{
 		{"secret", c.URL(), []byte("wrong"), "rejected by server " + c.URL() + ": wrong cluster secret"},
 		{"path", c.URL() + "/braid", secret, "rejected by server " + c.URL() + "/braid: no braid worker registry at this URL"},
+		{"web404", web.URL, secret, "rejected by server " + web.URL + ": not a braid server: it answered 404 Not Found, not a braid error; " +
+			"give the braid server's base URL"},
+		{"web200", web.URL + "/ok", secret, "rejected by server " + web.URL + "/ok: not a braid server: it answered 200 OK with text/html, not JSON;"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, logs := newWorker(t, "w-"+tc.name, tc.secret, slog.LevelInfo, tc.url)
@@ -131,7 +153,7 @@ func TestPermanentRejectionStopsWorker(t *testing.T) {
 			if !errors.Is(err, worker.ErrRejected) || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Errorf("Run: %v; want %q…", err, tc.want)
 			}
-			if l := logs.String(); strings.Contains(l, "unreachable") || strings.Count(l, `msg="rejected by server"`) != 1 ||
+			if l := logs.String(); strings.Contains(l, "unreachable") || strings.Contains(l, "retrying") || strings.Count(l, `msg="rejected by server"`) != 1 ||
 				!strings.Contains(l, `msg="worker stopped"`) {
 				t.Errorf("log:\n%s\nwant one rejection line, no unreachable one, and the stop", l)
 			}
@@ -253,5 +275,159 @@ func TestUnreachableServerLoggedOnce(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), `msg="server unreachable; retrying"`); n != 1 {
 		t.Errorf("%d unreachable lines in 2.5 s; want 1:\n%s", n, logs)
+	}
+}
+
+// A server that answers with an error (a 500, a proxy's 502) is not
+// unreachable: the worker says it erred, once, and keeps trying.
+func TestServerErrorLoggedAsSuch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "upstream broke", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	w, logs := newWorker(t, "patient", secret, slog.LevelInfo, srv.URL)
+	r := run(t, ctx, w)
+	time.Sleep(1500 * time.Millisecond) // several attempts
+	select {
+	case <-r.done:
+		t.Fatalf("the worker stopped: %v; want it to keep trying", r.err)
+	default:
+	}
+	l := logs.String()
+	if n := strings.Count(l, `level=WARN msg="server error; retrying"`); n != 1 || strings.Contains(l, "unreachable") ||
+		!strings.Contains(l, "500 Internal Server Error (upstream broke)") {
+		t.Errorf("log:\n%s\nwant one server error line naming the answer, and no unreachable one", l)
+	}
+}
+
+// fakeRegistry is a braid worker registry that counts the calls it gets
+// by method; refuse, if set, is its answer to every call.
+type fakeRegistry struct {
+	*httptest.Server
+	mu     sync.Mutex
+	calls  map[string]int
+	called chan string // each call's method, if there is room
+}
+
+func newFakeRegistry(t *testing.T, refuse *api.Error, status int) *fakeRegistry {
+	f := &fakeRegistry{calls: map[string]int{}, called: make(chan string, 100)}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.calls[r.Method]++
+		f.mu.Unlock()
+		select {
+		case f.called <- r.Method:
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case refuse != nil:
+			w.WriteHeader(status)
+			_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: *refuse})
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/workers":
+			_ = json.NewEncoder(w).Encode(api.Registration{Name: "w", HeartbeatMS: 100})
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+// await waits for a call with method.
+func (f *fakeRegistry) await(t *testing.T, ctx context.Context, method string) {
+	t.Helper()
+	for {
+		select {
+		case m := <-f.called:
+			if m == method {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("no %s call came", method)
+		}
+	}
+}
+
+func (f *fakeRegistry) count(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[method]
+}
+
+// New figures go to the servers that serve the worker, not to one that
+// refused it for good.
+func TestReannounceSkipsRejectingServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	good := newFakeRegistry(t, nil, 0)
+	bad := newFakeRegistry(t, &api.Error{Code: api.CodeUnauthorized, Message: "wrong secret"}, http.StatusUnauthorized)
+	w, logs := newWorker(t, "w", secret, slog.LevelInfo, good.URL, bad.URL)
+	run(t, ctx, w)
+	for !strings.Contains(logs.String(), `msg="rejected by server"`) || good.count(http.MethodPost) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no registration and rejection:\n%s", logs)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	for _, f := range []*fakeRegistry{good, bad} { // forget the calls so far
+		for len(f.called) > 0 {
+			<-f.called
+		}
+	}
+	for range 2 {
+		w.Reannounce()
+		good.await(t, ctx, http.MethodPut)
+	}
+	if n := bad.count(http.MethodPut); n != 0 || len(bad.called) != 0 {
+		t.Errorf("the server that refused the worker got %d re-announcements (%d calls after the refusal); want none:\n%s", n, len(bad.called), logs)
+	}
+	if strings.Contains(logs.String(), "re-announcing") {
+		t.Errorf("warnings about re-announcing:\n%s", logs)
+	}
+}
+
+// A worker killed with -9 may have had a heartbeat in flight that the
+// server handles after the registration of the process started in its
+// place arrived: the new process is refused once (the name looks held by
+// a live process), asks again two heartbeat intervals later, finds the
+// holder silent and takes its name.
+func TestRestartAfterKillWithHeartbeatInFlight(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, srvLogs := startServerWith(t, ctx, server.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatTimeout: time.Minute})
+	c = c.WithSecret(secret)
+	killed := api.WorkerInfo{Name: "w1", Epoch: 1, MaxThreads: 1, Ops: []string{"noop"},
+		Endpoints: []api.Endpoint{{Transport: "tcpn", Addr: "127.0.0.1:9"}}}
+	if _, err := c.RegisterWorker(ctx, killed); err != nil {
+		t.Fatal(err)
+	}
+	// The killed process's heartbeats, still arriving until one of them
+	// has had the new process refused.
+	inFlight := make(chan struct{})
+	go func() {
+		defer close(inFlight)
+		for !strings.Contains(srvLogs.String(), `msg="worker registration refused" worker=w1`) && ctx.Err() == nil {
+			_ = c.Heartbeat(ctx, "w1", 1)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	w, logs := newWorker(t, "w1", secret, slog.LevelInfo, c.URL())
+	r := run(t, ctx, w)
+	<-inFlight
+	for up := workerOfName(ctx, c, "w1"); up.State != api.WorkerUp || up.Info.Epoch != w.Info().Epoch; up = workerOfName(ctx, c, "w1") {
+		select {
+		case <-r.done:
+			t.Fatalf("the restarted worker stopped: %v\n%s", r.err, logs)
+		case <-ctx.Done():
+			t.Fatalf("w1 is %s with epoch %d; want up with the restarted process's, %d", up.State, up.Info.Epoch, w.Info().Epoch)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if !strings.Contains(logs.String(), `msg="name in use; asking again`) {
+		t.Errorf("no line saying the worker asks again:\n%s", logs)
 	}
 }

@@ -155,6 +155,11 @@ type Worker struct {
 
 	figMu sync.Mutex // guards fig
 	fig   figures
+
+	// announce has a channel per server (Config.Servers), of capacity 1:
+	// reannounce signals each, and the server's register loop, while it
+	// runs, sends the new figures.
+	announce map[string]chan struct{}
 }
 
 // New binds the data-plane and info listeners.
@@ -164,7 +169,10 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, log: cfg.Logger, debug: cfg.Logger.Enabled(context.Background(), slog.LevelDebug), epoch: uint64(time.Now().UnixNano()), lender: newLender(cfg.Threads, cfg.LeaseIdle, time.Now),
 		threads: make(chan struct{}, cfg.Threads), drainStarted: make(chan struct{}), sessions: map[*session]bool{},
-		newest: map[string]uint64{}, fig: readFigures(".")}
+		newest: map[string]uint64{}, fig: readFigures("."), announce: map[string]chan struct{}{}}
+	for _, url := range cfg.Servers {
+		w.announce[url] = make(chan struct{}, 1)
+	}
 	lc := transport.ListenConfig{Secret: cfg.Secret, Name: cfg.Name, ID: cfg.Name, Epoch: w.epoch,
 		Liveness: cfg.Liveness, RecStreams: cfg.Threads,
 		MaxStreams: cfg.Threads, Admit: w.admit,
@@ -429,7 +437,7 @@ func (w *Worker) watchFigures(ctx context.Context) {
 		w.figMu.Unlock()
 		if changed {
 			w.log.Info("figures changed; re-announcing")
-			w.reannounce(ctx)
+			w.reannounce()
 		}
 	}
 }

@@ -16,12 +16,20 @@ import (
 const testSecret = "cmd test secret"
 
 // startTestServer runs a real server on loopback whose workers time out
-// after 300 ms of silence.
+// only after a minute of silence: no test sees a worker go down by
+// accident.
 func startTestServer(t *testing.T) string {
+	t.Helper()
+	return startTestServerTimeout(t, time.Minute)
+}
+
+// startTestServerTimeout runs a real server on loopback whose workers time
+// out after timeout of silence.
+func startTestServerTimeout(t *testing.T, timeout time.Duration) string {
 	t.Helper()
 	s, err := server.New(server.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Secret: []byte(testSecret),
 		Transports:        map[string]transport.Transport{"tcpn": tcpn.New(tcpn.Config{})},
-		HeartbeatInterval: 100 * time.Millisecond, HeartbeatTimeout: 300 * time.Millisecond})
+		HeartbeatInterval: 100 * time.Millisecond, HeartbeatTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +66,10 @@ func TestWorkerRejectedExits(t *testing.T) {
 
 // braid workers rm removes workers that are down, refuses live ones and
 // unknown ones (exit 1, going on past failures), and needs the secret.
+// Workers time out after 2 s: the dead one, silent, goes down; the live
+// one heartbeats every 50 ms, and only a 2 s stall could take it down.
 func TestWorkersRm(t *testing.T) {
-	url := startTestServer(t)
+	url := startTestServerTimeout(t, 2*time.Second)
 	c := client.New(url).WithSecret([]byte(testSecret))
 	ctx := context.Background()
 	for _, name := range []string{"dead", "live"} {
