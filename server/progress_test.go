@@ -33,7 +33,7 @@ func TestRunningIsExecuting(t *testing.T) {
 	cl := startCluster(t, cluster.WorkerSpec{Threads: threads})
 	c, ctx := cl.Client, testCtx(t)
 	in := put(t, c, samples.PNG())
-	j, err := c.Submit(ctx, api.JobSpec{Op: "blur", Input: in, Repeat: 40, Params: map[string]string{"sigma": "3"}})
+	j, err := c.Submit(ctx, api.JobSpec{Op: "blur", Input: in, Repeat: 16, Params: map[string]string{"sigma": "3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestRunningIsExecuting(t *testing.T) {
 		} else if p.Running == threads && p.Sent > p.Running {
 			queued = true
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	if j.State != api.JobDone {
 		t.Fatalf("job %s: %s", j.State, j.Error)
