@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -82,6 +84,10 @@ func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
 	d.inflight[id] = flight{job: j, index: a.Unit, attempt: a.Attempt, worker: a.Worker,
 		stream: a.Stream, gen: w.gen, sent: now}
 	d.markSent(j, a, now)
+	if d.log.Enabled(context.Background(), slog.LevelDebug) {
+		d.log.Debug("unit sent", "job", j.id, "unit", a.Unit, "attempt", a.Attempt, "worker", a.Worker,
+			"stream", a.Stream, "bytes", len(u.Input))
+	}
 	return j
 }
 
@@ -122,6 +128,9 @@ func (d *dispatcher) unitFinished(f flight, r resultMsg) {
 	if failed && !f.unsent { // unsendable has said why
 		d.log.Warn("unit failed", "job", f.job.id, "unit", f.index, "attempt", f.attempt, "worker", f.worker,
 			"reason", r.res.Error)
+	} else if !failed && d.log.Enabled(context.Background(), slog.LevelDebug) {
+		d.log.Debug("unit result", "job", f.job.id, "unit", f.index, "attempt", f.attempt, "worker", f.worker,
+			"compute", r.res.Compute, "round_trip", r.returned.Sub(f.sent))
 	}
 	ev := scheduler.UnitFinished{Job: f.job.id, Unit: f.index, Worker: f.worker, Stream: f.stream,
 		Attempt: f.attempt, Failed: failed, Queued: r.res.Queued, Compute: r.res.Compute}

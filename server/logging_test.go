@@ -77,3 +77,31 @@ func TestFailuresAreLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestDebugLogsEachUnit: at debug level the server says each unit it sends
+// and each result it takes, with the job, unit and worker; at info level
+// it says neither.
+func TestDebugLogsEachUnit(t *testing.T) {
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+		logs := &syncBuffer{}
+		ctx := testCtx(t)
+		cl, err := cluster.Start(ctx, cluster.Config{DataDir: t.TempDir(),
+			Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level})),
+			Workers: []cluster.WorkerSpec{{Threads: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := runJob(t, cl.Client, api.JobSpec{Op: "noop", Input: put(t, cl.Client, []byte("x")), Repeat: 3})
+		cl.Close()
+		want := 0
+		if level == slog.LevelDebug {
+			want = 3
+		}
+		for _, msg := range []string{"unit sent", "unit result"} {
+			re := regexp.MustCompile(`level=DEBUG msg="` + msg + `" role=server component=dispatch job=` + j.ID + ` unit=\d attempt=1 worker=w1 `)
+			if n := len(re.FindAllString(logs.String(), -1)); n != want {
+				t.Errorf("%v: %d %q lines, want %d:\n%s", level, n, msg, want, logs.String())
+			}
+		}
+	}
+}
