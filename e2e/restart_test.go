@@ -8,13 +8,13 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/testlog"
 	"github.com/braidhq/braid/ops/samples"
 )
 
@@ -41,26 +41,8 @@ func startServerAt(t *testing.T, addr, dir string) *proc {
 // background is a client command running on its own, its output kept.
 type background struct {
 	cmd            *exec.Cmd
-	stdout, stderr syncBuffer
+	stdout, stderr testlog.Buffer
 	done           chan error // receives Wait's error, and gets it back
-}
-
-// syncBuffer is a buffer a command writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startCLI(t *testing.T, args ...string) *background {

@@ -1,45 +1,24 @@
 package server_test
 
 import (
-	"bytes"
 	"log/slog"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/internal/testlog"
 	"github.com/braidhq/braid/ops/samples"
 )
-
-// syncBuffer collects a server's log for a test.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(s, nil)) }
 
 // TestFailuresAreLogged: a unit that fails, the job it fails, a cancelled
 // job and a refused request each get one line with the job, unit and
 // reason; a 409's message does not repeat its code.
 func TestFailuresAreLogged(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	ctx := testCtx(t)
-	cl, err := cluster.Start(ctx, cluster.Config{DataDir: t.TempDir(), Logger: logs.logger(),
+	cl, err := cluster.Start(ctx, cluster.Config{DataDir: t.TempDir(), Logger: logs.Logger(slog.LevelInfo),
 		Workers: []cluster.WorkerSpec{{Threads: 1}}})
 	if err != nil {
 		t.Fatal(err)
@@ -83,10 +62,10 @@ func TestFailuresAreLogged(t *testing.T) {
 // it says neither.
 func TestDebugLogsEachUnit(t *testing.T) {
 	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
-		logs := &syncBuffer{}
+		logs := &testlog.Buffer{}
 		ctx := testCtx(t)
 		cl, err := cluster.Start(ctx, cluster.Config{DataDir: t.TempDir(),
-			Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level})),
+			Logger:  logs.Logger(level),
 			Workers: []cluster.WorkerSpec{{Threads: 1}}})
 		if err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/testlog"
 	"github.com/braidhq/braid/internal/version"
 	"github.com/braidhq/braid/server"
 	"github.com/braidhq/braid/transport"
@@ -22,33 +23,15 @@ import (
 
 var registrySecret = []byte("registry test secret")
 
-// lockedBuf is a log the server writes from several goroutines.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startRegistry runs a server with cfg's heartbeat and forget settings,
 // fast heartbeats by default (100 ms, timed out after 500 ms), and returns
 // a client with the worker token and the server's log.
-func startRegistry(t *testing.T, cfg server.Config) (*client.Client, *lockedBuf) {
+func startRegistry(t *testing.T, cfg server.Config) (*client.Client, *testlog.Buffer) {
 	t.Helper()
-	logs := &lockedBuf{}
+	logs := &testlog.Buffer{}
 	cfg.Listen, cfg.DataDir, cfg.Secret = "127.0.0.1:0", t.TempDir(), registrySecret
 	cfg.Transports = map[string]transport.Transport{"tcpn": tcpn.New(tcpn.Config{})}
-	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	cfg.Logger = logs.Logger(slog.LevelInfo)
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = 100 * time.Millisecond
 	}

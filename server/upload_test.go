@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/internal/testlog"
 )
 
 // countingSeeker is a seekable body (so the client sends its length)
@@ -32,9 +34,9 @@ func (c *countingSeeker) Read(p []byte) (int, error) {
 // with the same words; the server logs both at WARN with size and limit.
 func TestOverLimitUploadRefusedAtOnce(t *testing.T) {
 	const limit = 1000
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	ctx := testCtx(t)
-	cl, err := cluster.Start(ctx, cluster.Config{DataDir: t.TempDir(), MaxObjectSize: limit, Logger: logs.logger()})
+	cl, err := cluster.Start(ctx, cluster.Config{DataDir: t.TempDir(), MaxObjectSize: limit, Logger: logs.Logger(slog.LevelInfo)})
 	if err != nil {
 		t.Fatal(err)
 	}

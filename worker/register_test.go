@@ -17,6 +17,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/testlog"
 	"github.com/braidhq/braid/internal/version"
 	"github.com/braidhq/braid/ops/samples"
 	"github.com/braidhq/braid/server"
@@ -26,11 +27,11 @@ import (
 
 // newWorker makes a worker of one thread for servers, logging into logs
 // at level.
-func newWorker(t *testing.T, name string, sec []byte, level slog.Level, servers ...string) (*worker.Worker, *logBuf) {
+func newWorker(t *testing.T, name string, sec []byte, level slog.Level, servers ...string) (*worker.Worker, *testlog.Buffer) {
 	t.Helper()
-	logs := &logBuf{}
+	logs := &testlog.Buffer{}
 	w, err := worker.New(worker.Config{Name: name, Servers: servers, Threads: 1, Transport: tcpn.New(tcpn.Config{}),
-		Secret: sec, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))})
+		Secret: sec, Logger: logs.Logger(level)})
 	if err != nil {
 		t.Fatal(err)
 	}

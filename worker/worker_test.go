@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/testlog"
 	"github.com/braidhq/braid/ops/samples"
 	"github.com/braidhq/braid/server"
 	"github.com/braidhq/braid/transport"
@@ -28,38 +28,20 @@ func startServer(t *testing.T, ctx context.Context) *client.Client {
 	return c
 }
 
-// logBuf collects log text from several goroutines.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startServerLog starts a server whose log the test can read.
-func startServerLog(t *testing.T, ctx context.Context) (*client.Client, *logBuf) {
+func startServerLog(t *testing.T, ctx context.Context) (*client.Client, *testlog.Buffer) {
 	t.Helper()
 	return startServerWith(t, ctx, server.Config{})
 }
 
 // startServerWith starts a server with cfg's tuning (the test fills in the
 // rest) and a log the test can read.
-func startServerWith(t *testing.T, ctx context.Context, cfg server.Config) (*client.Client, *logBuf) {
+func startServerWith(t *testing.T, ctx context.Context, cfg server.Config) (*client.Client, *testlog.Buffer) {
 	t.Helper()
-	logs := &logBuf{}
+	logs := &testlog.Buffer{}
 	cfg.Listen, cfg.DataDir, cfg.Secret = "127.0.0.1:0", t.TempDir(), secret
 	cfg.Transports = map[string]transport.Transport{"tcpn": tcpn.New(tcpn.Config{})}
-	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	cfg.Logger = logs.Logger(slog.LevelInfo)
 	s, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -407,9 +389,9 @@ func mustWorkers(t *testing.T, ctx context.Context, c *client.Client) []api.Work
 func TestServerStopDrainsRealWorker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	logs := &logBuf{}
+	logs := &testlog.Buffer{}
 	s, err := server.New(server.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Secret: secret, DrainTimeout: 20 * time.Second,
-		Transports: map[string]transport.Transport{"tcpn": tcpn.New(tcpn.Config{})}, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		Transports: map[string]transport.Transport{"tcpn": tcpn.New(tcpn.Config{})}, Logger: logs.Logger(slog.LevelInfo)})
 	if err != nil {
 		t.Fatal(err)
 	}
