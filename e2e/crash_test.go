@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,8 +27,7 @@ func TestServerCrashRestart(t *testing.T) {
 
 func serverCrashRestart(t *testing.T, tr string) {
 	addr, dir := freeAddr(t), t.TempDir()
-	srv := startServerAt(t, addr, dir)
-	c := client.New("http://" + addr)
+	srv, c := startServerAt(t, addr, dir)
 	for i := range 2 {
 		start(t, "worker", "--server", c.URL(), "--threads", "2", "--name", fmt.Sprintf("w%d", i+1), "--transport", tr)
 	}
@@ -46,10 +44,7 @@ func serverCrashRestart(t *testing.T, tr string) {
 		t.Fatal(err)
 	}
 	doneAtKill := waitDone(t, ctx, c, j.ID, 70)
-	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = srv.cmd.Wait()
+	kill9(t, srv)
 	killed := time.Now()
 	startServerAt(t, addr, dir)
 	restarted := time.Now()

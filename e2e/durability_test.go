@@ -6,33 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"regexp"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/braidhq/braid/api"
-	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/ops/samples"
 )
-
-// startServerOn runs `braid server` on a data directory and address.
-func startServerOn(t *testing.T, data, listen string) (*proc, *client.Client) {
-	t.Helper()
-	srv := start(t, "server", "--listen", listen, "--data", data, "--heartbeat-timeout", "2s")
-	url := srv.waitLog(t, regexp.MustCompile(`msg="server listening" url=(\S+)`))
-	return srv, client.New(url)
-}
-
-// kill9 kills a process with SIGKILL and waits until it is gone.
-func kill9(t *testing.T, p *proc) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
-}
 
 // TestAcceptedJobSurvivesKill: an id the server returned names a job on
 // disk, however soon the server dies after answering; so does a cancel
@@ -41,7 +21,7 @@ func TestAcceptedJobSurvivesKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	data := t.TempDir()
-	srv, c := startServerOn(t, data, "127.0.0.1:0")
+	srv, c := startServerAt(t, "127.0.0.1:0", data)
 	obj, err := c.Put(ctx, bytes.NewReader(samples.GIF()))
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +33,7 @@ func TestAcceptedJobSurvivesKill(t *testing.T) {
 			t.Fatal(err)
 		}
 		kill9(t, srv)
-		srv, c = startServerOn(t, data, "127.0.0.1:0")
+		srv, c = startServerAt(t, "127.0.0.1:0", data)
 		if got, err := c.Job(ctx, j.ID, false); err != nil || got.State != api.JobQueued {
 			t.Errorf("try %d: job %s after kill -9 right after its 201: %+v, %v", try, j.ID, got.State, err)
 		}
@@ -67,7 +47,7 @@ func TestAcceptedJobSurvivesKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	kill9(t, srv)
-	srv, c = startServerOn(t, data, "127.0.0.1:0")
+	srv, c = startServerAt(t, "127.0.0.1:0", data)
 	if got, err := c.Job(ctx, j.ID, false); err != nil || got.State != api.JobCancelled {
 		t.Errorf("cancelled job after kill -9 right after the cancel's 200: %s, %v", got.State, err)
 	}
@@ -82,7 +62,7 @@ func TestAcceptedJobSurvivesKill(t *testing.T) {
 		t.Fatalf("job: %+v %v", j, err)
 	}
 	kill9(t, srv)
-	_, c = startServerOn(t, data, "127.0.0.1:0")
+	_, c = startServerAt(t, "127.0.0.1:0", data)
 	got, err := c.Job(ctx, j.ID, true)
 	if err != nil || got.State != api.JobDone || got.Result != j.Result || len(got.Units) != 3 {
 		t.Fatalf("done job after kill -9 right after a client saw it done: %+v, %v", got, err)
@@ -101,7 +81,7 @@ func TestResumeAfterKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	data, addr := t.TempDir(), freeAddr(t)
-	srv, c := startServerOn(t, data, addr)
+	srv, c := startServerAt(t, addr, data)
 	// tcpn: the worker sees the killed server's connections end at once
 	// (noticing a silent peer on the UDP-based sctp is liveness work).
 	start(t, "worker", "--server", c.URL(), "--threads", "2", "--name", "w", "--transport", "tcpn")
@@ -117,22 +97,11 @@ func TestResumeAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doneBefore int
-	for doneBefore < 30 {
-		s, err := c.Job(ctx, j.ID, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Terminal() {
-			t.Fatalf("job finished before the kill; make it longer")
-		}
-		doneBefore = s.Progress.Done
-		time.Sleep(10 * time.Millisecond)
-	}
+	doneBefore := waitDone(t, ctx, c, j.ID, 30)
 	time.Sleep(100 * time.Millisecond) // results accepted before the status are committed by now
 	kill9(t, srv)
 	killed := time.Now()
-	_, c = startServerOn(t, data, addr) // the worker finds it again at the same address
+	_, c = startServerAt(t, addr, data) // the worker finds it again at the same address
 	final, err := c.Wait(ctx, j.ID, nil)
 	if err == nil {
 		final, err = c.Job(ctx, j.ID, true)

@@ -112,9 +112,17 @@ func (p *proc) waitLog(t *testing.T, re *regexp.Regexp) string {
 }
 
 func startServer(t *testing.T) (*proc, *client.Client) {
-	srv := start(t, "server", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--heartbeat-timeout", "2s")
-	url := srv.waitLog(t, regexp.MustCompile(`msg="server listening" url=(\S+)`))
-	return srv, client.New(url)
+	t.Helper()
+	return startServerAt(t, "127.0.0.1:0", t.TempDir())
+}
+
+// kill9 kills a process with SIGKILL and reaps it, so its ports are free.
+func kill9(t *testing.T, p *proc) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait()
 }
 
 func waitWorkersUp(t *testing.T, c *client.Client, n int) {
@@ -122,13 +130,7 @@ func waitWorkersUp(t *testing.T, c *client.Client, n int) {
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		ws, _ := c.Workers(context.Background())
-		up := 0
-		for _, w := range ws {
-			if w.State == api.WorkerUp {
-				up++
-			}
-		}
-		if up >= n {
+		if upCount(ws) >= n {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,13 +28,13 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startServerAt starts a server on addr with its state in dir, and waits
-// until it listens.
-func startServerAt(t *testing.T, addr, dir string) *proc {
+// startServerAt starts a server on addr (port 0: any) with its state in
+// dir, waits until it listens, and returns it with a client for it.
+func startServerAt(t *testing.T, addr, dir string) (*proc, *client.Client) {
 	t.Helper()
 	srv := start(t, "server", "--listen", addr, "--data", dir, "--heartbeat-timeout", "2s")
-	srv.waitLog(t, regexp.MustCompile(`msg="server listening" url=(\S+)`))
-	return srv
+	url := srv.waitLog(t, regexp.MustCompile(`msg="server listening" url=(\S+)`))
+	return srv, client.New(url)
 }
 
 // background is a client command running on its own, its output kept.
@@ -76,16 +75,6 @@ func (b *background) exit(t *testing.T, d time.Duration) {
 	}
 }
 
-// killServer kills the server with SIGKILL and reaps it, so its port is
-// free.
-func killServer(t *testing.T, srv *proc) {
-	t.Helper()
-	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = srv.cmd.Wait()
-}
-
 // TestWaitRidesThroughServerRestart starts `braid wait JOB` mid-job, kills
 // the server with SIGKILL, and starts a new one on the same data directory
 // and port: the waiting command must get the job's result, and a `braid
@@ -94,8 +83,7 @@ func killServer(t *testing.T, srv *proc) {
 func TestWaitRidesThroughServerRestart(t *testing.T) {
 	addr, dir := freeAddr(t), t.TempDir()
 	url := "http://" + addr
-	srv := startServerAt(t, addr, dir)
-	c := client.New(url)
+	srv, c := startServerAt(t, addr, dir)
 	for _, name := range []string{"w1", "w2"} {
 		start(t, "worker", "--server", url, "--threads", "1", "--name", name, "--transport", "tcpn")
 	}
@@ -115,7 +103,7 @@ func TestWaitRidesThroughServerRestart(t *testing.T) {
 	wait := startCLI(t, "wait", "--server", url, "--json", j.ID)
 	waitRunning(t, ctx, c, j.ID, time.Now().Add(time.Second))
 
-	killServer(t, srv)
+	kill9(t, srv)
 	status := startCLI(t, "status", "--server", url, j.ID)
 	time.Sleep(time.Second)
 	startServerAt(t, addr, dir)

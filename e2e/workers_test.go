@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -44,10 +43,7 @@ func TestWorkerNameInUse(t *testing.T) {
 		t.Fatalf("w1's epoch went from %d to %d: the duplicate took the name", first, e)
 	}
 
-	if err := w1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = w1.cmd.Wait()
+	kill9(t, w1)
 	restarted := time.Now()
 	start(t, args...)
 	for {
