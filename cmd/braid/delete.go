@@ -29,9 +29,7 @@ func runDelete(ctx context.Context, args []string, e *env) error {
 		if *jobs {
 			kind, resolve, del = "job", s.jobID, s.DeleteJob
 		}
-		var out []deleted
-		failed := 0
-		for _, arg := range fs.Args() {
+		return eachRemoved(e, cf.json, "deleted", fs.Args(), printDeleted, func(arg string) deleted {
 			d := deleted{Kind: kind, ID: arg}
 			id, err := resolve(ctx, arg)
 			if err == nil {
@@ -39,23 +37,38 @@ func runDelete(ctx context.Context, args []string, e *env) error {
 				err = del(ctx, id)
 			}
 			if err != nil {
-				d.Error, failed = err.Error(), failed+1
+				d.Error = err.Error()
 			}
-			out = append(out, d)
-			if !cf.json {
-				printDeleted(e, d)
-			}
-		}
-		if cf.json {
-			if err := printJSON(e.stdout, out); err != nil {
-				return err
-			}
-		}
-		if failed > 0 {
-			return fmt.Errorf("%d of %d not deleted", failed, len(out))
-		}
-		return nil
+			return d
+		})
 	})
+}
+
+// eachRemoved removes each of args with remove and prints each outcome as
+// it comes, or with --json all of them at the end; it fails if any was not
+// removed (verb says how: "deleted", "removed").
+func eachRemoved(e *env, asJSON bool, verb string, args []string, print func(*env, deleted), remove func(string) deleted) error {
+	var out []deleted
+	failed := 0
+	for _, arg := range args {
+		d := remove(arg)
+		if d.Error != "" {
+			failed++
+		}
+		out = append(out, d)
+		if !asJSON {
+			print(e, d)
+		}
+	}
+	if asJSON {
+		if err := printJSON(e.stdout, out); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d not %s", failed, len(out), verb)
+	}
+	return nil
 }
 
 // printDeleted prints what was deleted on stdout, and what was not on

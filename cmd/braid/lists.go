@@ -75,27 +75,13 @@ func runWorkersRm(ctx context.Context, args []string, e *env) error {
 	}
 	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
 		c := s.WithSecret(secret)
-		var out []deleted
-		failed := 0
-		for _, name := range fs.Args() {
+		return eachRemoved(e, cf.json, "removed", fs.Args(), printRemoved, func(name string) deleted {
 			d := deleted{Kind: "worker", ID: name}
 			if err := c.RemoveWorker(ctx, name); err != nil {
-				d.Error, failed = removeError(err), failed+1
+				d.Error = removeError(err)
 			}
-			out = append(out, d)
-			if !cf.json {
-				printRemoved(e, d)
-			}
-		}
-		if cf.json {
-			if err := printJSON(e.stdout, out); err != nil {
-				return err
-			}
-		}
-		if failed > 0 {
-			return fmt.Errorf("%d of %d not removed", failed, len(out))
-		}
-		return nil
+			return d
+		})
 	})
 }
 
