@@ -193,6 +193,9 @@ func (e *interruptedError) Error() string {
 	return fmt.Sprintf("stopped waiting; job %s keeps running (braid cancel %s to stop it)", e.job, e.job)
 }
 
+// Is makes an interrupted wait errInterrupted, as run reports it.
+func (e *interruptedError) Is(target error) bool { return target == errInterrupted }
+
 // progressText is the progress bar of a job.
 func progressText(j api.Job) string {
 	const width = 30

@@ -111,8 +111,7 @@ func run(ctx context.Context, args []string, e *env) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	var ie *interruptedError
-	if ctx.Err() != nil && errors.Is(err, context.Canceled) && !errors.As(err, &ie) {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		err = errInterrupted // Ctrl-C: say so, not "context canceled"
 	}
 	var ue *usageError
@@ -125,11 +124,10 @@ func run(ctx context.Context, args []string, e *env) int {
 
 // exitCode is the exit code of a command that failed with err.
 func exitCode(err error) int {
-	var ie *interruptedError
 	switch {
 	case errors.Is(err, errUsage):
 		return 2
-	case errors.As(err, &ie), errors.Is(err, errInterrupted):
+	case errors.Is(err, errInterrupted):
 		return 130
 	}
 	return 1
@@ -158,7 +156,6 @@ func errorCode(err error) string {
 	var ae *api.Error
 	var ns *client.NoServerError
 	var nb *client.NotBraidError
-	var ie *interruptedError
 	switch {
 	case errors.As(err, &ae):
 		return ae.Code
@@ -166,7 +163,7 @@ func errorCode(err error) string {
 		return "no_server"
 	case errors.As(err, &nb):
 		return "not_braid"
-	case errors.As(err, &ie), errors.Is(err, errInterrupted):
+	case errors.Is(err, errInterrupted):
 		return "interrupted"
 	case errors.Is(err, errUsage):
 		return "usage"
