@@ -73,11 +73,12 @@ func explain(ctx context.Context, err error, timeout time.Duration) error {
 	gaveUp := timeout > 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil
 	var ns *client.NoServerError
 	switch {
-	case errors.As(err, &ns) && gaveUp:
-		return &hinted{fmt.Sprintf("no braid server at %s (set --server or $BRAID_SERVER): %s; gave up after --timeout %v",
-			ns.URL, client.DialReason(ns.Err), timeout), err}
 	case errors.As(err, &ns):
-		return &hinted{fmt.Sprintf("no braid server at %s (set --server or $BRAID_SERVER): %s", ns.URL, client.DialReason(ns.Err)), err}
+		msg := fmt.Sprintf("no braid server at %s (set --server or $BRAID_SERVER): %s", ns.URL, client.DialReason(ns.Err))
+		if gaveUp {
+			msg += fmt.Sprintf("; gave up after --timeout %v", timeout)
+		}
+		return &hinted{msg, err}
 	case gaveUp:
 		return fmt.Errorf("gave up after --timeout %v: %w", timeout, err)
 	}
