@@ -70,7 +70,7 @@ func TestPlanStartsWithEveryKind(t *testing.T) {
 			kinds[f.Kind] = true
 		}
 		if len(kinds) != 6 {
-			t.Errorf("seed %d: 30 s schedule has only %v: %v", seed, kinds, plan)
+			t.Errorf("seed %d: 45 s schedule has only %v: %v", seed, kinds, plan)
 		}
 	}
 }
