@@ -95,19 +95,11 @@ func decode(data []byte) (*image.NRGBA, string, error) {
 // decodeImage checks the header of data against the size limits, then
 // decodes it.
 func decodeImage(data []byte) (image.Image, string, error) {
-	format := sniff(data)
-	if format == "" {
-		return nil, "", fmt.Errorf("%w: input is not a GIF, PNG or JPEG image", ErrBadImage)
-	}
-	c := codecs[format]
-	cfg, err := c.decodeConfig(bytes.NewReader(data))
+	format, err := checkHeader(data)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %v", ErrBadImage, err)
-	}
-	if err := checkSize(cfg.Width, cfg.Height); err != nil {
 		return nil, "", err
 	}
-	img, err := c.decode(bytes.NewReader(data))
+	img, err := codecs[format].decode(bytes.NewReader(data))
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", ErrBadImage, err)
 	}
@@ -115,6 +107,20 @@ func decodeImage(data []byte) (image.Image, string, error) {
 		return nil, "", err
 	}
 	return img, format, nil
+}
+
+// checkHeader names the format of data and checks its header (never the
+// pixels) against the size limits.
+func checkHeader(data []byte) (string, error) {
+	format := sniff(data)
+	if format == "" {
+		return "", fmt.Errorf("%w: not a GIF, PNG or JPEG image", ErrBadImage)
+	}
+	cfg, err := codecs[format].decodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadImage, err)
+	}
+	return format, checkSize(cfg.Width, cfg.Height)
 }
 
 func checkSize(w, h int) error {

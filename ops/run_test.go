@@ -66,8 +66,8 @@ func TestRunErrors(t *testing.T) {
 		want     error
 		text     string
 	}{
-		{"not an image", "blur", nil, []byte("hello, world"), ops.ErrBadImage, "input is not a GIF, PNG or JPEG image"},
-		{"empty", "blur", nil, nil, ops.ErrBadImage, "input is not a GIF, PNG or JPEG image"},
+		{"not an image", "blur", nil, []byte("hello, world"), ops.ErrBadImage, "not a GIF, PNG or JPEG image"},
+		{"empty", "blur", nil, nil, ops.ErrBadImage, "not a GIF, PNG or JPEG image"},
 		{"truncated gif", "blur", nil, gifData[:len(gifData)/2], ops.ErrBadImage, "ops: bad image"},
 		{"truncated header", "blur", nil, gifData[:8], ops.ErrBadImage, "ops: bad image"},
 		{"too wide", "blur", nil, gifHeader(16385, 1), ops.ErrBadImage, "more than 16384 pixels on a side"},
