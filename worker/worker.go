@@ -348,7 +348,6 @@ func (w *Worker) drain() {
 	}
 	if !w.settled() {
 		w.log.Warn("stopping with units still running; their servers will run them elsewhere", "running", len(w.threads))
-		return
 	}
 }
 
