@@ -384,8 +384,9 @@ func mustWorkers(t *testing.T, ctx context.Context, c *client.Client) []api.Work
 }
 
 // A server that stops gracefully while its units are queued on a real
-// worker gets their results and stops long before its drain timeout: the
-// worker keeps lending it the threads to finish what it holds.
+// worker gets their results and its drain ends with nothing in flight,
+// not at its timeout: the worker keeps lending it the threads to finish
+// what it holds.
 func TestServerStopDrainsRealWorker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -414,16 +415,13 @@ func TestServerStopDrainsRealWorker(t *testing.T) {
 	for w.Info().FreeThreads != 0 { // a unit is running, another queued behind it
 		time.Sleep(5 * time.Millisecond)
 	}
-	start := time.Now()
 	stopServer()
 	if err := <-served; err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("the server took %v to stop; its drain waited for units the worker never ran", d.Round(time.Millisecond))
-	}
-	if !strings.Contains(logs.String(), "drained: no unit in flight") {
-		t.Errorf("the server did not drain:\n%s", logs)
+	// The drain ended because nothing was in flight, not at its timeout.
+	if l := logs.String(); !strings.Contains(l, "drained: no unit in flight") || strings.Contains(l, "drain timed out") {
+		t.Errorf("the server did not drain; its drain waited for units the worker never ran:\n%s", l)
 	}
 }
 
