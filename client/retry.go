@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/braidhq/braid/api"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"syscall"
 	"time"
+
+	"github.com/braidhq/braid/api"
 )
 
 // DefaultRetryFor is how long a call rides through an unreachable server
