@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,9 +37,10 @@ func drive(ctx context.Context, cfg Config, addr string) (Result, error) {
 	)
 	start := time.Now()
 	stop := start.Add(cfg.Duration)
+	var lat latencies
 	for s := range a.Streams() {
 		wg.Go(func() {
-			b, m, err := runStream(ctx, cfg, a, s, stop, src)
+			b, m, err := runStream(ctx, streamPlan(cfg, s, src, &lat), a, s, stop)
 			bytes.Add(b)
 			msgs.Add(m)
 			if err != nil {
@@ -48,28 +50,61 @@ func drive(ctx context.Context, cfg Config, addr string) (Result, error) {
 	}
 	wg.Wait()
 	res := Result{Seconds: time.Since(start).Seconds(), Bytes: bytes.Load(), Messages: msgs.Load()}
+	res.LatencyP50, res.LatencyP99, res.LatencyMax = lat.summary()
 	return res, firstErr
+}
+
+// plan is what one stream does in a test.
+type plan struct {
+	mode string                 // announced to the listener: bulk or rr
+	next func() ([]byte, error) // the next message; nil: send none
+	lat  *latencies             // if set, round trips are timed into it
+}
+
+// holSmall is the size of the timed round trips in mode hol.
+const holSmall = 100
+
+// streamPlan says what stream s does: every stream runs cfg.Mode, except
+// in mode hol, where stream 0 is bulk, stream 1 times small round trips
+// and any others stay idle.
+func streamPlan(cfg Config, s int, src *payload, lat *latencies) plan {
+	next := func() ([]byte, error) { return src.next(s) }
+	if cfg.Mode != "hol" {
+		return plan{mode: cfg.Mode, next: next}
+	}
+	switch s {
+	case 0:
+		return plan{mode: "bulk", next: next}
+	case 1:
+		small := make([]byte, holSmall)
+		return plan{mode: "rr", next: func() ([]byte, error) { return small, nil }, lat: lat}
+	}
+	return plan{mode: "bulk"}
 }
 
 // runStream runs one stream until stop and returns the payload bytes and
 // messages the test counts.
-func runStream(ctx context.Context, cfg Config, a transport.Association, s int, stop time.Time, src *payload) (int64, int64, error) {
-	if err := a.Send(ctx, s, []byte(cfg.Mode)); err != nil {
+func runStream(ctx context.Context, p plan, a transport.Association, s int, stop time.Time) (int64, int64, error) {
+	if err := a.Send(ctx, s, []byte(p.mode)); err != nil {
 		return 0, 0, err
 	}
 	var n int64
-	for ; time.Now().Before(stop); n++ {
-		msg, err := src.next(s)
+	for ; p.next != nil && time.Now().Before(stop); n++ {
+		msg, err := p.next()
 		if err != nil {
 			return 0, n, err
 		}
+		t0 := time.Now()
 		if err := a.Send(ctx, s, msg); err != nil {
 			return 0, n, err
 		}
-		if cfg.Mode == "rr" {
+		if p.mode == "rr" {
 			if _, err := a.Recv(ctx, s); err != nil {
 				return 0, n, err
 			}
+		}
+		if p.lat != nil {
+			p.lat.add(time.Since(t0))
 		}
 	}
 	if err := a.Send(ctx, s, nil); err != nil {
@@ -80,10 +115,37 @@ func runStream(ctx context.Context, cfg Config, a transport.Association, s int, 
 		return 0, n, fmt.Errorf("end of run: ack %d bytes: %v", len(ack), err)
 	}
 	got := int64(binary.BigEndian.Uint64(ack))
-	if cfg.Mode == "rr" {
+	if p.mode == "rr" {
 		got *= 2 // request and response
 	}
 	return got, n, nil
+}
+
+// latencies collects round-trip times.
+type latencies struct {
+	mu sync.Mutex // guards d
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+// summary returns p50, p99 and the maximum in milliseconds, or zeros
+// without samples.
+func (l *latencies) summary() (p50, p99, maxMs float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(l.d)
+	ms := func(q float64) float64 {
+		return float64(l.d[int(q*float64(len(l.d)-1))].Microseconds()) / 1e3
+	}
+	return ms(0.5), ms(0.99), ms(1)
 }
 
 // payload hands out messages: a fixed buffer, or successive chunks of a

@@ -15,11 +15,15 @@ func (r Result) WriteTable(w io.Writer) error {
 // WriteTable writes rs as one table.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "transport\tmode\tstreams\tsize\tseconds\tMB\tmessages\tGbit/s\tmsg/s\tCPU s\tCPU s/GB\t")
+	fmt.Fprintln(tw, "transport\tmode\tstreams\tsize\tseconds\tMB\tmessages\tGbit/s\tmsg/s\tCPU s\tCPU s/GB\tp50 ms\tp99 ms\tmax ms\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.1f\t%d\t%.3f\t%.0f\t%.2f\t%.2f\t\n",
+		lat := "-\t-\t-"
+		if r.LatencyMax > 0 {
+			lat = fmt.Sprintf("%.2f\t%.2f\t%.2f", r.LatencyP50, r.LatencyP99, r.LatencyMax)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.1f\t%d\t%.3f\t%.0f\t%.2f\t%.2f\t%s\t\n",
 			r.Transport, r.Mode, r.Streams, r.Size, r.Seconds, float64(r.Bytes)/1e6, r.Messages,
-			r.Gbps, r.MsgPerSec, r.CPUSeconds, r.CPUSecPerGB)
+			r.Gbps, r.MsgPerSec, r.CPUSeconds, r.CPUSecPerGB, lat)
 	}
 	return tw.Flush()
 }

@@ -9,6 +9,12 @@
 // requests that the listener echoes (rr; one in flight per stream). An empty
 // message ends a stream's run; the listener answers it with the byte count it
 // received, so bulk rates are measured at the receiver.
+//
+// Mode "hol" (head of line) measures whether streams are independent in
+// latency: stream 0 streams Size-byte bulk messages (default 64 MiB) while
+// stream 1 sends 100-byte requests the listener echoes, one at a time; the
+// result carries the round trips' latency percentiles. A transport whose
+// small messages wait behind bulk data shows it as a high p99.
 package tperf
 
 import (
@@ -33,7 +39,7 @@ type Config struct {
 	// (default 64 KiB).
 	Streams int
 	Size    int
-	// Mode is "bulk" (default) or "rr".
+	// Mode is "bulk" (default), "rr" or "hol".
 	Mode string
 	// Duration of the measured run (default 10 s).
 	Duration time.Duration
@@ -61,6 +67,10 @@ type Result struct {
 	MsgPerSec   float64 `json:"msg_per_sec"`
 	CPUSeconds  float64 `json:"cpu_seconds"`
 	CPUSecPerGB float64 `json:"cpu_sec_per_gb"`
+	// Latency of the small round trips in mode hol, in milliseconds.
+	LatencyP50 float64 `json:"latency_p50_ms,omitempty"`
+	LatencyP99 float64 `json:"latency_p99_ms,omitempty"`
+	LatencyMax float64 `json:"latency_max_ms,omitempty"`
 }
 
 // ErrConfig is returned for an invalid Config.
@@ -70,11 +80,17 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Streams <= 0 {
 		c.Streams = 1
 	}
-	if c.Size <= 0 {
-		c.Size = 64 << 10
-	}
 	if c.Mode == "" {
 		c.Mode = "bulk"
+	}
+	if c.Size <= 0 {
+		c.Size = 64 << 10
+		if c.Mode == "hol" {
+			c.Size = 64 << 20
+		}
+	}
+	if c.Mode == "hol" {
+		c.Streams = max(c.Streams, 2)
 	}
 	if c.Duration <= 0 {
 		c.Duration = 10 * time.Second
@@ -85,8 +101,8 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Transport == nil:
 		return c, fmt.Errorf("%w: no transport", ErrConfig)
-	case c.Mode != "bulk" && c.Mode != "rr":
-		return c, fmt.Errorf("%w: mode %q (want bulk or rr)", ErrConfig, c.Mode)
+	case c.Mode != "bulk" && c.Mode != "rr" && c.Mode != "hol":
+		return c, fmt.Errorf("%w: mode %q (want bulk, rr or hol)", ErrConfig, c.Mode)
 	case c.Size > transport.MaxMessageSize:
 		return c, fmt.Errorf("%w: size %d over %d", ErrConfig, c.Size, transport.MaxMessageSize)
 	case c.Streams > transport.MaxStreams:

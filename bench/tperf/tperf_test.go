@@ -89,3 +89,24 @@ func freeAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// TestHOL checks that mode hol times the small round trips beside a bulk
+// stream and reports both.
+func TestHOL(t *testing.T) {
+	cfg := tperf.Config{Transport: tcp.New(tcp.Config{}), Mode: "hol", Size: 1 << 20, Duration: 300 * time.Millisecond}
+	res, err := tperf.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Streams != 2 || res.Bytes < 1<<20 {
+		t.Errorf("want 2 streams and at least one bulk message: %+v", res)
+	}
+	if res.LatencyP50 <= 0 || res.LatencyP99 < res.LatencyP50 || res.LatencyMax < res.LatencyP99 {
+		t.Errorf("latencies not ordered or missing: %+v", res)
+	}
+	var buf bytes.Buffer
+	if err := res.WriteTable(&buf); err != nil || !strings.Contains(buf.String(), "hol") {
+		t.Errorf("table: %v\n%s", err, buf.String())
+	}
+	t.Log("\n" + buf.String())
+}

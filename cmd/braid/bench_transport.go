@@ -16,11 +16,11 @@ import (
 // do: one-way bulk throughput or request/response rate, per transport and
 // stream count, memory to memory or file to file.
 func runBenchTransport(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("bench transport", "[--transport LIST] [--streams LIST] [--mode bulk,rr] [--listen ADDR | --connect ADDR]", e)
+	fs := newFlagSet("bench transport", "[--transport LIST] [--streams LIST] [--mode bulk,rr,hol] [--listen ADDR | --connect ADDR]", e)
 	tlist := fs.String("transport", strings.Join(transports.Names, ","), "transports, comma-separated")
 	slist := fs.String("streams", "1,4", "stream counts, comma-separated")
-	mlist := fs.String("mode", "bulk,rr", "bulk (one-way throughput) and/or rr (request/response rate)")
-	size := fs.Int("size", 0, "message size in bytes (default: 64 KiB for bulk, 19 KiB for rr)")
+	mlist := fs.String("mode", "bulk,rr", "bulk (one-way throughput), rr (request/response rate), hol (latency of 100-byte round trips on stream 1 beside bulk on stream 0)")
+	size := fs.Int("size", 0, "message size in bytes (default: 64 KiB for bulk, 19 KiB for rr, 64 MiB for hol's bulk stream)")
 	dur := fs.Duration("duration", 5*time.Second, "measured time per test")
 	listen := fs.String("listen", "", "serve one test on ADDR (the other side runs --connect)")
 	connect := fs.String("connect", "", "drive a test against a --listen side at ADDR")
@@ -83,6 +83,8 @@ func benchSize(size int, mode string) int {
 		return size
 	case mode == "rr":
 		return 19 << 10
+	case mode == "hol":
+		return 0 // tperf's default for the bulk stream
 	}
 	return 64 << 10
 }
