@@ -8,10 +8,13 @@ import (
 	"github.com/pion/sctp"
 )
 
-// The send scheduler. pion/sctp keeps one FIFO send queue per association
-// and its WriteSCTP never blocks, so on their own the streams' senders would
-// pile up to a whole credit window each in that queue, and a small message
-// on one stream would wait behind megabytes queued by another. Every data
+// The send scheduler. pion/sctp's WriteSCTP never blocks: it queues the
+// message in the association and returns. On their own the streams' senders
+// would hand pion a whole credit window each, which then waits in pion's
+// queue and on the path (socket buffers, the peer's read loop) ahead of any
+// later message, so that a small message on one stream waits behind
+// megabytes of another's. (pion's own queue interleaves streams, RFC 8260,
+// but everything it has sent is already queued on the path.) Every data
 // fragment therefore passes through the association's scheduler, which
 // hands pion a fragment only while the bytes pion holds for the data
 // streams (queued or in flight, not yet acknowledged) stay under a limit,
@@ -37,9 +40,11 @@ import (
 //
 // Wakeups. pion reports acknowledged bytes per stream through a callback
 // that fires when a stream's buffered amount falls to its threshold. When
-// streams wait, the scheduler needs a drop of D bytes across the k streams
-// that hold data in pion; it sets each one's threshold ceil(D/k) below its
-// current amount, so that a drop of D fires at least one callback.
+// streams wait, the scheduler wants a drop of D bytes (what the first
+// waiter needs, but at least a quarter of the limit, so that wakeups stay
+// few per byte) across the k streams that hold data in pion; it sets each
+// one's threshold ceil(D/k) below its current amount, so that a drop of D
+// fires at least one callback. No timer is involved.
 
 // scheduler serves an association's data streams in turn.
 type scheduler struct {
