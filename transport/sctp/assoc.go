@@ -30,6 +30,7 @@ type Association struct {
 	send    []*sendStream
 	recv    []*recvStream
 	data    []*sctp.Stream
+	sched   *scheduler
 	release func()
 	logf    func(format string, args ...any)
 
@@ -81,6 +82,7 @@ func newAssociation(s setup) (*Association, error) {
 		}
 		a.data[i], a.send[i], a.recv[i] = st, newSendStream(), newRecvStream(s.cfg.StreamWindow, rb)
 	}
+	a.sched = newScheduler(s.pa, a.data, s.cfg.FragmentSize)
 	s.hook.set(a.fail)
 	s.gate.set(n, a.fail)
 	a.start()

@@ -21,9 +21,19 @@
 // package therefore drains every SCTP stream into its own queue at once and
 // adds per-stream credit-based flow control on top: a sender may have at most
 // Config.StreamWindow bytes outstanding on a stream beyond what the receiving
-// application has consumed, and waits for credit otherwise. Send therefore
-// never queues without bound, and an unread stream stalls only its own
-// senders.
+// application has consumed, and waits for credit otherwise. An unread stream
+// thus stalls only its own senders.
+//
+// Send scheduling: pion/sctp accepts any amount of data at once and queues
+// it per association, so fragments pass through a scheduler (sched.go) that
+// hands pion a fragment only while the bytes pion holds for the data streams
+// stay under a limit sized from the path: two fragments plus the estimated
+// bandwidth-delay product (the delivery rate times the larger of twice the
+// smallest RTT measured and 1 ms), at most pion's congestion window. Streams
+// waiting for room are served in turn, a fragment each. Send blocks instead
+// of queueing, where its context, Close and Abort can still reach it, and a
+// small message on one stream waits behind about one bandwidth-delay
+// product of another stream's data rather than a whole credit window.
 //
 // Liveness: pion/sctp has no dead-peer detection of its own (its
 // retransmissions never give up and it sends no heartbeats unasked). The

@@ -82,6 +82,17 @@ func (s *sendStream) take(ctx context.Context, done <-chan struct{}, cost int) e
 	}
 }
 
+// refund gives back cost bytes taken for a fragment that was not sent.
+func (s *sendStream) refund(cost int) {
+	s.mu.Lock()
+	s.sent -= uint64(cost)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
 // errEnded is an internal signal: the association ended; callers replace it
 // with the association's error.
 var errEnded = fmt.Errorf("sctp: association ended")

@@ -9,7 +9,8 @@ import (
 )
 
 // Send implements transport.Association. It cuts p into fragments of at
-// most Config.FragmentSize bytes and waits for credit before each one.
+// most Config.FragmentSize bytes and, before each one, waits for credit and
+// then for its turn in the association's scheduler (sched.go).
 func (a *Association) Send(ctx context.Context, s int, p []byte) error {
 	if s < 0 || s >= len(a.send) {
 		return fmt.Errorf("%w: %d of %d", transport.ErrBadStream, s, len(a.send))
@@ -44,7 +45,12 @@ func (a *Association) sendFragments(ctx context.Context, s int, id uint32, p []b
 	ss, fs := a.send[s], a.cfg.FragmentSize
 	for off := 0; off == 0 || off < len(p); {
 		n := min(fs, len(p)-off)
-		if err := ss.take(ctx, a.done, n+fragHeaderLen); err != nil {
+		cost := n + fragHeaderLen
+		if err := ss.take(ctx, a.done, cost); err != nil {
+			return off, err
+		}
+		if err := a.sched.wait(ctx, a.done, s, cost); err != nil {
+			ss.refund(cost)
 			return off, err
 		}
 		h := fragHeader{msgID: id, offset: uint32(off), total: uint32(len(p))}
@@ -52,7 +58,9 @@ func (a *Association) sendFragments(ctx context.Context, s int, id uint32, p []b
 			h.flags = flagLast
 		}
 		ss.buf = append(appendFragHeader(ss.buf[:0], h), p[off:off+n]...)
-		if _, err := a.data[s].WriteSCTP(ss.buf, ppi); err != nil {
+		_, err := a.data[s].WriteSCTP(ss.buf, ppi)
+		a.sched.written(s, cost)
+		if err != nil {
 			a.fail(fmt.Errorf("%w: %v", transport.ErrPeerClosed, err))
 			return off, errEnded
 		}

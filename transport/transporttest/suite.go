@@ -102,6 +102,7 @@ func cases() []testCase {
 		{"MessageBoundaries", testBoundaries},
 		{"OrderWithinStream", testOrder},
 		{"IndependentStreams", testIndependence},
+		{"LatencyBesideBulk", testLatencyBesideBulk},
 		{"ConcurrentSenders", testConcurrentSenders},
 		{"Echo", testEcho},
 		{"Close", testClose},
