@@ -25,14 +25,16 @@ var (
 )
 
 // pconn is one association's view of a shared UDP socket: a net.Conn whose
-// Read yields the datagrams the mux routed to it and whose Write sends to
-// the peer's address. pion/sctp runs on it.
+// Read yields the packets the mux routed to it and whose Write queues them
+// for the peer's address. pion/sctp runs on it.
 type pconn struct {
 	m     *mux
 	raddr netip.AddrPort
-	in    chan *[]byte // datagrams from the mux; full means drop (UDP)
+	ua    *net.UDPAddr // raddr, for writes
+	in    chan packet  // packets from the mux; full means drop (UDP)
 	hook  garbageHook
 	life  alive.Clock
+	serr  sendErr
 	rd    *deadline.Deadline
 
 	closeOnce sync.Once
@@ -40,7 +42,8 @@ type pconn struct {
 }
 
 func newPconn(m *mux, raddr netip.AddrPort) *pconn {
-	c := &pconn{m: m, raddr: raddr, in: make(chan *[]byte, 1024), rd: deadline.New(), closed: make(chan struct{})}
+	c := &pconn{m: m, raddr: raddr, ua: net.UDPAddrFromAddrPort(raddr), in: make(chan packet, 1024),
+		rd: deadline.New(), closed: make(chan struct{})}
 	c.hook.set(func(error) { _ = c.Close() })
 	c.life.Start()
 	return c
@@ -49,24 +52,24 @@ func newPconn(m *mux, raddr netip.AddrPort) *pconn {
 func (c *pconn) garbage() *garbageHook { return &c.hook }
 func (c *pconn) signs() *alive.Clock   { return &c.life }
 
-// deliver hands a datagram to the reader, dropping it when the queue is full.
-func (c *pconn) deliver(b *[]byte) {
+// deliver hands a packet to the reader, dropping it when the queue is full.
+func (c *pconn) deliver(p packet) {
 	select {
-	case c.in <- b:
+	case c.in <- p:
 	default:
-		putBuf(b)
+		p.rb.release()
 	}
 }
 
-// Read returns the next well-formed datagram. A malformed one is reported to
+// Read returns the next well-formed packet. A malformed one is reported to
 // the hook (which aborts the association) and skipped.
 func (c *pconn) Read(p []byte) (int, error) {
 	for {
 		select {
-		case b := <-c.in:
-			n := copy(p, *b)
-			err := checkPacket(*b)
-			putBuf(b)
+		case pk := <-c.in:
+			n := copy(p, pk.p)
+			err := checkPacket(pk.p)
+			pk.rb.release()
 			if err != nil {
 				c.hook.fire(err)
 				continue
@@ -81,6 +84,7 @@ func (c *pconn) Read(p []byte) (int, error) {
 	}
 }
 
+// Write queues p for the peer (see batch.go).
 func (c *pconn) Write(p []byte) (int, error) {
 	select {
 	case <-c.closed:
@@ -88,7 +92,7 @@ func (c *pconn) Write(p []byte) (int, error) {
 	default:
 	}
 	c.life.Sent()
-	return c.m.pc.WriteToUDPAddrPort(p, c.raddr)
+	return c.m.sock.write(p, c.ua, &c.serr)
 }
 
 // Close detaches the conn from the mux; the socket stays with the mux.
@@ -101,39 +105,51 @@ func (c *pconn) Close() error {
 }
 
 func (c *pconn) LocalAddr() net.Addr               { return c.m.pc.LocalAddr() }
-func (c *pconn) RemoteAddr() net.Addr              { return net.UDPAddrFromAddrPort(c.raddr) }
+func (c *pconn) RemoteAddr() net.Addr              { return c.ua }
 func (c *pconn) SetDeadline(t time.Time) error     { c.rd.Set(t); return nil }
 func (c *pconn) SetReadDeadline(t time.Time) error { c.rd.Set(t); return nil }
 func (c *pconn) SetWriteDeadline(time.Time) error  { return nil }
 
-// dconn is the dialer's connected UDP socket with the same packet check.
+// dconn is the dialer's connected UDP socket, read and written in batches
+// (batch.go), with the same packet check.
 type dconn struct {
 	*net.UDPConn
+	sock *udpSocket
 	hook garbageHook
 	life alive.Clock
+	serr sendErr
 }
 
 func newDconn(uc *net.UDPConn) *dconn {
-	c := &dconn{UDPConn: uc}
+	c := &dconn{UDPConn: uc, sock: newUDPSocket(uc, true)}
 	c.life.Start()
 	return c
 }
 
+// Write queues p for the peer.
 func (c *dconn) Write(p []byte) (int, error) {
 	c.life.Sent()
-	return c.UDPConn.Write(p)
+	return c.sock.write(p, nil, &c.serr)
 }
+
+// Close sends what is queued (for a bounded time) and closes the socket.
+func (c *dconn) Close() error { return c.sock.close() }
 
 func (c *dconn) garbage() *garbageHook { return &c.hook }
 func (c *dconn) signs() *alive.Clock   { return &c.life }
 
+// Read returns the next well-formed packet; a malformed one is reported to
+// the hook and skipped. Only pion's read loop calls it.
 func (c *dconn) Read(p []byte) (int, error) {
 	for {
-		n, err := c.UDPConn.Read(p)
+		pk, err := c.sock.rd.next()
 		if err != nil {
-			return n, err
+			return 0, err
 		}
-		if err := checkPacket(p[:n]); err != nil {
+		n := copy(p, pk.p)
+		err = checkPacket(pk.p)
+		pk.rb.release()
+		if err != nil {
 			c.hook.fire(err)
 			continue
 		}

@@ -8,6 +8,12 @@
 // that carries an SCTP INIT starts a new server-side association (at most
 // Config.MaxHalfOpen at a time may be mid-handshake).
 //
+// UDP I/O is batched (batch.go): datagrams are read with recvmmsg, and
+// pion's writes are queued and sent by a flusher goroutine with sendmmsg,
+// runs of equal-sized packets to one peer as one UDP GSO buffer; sockets ask
+// for UDP GRO, so on loopback such a run crosses the kernel once. Closing a
+// conn sends what is queued (for at most a second) before the socket closes.
+//
 // Layout of an association:
 //
 //   - SCTP stream 0 is the control stream. It carries the braid handshake
