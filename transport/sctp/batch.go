@@ -338,9 +338,9 @@ func (f *flusher) send(s *udpSocket, batch []outPacket) {
 		if done == len(f.ms) {
 			break
 		}
-		if len(f.pkts[done]) > 1 && (errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EINVAL)) {
-			// The kernel or the device refused segmentation: stop using it
-			// and send this run's packets one by one.
+		if len(f.pkts[done]) > 1 && (errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EMSGSIZE)) {
+			// The kernel, the device or the path refused segmentation: stop
+			// using it and send this run's packets one by one.
 			s.gso.Store(false)
 			for _, p := range f.pkts[done] {
 				if _, err := s.bc.WriteBatch([]ipv4.Message{{Buffers: [][]byte{*p.buf}, Addr: addrOf(p.to)}}, 0); err != nil {

@@ -135,6 +135,12 @@ func (c *dconn) Write(p []byte) (int, error) {
 // Close sends what is queued (for a bounded time) and closes the socket.
 func (c *dconn) Close() error { return c.sock.close() }
 
+// SetDeadline sets the read deadline only: writes are queued, and the
+// flusher's sends must not fail on a deadline pion set for its own Write
+// (Abort bounds its flush that way). close bounds the flusher instead.
+func (c *dconn) SetDeadline(t time.Time) error    { return c.UDPConn.SetReadDeadline(t) }
+func (c *dconn) SetWriteDeadline(time.Time) error { return nil }
+
 func (c *dconn) garbage() *garbageHook { return &c.hook }
 func (c *dconn) signs() *alive.Clock   { return &c.life }
 
