@@ -33,3 +33,5 @@ require (
 )
 
 tool honnef.co/go/tools/cmd/staticcheck
+
+replace github.com/pion/sctp => ./third_party/pion-sctp

@@ -13,6 +13,8 @@
 // runs of equal-sized packets to one peer as one UDP GSO buffer; sockets ask
 // for UDP GRO, so on loopback such a run crosses the kernel once. Closing a
 // conn sends what is queued (for at most a second) before the socket closes.
+// The pion/sctp in use is a copy with allocation and copy fixes
+// (third_party/pion-sctp, see its BRAID-PATCHES.md), pending upstream.
 //
 // Layout of an association:
 //
