@@ -1186,21 +1186,32 @@ func (a *Association) readLoop() {
 	a.log.Debugf("[%s] readLoop entered", a.name)
 	buffer := make([]byte, receiveMTU)
 
+	packetReader, _ := a.netConn.(packetReader)
 	for {
-		n, err := a.netConn.Read(buffer)
-		if err != nil {
-			closeErr = err
+		var inbound []byte
+		if packetReader != nil {
+			var err error
+			if inbound, err = packetReader.ReadPacket(); err != nil {
+				closeErr = err
 
-			break
+				break
+			}
+		} else {
+			n, err := a.netConn.Read(buffer)
+			if err != nil {
+				closeErr = err
+
+				break
+			}
+			// Make a buffer sized to what we read, then copy the data we
+			// read from the underlying transport. We do this because the
+			// user data is passed to the reassembly queue without
+			// copying.
+			// braid patch: append copies without zeroing the new buffer first.
+			inbound = append([]byte(nil), buffer[:n]...)
 		}
-		// Make a buffer sized to what we read, then copy the data we
-		// read from the underlying transport. We do this because the
-		// user data is passed to the reassembly queue without
-		// copying.
-		// braid patch: append copies without zeroing the new buffer first.
-		inbound := append([]byte(nil), buffer[:n]...)
-		atomic.AddUint64(&a.bytesReceived, uint64(n)) //nolint:gosec // G115
-		if err = a.handleInbound(inbound); err != nil {
+		atomic.AddUint64(&a.bytesReceived, uint64(len(inbound)))
+		if err := a.handleInbound(inbound); err != nil {
 			closeErr = err
 
 			break
@@ -1210,9 +1221,26 @@ func (a *Association) readLoop() {
 	a.log.Debugf("[%s] readLoop exited %s", a.name, closeErr)
 }
 
+// packetReader is an optional interface of the net.Conn: ReadPacket returns
+// the next packet in a buffer that the caller then owns, which saves
+// readLoop a copy. (braid patch, see BRAID-PATCHES.md.)
+type packetReader interface {
+	ReadPacket() ([]byte, error)
+}
+
+// ownedWriter is an optional interface of the net.Conn: WriteOwned takes
+// ownership of p (so that it may queue it without a copy) and calls
+// release(p) once it no longer needs it, on success or failure.
+// (braid patch, see BRAID-PATCHES.md.)
+type ownedWriter interface {
+	WriteOwned(p []byte, release func([]byte)) (int, error)
+}
+
 func (a *Association) writeLoop() { // nolint:cyclop
 	a.log.Debugf("[%s] writeLoop entered", a.name)
 	defer a.log.Debugf("[%s] writeLoop exited", a.name)
+
+	ownedWriter, _ := a.netConn.(ownedWriter)
 
 loop:
 	for {
@@ -1220,7 +1248,14 @@ loop:
 
 		for _, raw := range rawPackets {
 			isAbortPacket := len(raw) > int(commonHeaderSize) && raw[commonHeaderSize] == byte(ctAbort)
-			_, err := a.netConn.Write(raw)
+			size := len(raw)
+			var err error
+			if ownedWriter != nil {
+				_, err = ownedWriter.WriteOwned(raw, putPacketBuffer)
+				raw = nil // the conn releases it
+			} else {
+				_, err = a.netConn.Write(raw)
+			}
 			if isAbortPacket {
 				a.abortSentOnce.Do(func() { close(a.abortSentCh) })
 			}
@@ -1236,9 +1271,11 @@ loop:
 
 				break loop
 			}
-			atomic.AddUint64(&a.bytesSent, uint64(len(raw)))
+			atomic.AddUint64(&a.bytesSent, uint64(size)) //nolint:gosec // G115
 			a.stats.incPacketsSent()
-			putPacketBuffer(raw)
+			if raw != nil {
+				putPacketBuffer(raw)
+			}
 		}
 
 		if !ok {

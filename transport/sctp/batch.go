@@ -69,6 +69,8 @@ type udpSocket struct {
 	flushing bool
 	closing  bool
 	closed   bool
+
+	f flusher // used by the one flush goroutine at a time
 }
 
 func newUDPSocket(uc *net.UDPConn, connected bool) *udpSocket {
@@ -245,9 +247,22 @@ func (e *sendErr) set(err error) { e.err.CompareAndSwap(nil, &err) }
 
 // outPacket is a queued datagram.
 type outPacket struct {
-	buf   *[]byte
-	to    *net.UDPAddr // nil on a connected socket
-	owner *sendErr
+	b       []byte
+	pooled  *[]byte      // b's buffer from bufPool (a copy), or nil
+	release func([]byte) // gives b back to its writer (owned), or nil
+	to      *net.UDPAddr // nil on a connected socket
+	owner   *sendErr
+}
+
+// done gives the packet's buffer back.
+func (p *outPacket) done() {
+	switch {
+	case p.pooled != nil:
+		putBuf(p.pooled)
+	case p.release != nil:
+		p.release(p.b)
+	}
+	*p = outPacket{}
 }
 
 // write queues a copy of p for to (ignored when connected) and returns at
@@ -259,8 +274,23 @@ func (s *udpSocket) write(p []byte, to *net.UDPAddr, owner *sendErr) (int, error
 	}
 	b := getBuf()
 	*b = append((*b)[:0], p...)
+	return s.enqueue(outPacket{b: *b, pooled: b, to: to, owner: owner})
+}
+
+// writeOwned is write without the copy: it queues p itself and calls
+// release(p) once p has been sent or dropped.
+func (s *udpSocket) writeOwned(p []byte, release func([]byte), to *net.UDPAddr, owner *sendErr) (int, error) {
+	if err := owner.get(); err != nil {
+		release(p)
+		return 0, err
+	}
+	return s.enqueue(outPacket{b: p, release: release, to: to, owner: owner})
+}
+
+func (s *udpSocket) enqueue(p outPacket) (int, error) {
+	n := len(p.b)
 	if s.connected {
-		to = nil
+		p.to = nil
 	}
 	s.mu.Lock()
 	for len(s.queue) >= maxQueue && !s.closing {
@@ -268,21 +298,20 @@ func (s *udpSocket) write(p []byte, to *net.UDPAddr, owner *sendErr) (int, error
 	}
 	if s.closing {
 		s.mu.Unlock()
-		putBuf(b)
+		p.done()
 		return 0, net.ErrClosed
 	}
-	s.queue = append(s.queue, outPacket{buf: b, to: to, owner: owner})
+	s.queue = append(s.queue, p)
 	if !s.flushing {
 		s.flushing = true
 		go s.flush()
 	}
 	s.mu.Unlock()
-	return len(p), nil
+	return n, nil
 }
 
 // flush sends queued packets until the queue is empty.
 func (s *udpSocket) flush() {
-	var f flusher
 	for {
 		s.mu.Lock()
 		if len(s.queue) == 0 {
@@ -295,10 +324,9 @@ func (s *udpSocket) flush() {
 		s.queue, s.spare = s.spare[:0], nil
 		s.changed.Broadcast()
 		s.mu.Unlock()
-		f.send(s, batch)
+		s.f.send(s, batch)
 		for i := range batch {
-			putBuf(batch[i].buf)
-			batch[i] = outPacket{}
+			batch[i].done()
 		}
 		s.mu.Lock()
 		s.spare = batch[:0]
@@ -343,7 +371,7 @@ func (f *flusher) send(s *udpSocket, batch []outPacket) {
 			// using it and send this run's packets one by one.
 			s.gso.Store(false)
 			for _, p := range f.pkts[done] {
-				if _, err := s.bc.WriteBatch([]ipv4.Message{{Buffers: [][]byte{*p.buf}, Addr: addrOf(p.to)}}, 0); err != nil {
+				if _, err := s.bc.WriteBatch([]ipv4.Message{{Buffers: [][]byte{p.b}, Addr: addrOf(p.to)}}, 0); err != nil {
 					p.owner.set(err)
 				}
 			}
@@ -361,11 +389,11 @@ func (f *flusher) send(s *udpSocket, batch []outPacket) {
 // gsoRun returns the end of the GSO run that starts at batch[i].
 func gsoRun(batch []outPacket, i int) int {
 	first := batch[i]
-	size, total := len(*first.buf), len(*first.buf)
+	size, total := len(first.b), len(first.b)
 	j := i + 1
 	for ; j < len(batch) && j-i < maxGSOSegments; j++ {
 		p := batch[j]
-		n := len(*p.buf)
+		n := len(p.b)
 		if p.to != first.to || p.owner != first.owner || n > size || total+n > maxGSOBytes {
 			break
 		}
@@ -391,12 +419,12 @@ func (f *flusher) add(pkts []outPacket) {
 	f.pkts = append(f.pkts, pkts)
 	m := &f.ms[k]
 	for _, p := range pkts {
-		m.Buffers = append(m.Buffers, *p.buf)
+		m.Buffers = append(m.Buffers, p.b)
 	}
 	m.Addr = addrOf(pkts[0].to)
 	m.OOB = nil
 	if len(pkts) > 1 {
-		m.OOB = gsoControl(f.oob[k], len(*pkts[0].buf))
+		m.OOB = gsoControl(f.oob[k], len(pkts[0].b))
 	}
 }
 

@@ -139,8 +139,7 @@ func TestGSORun(t *testing.T) {
 	a, b := &net.UDPAddr{Port: 1}, &net.UDPAddr{Port: 2}
 	var o1, o2 sendErr
 	pk := func(n int, to *net.UDPAddr, o *sendErr) outPacket {
-		buf := make([]byte, n)
-		return outPacket{buf: &buf, to: to, owner: o}
+		return outPacket{b: make([]byte, n), to: to, owner: o}
 	}
 	batch := []outPacket{
 		pk(1000, a, &o1), pk(1000, a, &o1), pk(500, a, &o1), // run of 3 ending short

@@ -95,6 +95,52 @@ func (c *pconn) Write(p []byte) (int, error) {
 	return c.m.sock.write(p, c.ua, &c.serr)
 }
 
+// WriteOwned is Write without the copy; pion's writeLoop uses it (see
+// third_party/pion-sctp/BRAID-PATCHES.md).
+func (c *pconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
+	select {
+	case <-c.closed:
+		release(p)
+		return 0, net.ErrClosed
+	default:
+	}
+	c.life.Sent()
+	return c.m.sock.writeOwned(p, release, c.ua, &c.serr)
+}
+
+// ReadPacket is Read into a new buffer the caller owns; pion's readLoop
+// uses it to save a copy.
+func (c *pconn) ReadPacket() ([]byte, error) {
+	for {
+		select {
+		case pk := <-c.in:
+			if p, ok := c.take(pk); ok {
+				return p, nil
+			}
+		case <-c.closed:
+			return nil, net.ErrClosed
+		case <-c.rd.Done():
+			return nil, os.ErrDeadlineExceeded
+		}
+	}
+}
+
+// take checks a packet and returns a copy of it, or reports it malformed.
+func (c *pconn) take(pk packet) ([]byte, bool) {
+	err := checkPacket(pk.p)
+	var p []byte
+	if err == nil {
+		p = append([]byte(nil), pk.p...)
+	}
+	pk.rb.release()
+	if err != nil {
+		c.hook.fire(err)
+		return nil, false
+	}
+	c.life.Heard()
+	return p, true
+}
+
 // Close detaches the conn from the mux; the socket stays with the mux.
 func (c *pconn) Close() error {
 	c.closeOnce.Do(func() {
@@ -140,6 +186,35 @@ func (c *dconn) Close() error { return c.sock.close() }
 // (Abort bounds its flush that way). close bounds the flusher instead.
 func (c *dconn) SetDeadline(t time.Time) error    { return c.UDPConn.SetReadDeadline(t) }
 func (c *dconn) SetWriteDeadline(time.Time) error { return nil }
+
+// WriteOwned is Write without the copy (see pconn.WriteOwned).
+func (c *dconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
+	c.life.Sent()
+	return c.sock.writeOwned(p, release, nil, &c.serr)
+}
+
+// ReadPacket is Read into a new buffer the caller owns (see
+// pconn.ReadPacket).
+func (c *dconn) ReadPacket() ([]byte, error) {
+	for {
+		pk, err := c.sock.rd.next()
+		if err != nil {
+			return nil, err
+		}
+		err = checkPacket(pk.p)
+		var p []byte
+		if err == nil {
+			p = append([]byte(nil), pk.p...)
+		}
+		pk.rb.release()
+		if err != nil {
+			c.hook.fire(err)
+			continue
+		}
+		c.life.Heard()
+		return p, nil
+	}
+}
 
 func (c *dconn) garbage() *garbageHook { return &c.hook }
 func (c *dconn) signs() *alive.Clock   { return &c.life }
