@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"syscall"
 	"testing"
 	"time"
@@ -161,5 +162,57 @@ func TestGSORun(t *testing.T) {
 	}
 	if n := gsoRun(big, 0); n*1452 > maxGSOBytes || n > maxGSOSegments || n < 40 {
 		t.Fatalf("run of %d 1452-byte packets", n)
+	}
+}
+
+// TestBatchDualStack checks a listener-style socket on ":0" (IPv6, dual
+// stack): a datagram from an IPv4 peer arrives with a v4-mapped address,
+// and a reply to the unmapped address (as the mux sends it) gets back.
+func TestBatchDualStack(t *testing.T) {
+	lc, err := net.ListenUDP("udp", &net.UDPAddr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := lc.LocalAddr().(*net.UDPAddr).Port
+	dc, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, d := newUDPSocket(lc, false), newUDPSocket(dc, true)
+	defer l.close()
+	defer d.close()
+	var lo, do sendErr
+	deadline := time.Now().Add(5 * time.Second)
+	_ = lc.SetReadDeadline(deadline)
+	_ = dc.SetReadDeadline(deadline)
+	for i := range 20 { // a GSO run and single packets, both ways
+		if _, err := d.write(payload(i), nil, &do); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		p, err := l.rd.next()
+		if err != nil {
+			t.Fatalf("listener, packet %d: %v", i, err)
+		}
+		if !bytes.Equal(p.p, payload(i)) {
+			t.Fatalf("listener, packet %d: wrong payload", i)
+		}
+		from := p.from.AddrPort()
+		to := net.UDPAddrFromAddrPort(netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
+		p.rb.release()
+		if _, err := l.write(payload(i), to, &lo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		p, err := d.rd.next()
+		if err != nil {
+			t.Fatalf("dialer, packet %d: %v (listener's send error: %v)", i, err, lo.get())
+		}
+		if !bytes.Equal(p.p, payload(i)) {
+			t.Fatalf("dialer, packet %d: wrong payload", i)
+		}
+		p.rb.release()
 	}
 }
