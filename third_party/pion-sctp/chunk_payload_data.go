@@ -50,6 +50,10 @@ type chunkPayloadData struct {
 	chunkHeader
 	stream *Stream
 
+	// wfqFinish is the chunk's finish time in the weighted fair queueing
+	// pending queue policy. (braid patch, see BRAID-PATCHES.md.)
+	wfqFinish float64
+
 	unordered         bool
 	beginningFragment bool
 	endingFragment    bool

@@ -259,7 +259,6 @@ func (q *roundRobinPendingQueuePolicy) Pop(chunkPayload StreamSchedulerChunk) er
 type weightedFairQueueingPendingQueuePolicy struct {
 	streamQueues   map[uint16]*pendingBaseQueue
 	streamFinish   map[uint16]float64
-	chunkFinish    map[*chunkPayloadData]float64
 	weights        map[uint16]uint16
 	virtualTime    float64
 	streamSelected bool
@@ -269,7 +268,6 @@ type weightedFairQueueingPendingQueuePolicy struct {
 func (q *weightedFairQueueingPendingQueuePolicy) Reset() {
 	q.streamQueues = map[uint16]*pendingBaseQueue{}
 	q.streamFinish = map[uint16]float64{}
-	q.chunkFinish = map[*chunkPayloadData]float64{}
 	q.virtualTime = 0
 	q.streamSelected = false
 	q.selectedStream = 0
@@ -307,7 +305,9 @@ func (q *weightedFairQueueingPendingQueuePolicy) Push(chunk StreamSchedulerChunk
 	start := math.Max(q.virtualTime, q.streamFinish[streamID])
 	finish := start + (float64(chunk.UserDataLen()) / weight)
 	q.streamFinish[streamID] = finish
-	q.chunkFinish[chunk.chunkPayloadData()] = finish
+	// braid patch: the finish time lives in the chunk, not in a map keyed
+	// by chunk (see BRAID-PATCHES.md).
+	chunk.chunkPayloadData().wfqFinish = finish
 	streamQueue.push(chunk.chunkPayloadData())
 }
 
@@ -327,7 +327,7 @@ func (q *weightedFairQueueingPendingQueuePolicy) Peek() StreamSchedulerChunk {
 		if chunk == nil {
 			continue
 		}
-		finish := q.chunkFinish[chunk]
+		finish := chunk.wfqFinish
 		if finish < selectedFinish || (finish == selectedFinish && streamID < selectedStream) {
 			selectedChunk = chunk
 			selectedStream = streamID
@@ -359,8 +359,7 @@ func (q *weightedFairQueueingPendingQueuePolicy) Pop(chunkPayload StreamSchedule
 		return ErrUnexpectedChunkPoppedStream
 	}
 
-	q.virtualTime = math.Max(q.virtualTime, q.chunkFinish[chunkPayload.chunkPayloadData()])
-	delete(q.chunkFinish, chunkPayload.chunkPayloadData())
+	q.virtualTime = math.Max(q.virtualTime, chunkPayload.chunkPayloadData().wfqFinish)
 	if streamQueue.size() == 0 {
 		delete(q.streamQueues, q.selectedStream)
 	}
