@@ -1251,8 +1251,10 @@ loop:
 			size := len(raw)
 			var err error
 			if ownedWriter != nil {
+				// The conn gives raw back to packetBuffers. (A conn's plain
+				// Write may, against io.Writer's contract, retain raw, as
+				// some test conns do, so raw is recycled only this way.)
 				_, err = ownedWriter.WriteOwned(raw, putPacketBuffer)
-				raw = nil // the conn releases it
 			} else {
 				_, err = a.netConn.Write(raw)
 			}
@@ -1273,9 +1275,6 @@ loop:
 			}
 			atomic.AddUint64(&a.bytesSent, uint64(size)) //nolint:gosec // G115
 			a.stats.incPacketsSent()
-			if raw != nil {
-				putPacketBuffer(raw)
-			}
 		}
 
 		if !ok {
