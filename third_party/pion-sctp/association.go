@@ -1230,10 +1230,13 @@ type packetReader interface {
 
 // ownedWriter is an optional interface of the net.Conn: WriteOwned takes
 // ownership of p (so that it may queue it without a copy) and calls
-// release(p) once it no longer needs it, on success or failure.
+// release(p) once it no longer needs it, on success or failure; it may hold
+// p until Flush, which writeLoop calls after the last packet of each round
+// of writes (and after an ABORT), so that a round can leave in one batch.
 // (braid patch, see BRAID-PATCHES.md.)
 type ownedWriter interface {
 	WriteOwned(p []byte, release func([]byte)) (int, error)
+	Flush() error
 }
 
 func (a *Association) writeLoop() { // nolint:cyclop
@@ -1246,7 +1249,7 @@ loop:
 	for {
 		rawPackets, ok := a.gatherOutbound()
 
-		for _, raw := range rawPackets {
+		for i, raw := range rawPackets {
 			isAbortPacket := len(raw) > int(commonHeaderSize) && raw[commonHeaderSize] == byte(ctAbort)
 			size := len(raw)
 			var err error
@@ -1255,6 +1258,11 @@ loop:
 				// Write may, against io.Writer's contract, retain raw, as
 				// some test conns do, so raw is recycled only this way.)
 				_, err = ownedWriter.WriteOwned(raw, putPacketBuffer)
+				// The round's packets leave together; an ABORT at once, so
+				// that abortSentCh means sent.
+				if err == nil && (isAbortPacket || i == len(rawPackets)-1) {
+					err = ownedWriter.Flush()
+				}
 			} else {
 				_, err = a.netConn.Write(raw)
 			}

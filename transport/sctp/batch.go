@@ -22,8 +22,11 @@ import (
 // UDP GSO (UDP_SEGMENT) sends a run of equal-sized packets to one peer as
 // one buffer, and UDP GRO (UDP_GRO) receives a run as one buffer with its
 // segment size, so that on loopback such a run crosses the stack once.
-// Writes are queued (copied) and sent by a flusher goroutine, which sends
-// whatever accumulated while its previous system call ran.
+// pion's writeLoop (third_party/pion-sctp) hands each round of packets over
+// with WriteOwned and then calls Flush, which sends the round from its own
+// goroutine (txRound). A plain Write (an unpatched pion) is queued (copied)
+// and sent by a flusher goroutine, which sends whatever accumulated while
+// its previous system call ran.
 
 // batchConn is the batch API of ipv4.PacketConn and ipv6.PacketConn (their
 // Message types are the same).
@@ -277,16 +280,44 @@ func (s *udpSocket) write(p []byte, to *net.UDPAddr, owner *sendErr) (int, error
 	return s.enqueue(outPacket{b: *b, pooled: b, to: to, owner: owner})
 }
 
-// writeOwned is write without the copy: it queues p itself and calls
-// release(p) once p has been sent or dropped.
-func (s *udpSocket) writeOwned(p []byte, release func([]byte), to *net.UDPAddr, owner *sendErr) (int, error) {
-	if err := owner.get(); err != nil {
-		release(p)
-		return 0, err
-	}
-	return s.enqueue(outPacket{b: p, release: release, to: to, owner: owner})
+// txRound holds the packets one writer (an association's pion writeLoop)
+// wrote with WriteOwned until its Flush, which sends them together from the
+// writer's goroutine: no flusher goroutine, no copy.
+type txRound struct {
+	mu   sync.Mutex // WriteOwned and Flush come from writeLoop, Close may not
+	pkts []outPacket
+	f    flusher
 }
 
+// add holds p for the next flush.
+func (t *txRound) add(p outPacket) {
+	t.mu.Lock()
+	t.pkts = append(t.pkts, p)
+	t.mu.Unlock()
+}
+
+// flush sends the held packets on s and returns owner's first send error.
+func (t *txRound) flush(s *udpSocket, owner *sendErr) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.pkts) > 0 {
+		s.mu.Lock()
+		closing := s.closing
+		s.mu.Unlock()
+		if closing {
+			owner.set(net.ErrClosed)
+		} else {
+			t.f.send(s, t.pkts)
+		}
+		for i := range t.pkts {
+			t.pkts[i].done()
+		}
+		t.pkts = t.pkts[:0]
+	}
+	return owner.get()
+}
+
+// enqueue queues p for the flusher goroutine.
 func (s *udpSocket) enqueue(p outPacket) (int, error) {
 	n := len(p.b)
 	if s.connected {

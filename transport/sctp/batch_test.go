@@ -216,3 +216,60 @@ func TestBatchDualStack(t *testing.T) {
 		p.rb.release()
 	}
 }
+
+// TestRoundOrder sends packets the way pion's writeLoop does with
+// WriteOwned and Flush (rounds of varying length, each sent from the
+// caller) and checks that each arrives whole and in order and that every
+// buffer is given back.
+func TestRoundOrder(t *testing.T) {
+	tx, rx := socketPair(t)
+	var owner sendErr
+	var tr txRound
+	const n = 1000
+	released := 0
+	release := func([]byte) { released++ }
+	go func() {
+		for i := range n {
+			tr.add(outPacket{b: payload(i), release: release, owner: &owner})
+			if i%7 == 3 || i == n-1 {
+				if err := tr.flush(tx, &owner); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	_ = rx.uc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for i := range n {
+		p, err := rx.rd.next()
+		if err != nil {
+			t.Fatalf("packet %d: %v", i, err)
+		}
+		if !bytes.Equal(p.p, payload(i)) {
+			t.Fatalf("packet %d: got %d bytes starting %q", i, len(p.p), p.p[:min(6, len(p.p))])
+		}
+		p.rb.release()
+	}
+	tr.mu.Lock() // the sender's last flush has returned once it unlocks
+	defer tr.mu.Unlock()
+	if released != n {
+		t.Fatalf("%d of %d buffers given back", released, n)
+	}
+}
+
+// TestRoundAfterClose checks that a flush on a closed socket fails and
+// still gives the buffers back.
+func TestRoundAfterClose(t *testing.T) {
+	tx, _ := socketPair(t)
+	_ = tx.close()
+	var owner sendErr
+	var tr txRound
+	released := false
+	tr.add(outPacket{b: []byte("late"), release: func([]byte) { released = true }, owner: &owner})
+	if err := tr.flush(tx, &owner); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("flush after close: %v, want net.ErrClosed", err)
+	}
+	if !released {
+		t.Fatal("buffer not given back")
+	}
+}

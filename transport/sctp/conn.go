@@ -35,6 +35,7 @@ type pconn struct {
 	hook  garbageHook
 	life  alive.Clock
 	serr  sendErr
+	tx    txRound
 	rd    *deadline.Deadline
 
 	closeOnce sync.Once
@@ -95,8 +96,8 @@ func (c *pconn) Write(p []byte) (int, error) {
 	return c.m.sock.write(p, c.ua, &c.serr)
 }
 
-// WriteOwned is Write without the copy; pion's writeLoop uses it (see
-// third_party/pion-sctp/BRAID-PATCHES.md).
+// WriteOwned is Write without the copy: p waits for Flush. pion's
+// writeLoop uses both (see third_party/pion-sctp/BRAID-PATCHES.md).
 func (c *pconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 	select {
 	case <-c.closed:
@@ -104,9 +105,17 @@ func (c *pconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 		return 0, net.ErrClosed
 	default:
 	}
+	if err := c.serr.get(); err != nil {
+		release(p)
+		return 0, err
+	}
 	c.life.Sent()
-	return c.m.sock.writeOwned(p, release, c.ua, &c.serr)
+	c.tx.add(outPacket{b: p, release: release, to: c.ua, owner: &c.serr})
+	return len(p), nil
 }
+
+// Flush sends what WriteOwned holds.
+func (c *pconn) Flush() error { return c.tx.flush(c.m.sock, &c.serr) }
 
 // ReadPacket is Read into a new buffer the caller owns; pion's readLoop
 // uses it to save a copy.
@@ -141,9 +150,11 @@ func (c *pconn) take(pk packet) ([]byte, bool) {
 	return p, true
 }
 
-// Close detaches the conn from the mux; the socket stays with the mux.
+// Close sends what WriteOwned holds and detaches the conn from the mux;
+// the socket stays with the mux.
 func (c *pconn) Close() error {
 	c.closeOnce.Do(func() {
+		_ = c.Flush()
 		close(c.closed)
 		c.m.remove(c)
 	})
@@ -164,6 +175,7 @@ type dconn struct {
 	hook garbageHook
 	life alive.Clock
 	serr sendErr
+	tx   txRound
 }
 
 func newDconn(uc *net.UDPConn) *dconn {
@@ -178,8 +190,12 @@ func (c *dconn) Write(p []byte) (int, error) {
 	return c.sock.write(p, nil, &c.serr)
 }
 
-// Close sends what is queued (for a bounded time) and closes the socket.
-func (c *dconn) Close() error { return c.sock.close() }
+// Close sends what is held and queued (the queue for a bounded time) and
+// closes the socket.
+func (c *dconn) Close() error {
+	_ = c.Flush()
+	return c.sock.close()
+}
 
 // SetDeadline sets the read deadline only: writes are queued, and the
 // flusher's sends must not fail on a deadline pion set for its own Write
@@ -187,11 +203,20 @@ func (c *dconn) Close() error { return c.sock.close() }
 func (c *dconn) SetDeadline(t time.Time) error    { return c.UDPConn.SetReadDeadline(t) }
 func (c *dconn) SetWriteDeadline(time.Time) error { return nil }
 
-// WriteOwned is Write without the copy (see pconn.WriteOwned).
+// WriteOwned is Write without the copy: p waits for Flush (see
+// pconn.WriteOwned).
 func (c *dconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
+	if err := c.serr.get(); err != nil {
+		release(p)
+		return 0, err
+	}
 	c.life.Sent()
-	return c.sock.writeOwned(p, release, nil, &c.serr)
+	c.tx.add(outPacket{b: p, release: release, owner: &c.serr})
+	return len(p), nil
 }
+
+// Flush sends what WriteOwned holds.
+func (c *dconn) Flush() error { return c.tx.flush(c.sock, &c.serr) }
 
 // ReadPacket is Read into a new buffer the caller owns (see
 // pconn.ReadPacket).
