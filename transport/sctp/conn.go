@@ -25,14 +25,17 @@ var (
 )
 
 // pconn is one association's view of a shared UDP socket: a net.Conn whose
-// Read yields the datagrams the mux routed to it and whose Write sends to
-// the peer's address. pion/sctp runs on it.
+// Read yields the packets the mux routed to it and whose Write queues them
+// for the peer's address. pion/sctp runs on it.
 type pconn struct {
 	m     *mux
 	raddr netip.AddrPort
-	in    chan *[]byte // datagrams from the mux; full means drop (UDP)
+	ua    *net.UDPAddr // raddr, for writes
+	in    chan packet  // packets from the mux; full means drop (UDP)
 	hook  garbageHook
 	life  alive.Clock
+	serr  sendErr
+	tx    txRound
 	rd    *deadline.Deadline
 
 	closeOnce sync.Once
@@ -40,7 +43,8 @@ type pconn struct {
 }
 
 func newPconn(m *mux, raddr netip.AddrPort) *pconn {
-	c := &pconn{m: m, raddr: raddr, in: make(chan *[]byte, 1024), rd: deadline.New(), closed: make(chan struct{})}
+	c := &pconn{m: m, raddr: raddr, ua: net.UDPAddrFromAddrPort(raddr), in: make(chan packet, 1024),
+		rd: deadline.New(), closed: make(chan struct{})}
 	c.hook.set(func(error) { _ = c.Close() })
 	c.life.Start()
 	return c
@@ -49,24 +53,24 @@ func newPconn(m *mux, raddr netip.AddrPort) *pconn {
 func (c *pconn) garbage() *garbageHook { return &c.hook }
 func (c *pconn) signs() *alive.Clock   { return &c.life }
 
-// deliver hands a datagram to the reader, dropping it when the queue is full.
-func (c *pconn) deliver(b *[]byte) {
+// deliver hands a packet to the reader, dropping it when the queue is full.
+func (c *pconn) deliver(p packet) {
 	select {
-	case c.in <- b:
+	case c.in <- p:
 	default:
-		putBuf(b)
+		p.rb.release()
 	}
 }
 
-// Read returns the next well-formed datagram. A malformed one is reported to
+// Read returns the next well-formed packet. A malformed one is reported to
 // the hook (which aborts the association) and skipped.
 func (c *pconn) Read(p []byte) (int, error) {
 	for {
 		select {
-		case b := <-c.in:
-			n := copy(p, *b)
-			err := checkPacket(*b)
-			putBuf(b)
+		case pk := <-c.in:
+			n := copy(p, pk.p)
+			err := checkPacket(pk.p)
+			pk.rb.release()
 			if err != nil {
 				c.hook.fire(err)
 				continue
@@ -81,6 +85,7 @@ func (c *pconn) Read(p []byte) (int, error) {
 	}
 }
 
+// Write queues p for the peer (see batch.go).
 func (c *pconn) Write(p []byte) (int, error) {
 	select {
 	case <-c.closed:
@@ -88,12 +93,68 @@ func (c *pconn) Write(p []byte) (int, error) {
 	default:
 	}
 	c.life.Sent()
-	return c.m.pc.WriteToUDPAddrPort(p, c.raddr)
+	return c.m.sock.write(p, c.ua, &c.serr)
 }
 
-// Close detaches the conn from the mux; the socket stays with the mux.
+// WriteOwned is Write without the copy: p waits for Flush. pion's
+// writeLoop uses both (see third_party/pion-sctp/BRAID-PATCHES.md).
+func (c *pconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
+	select {
+	case <-c.closed:
+		release(p)
+		return 0, net.ErrClosed
+	default:
+	}
+	if err := c.serr.get(); err != nil {
+		release(p)
+		return 0, err
+	}
+	c.life.Sent()
+	c.tx.add(outPacket{b: p, release: release, to: c.ua, owner: &c.serr})
+	return len(p), nil
+}
+
+// Flush sends what WriteOwned holds.
+func (c *pconn) Flush() error { return c.tx.flush(c.m.sock, &c.serr) }
+
+// ReadPacket is Read into a new buffer the caller owns; pion's readLoop
+// uses it to save a copy.
+func (c *pconn) ReadPacket() ([]byte, error) {
+	for {
+		select {
+		case pk := <-c.in:
+			if p, ok := c.take(pk); ok {
+				return p, nil
+			}
+		case <-c.closed:
+			return nil, net.ErrClosed
+		case <-c.rd.Done():
+			return nil, os.ErrDeadlineExceeded
+		}
+	}
+}
+
+// take checks a packet and returns a copy of it, or reports it malformed.
+func (c *pconn) take(pk packet) ([]byte, bool) {
+	err := checkPacket(pk.p)
+	var p []byte
+	if err == nil {
+		p = append([]byte(nil), pk.p...)
+	}
+	pk.rb.release()
+	if err != nil {
+		c.hook.fire(err)
+		return nil, false
+	}
+	c.life.Heard()
+	return p, true
+}
+
+// Close sends what WriteOwned holds and detaches the conn from the mux;
+// the socket stays with the mux.
 func (c *pconn) Close() error {
 	c.closeOnce.Do(func() {
+		_ = c.Flush()
 		close(c.closed)
 		c.m.remove(c)
 	})
@@ -101,39 +162,100 @@ func (c *pconn) Close() error {
 }
 
 func (c *pconn) LocalAddr() net.Addr               { return c.m.pc.LocalAddr() }
-func (c *pconn) RemoteAddr() net.Addr              { return net.UDPAddrFromAddrPort(c.raddr) }
+func (c *pconn) RemoteAddr() net.Addr              { return c.ua }
 func (c *pconn) SetDeadline(t time.Time) error     { c.rd.Set(t); return nil }
 func (c *pconn) SetReadDeadline(t time.Time) error { c.rd.Set(t); return nil }
 func (c *pconn) SetWriteDeadline(time.Time) error  { return nil }
 
-// dconn is the dialer's connected UDP socket with the same packet check.
+// dconn is the dialer's connected UDP socket, read and written in batches
+// (batch.go), with the same packet check.
 type dconn struct {
 	*net.UDPConn
+	sock *udpSocket
 	hook garbageHook
 	life alive.Clock
+	serr sendErr
+	tx   txRound
 }
 
 func newDconn(uc *net.UDPConn) *dconn {
-	c := &dconn{UDPConn: uc}
+	c := &dconn{UDPConn: uc, sock: newUDPSocket(uc, true)}
 	c.life.Start()
 	return c
 }
 
+// Write queues p for the peer.
 func (c *dconn) Write(p []byte) (int, error) {
 	c.life.Sent()
-	return c.UDPConn.Write(p)
+	return c.sock.write(p, nil, &c.serr)
+}
+
+// Close sends what is held and queued (the queue for a bounded time) and
+// closes the socket.
+func (c *dconn) Close() error {
+	_ = c.Flush()
+	return c.sock.close()
+}
+
+// SetDeadline sets the read deadline only: writes are queued, and the
+// flusher's sends must not fail on a deadline pion set for its own Write
+// (Abort bounds its flush that way). close bounds the flusher instead.
+func (c *dconn) SetDeadline(t time.Time) error    { return c.UDPConn.SetReadDeadline(t) }
+func (c *dconn) SetWriteDeadline(time.Time) error { return nil }
+
+// WriteOwned is Write without the copy: p waits for Flush (see
+// pconn.WriteOwned).
+func (c *dconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
+	if err := c.serr.get(); err != nil {
+		release(p)
+		return 0, err
+	}
+	c.life.Sent()
+	c.tx.add(outPacket{b: p, release: release, owner: &c.serr})
+	return len(p), nil
+}
+
+// Flush sends what WriteOwned holds.
+func (c *dconn) Flush() error { return c.tx.flush(c.sock, &c.serr) }
+
+// ReadPacket is Read into a new buffer the caller owns (see
+// pconn.ReadPacket).
+func (c *dconn) ReadPacket() ([]byte, error) {
+	for {
+		pk, err := c.sock.rd.next()
+		if err != nil {
+			return nil, err
+		}
+		err = checkPacket(pk.p)
+		var p []byte
+		if err == nil {
+			p = append([]byte(nil), pk.p...)
+		}
+		pk.rb.release()
+		if err != nil {
+			c.hook.fire(err)
+			continue
+		}
+		c.life.Heard()
+		return p, nil
+	}
 }
 
 func (c *dconn) garbage() *garbageHook { return &c.hook }
 func (c *dconn) signs() *alive.Clock   { return &c.life }
 
+// Read returns the next well-formed packet; a malformed one is reported to
+// the hook and skipped. Only pion's read loop calls it.
 func (c *dconn) Read(p []byte) (int, error) {
 	for {
-		n, err := c.UDPConn.Read(p)
+		pk, err := c.sock.rd.next()
 		if err != nil {
-			return n, err
+			return 0, err
 		}
-		if err := checkPacket(p[:n]); err != nil {
+		n := copy(p, pk.p)
+		err = checkPacket(pk.p)
+		pk.rb.release()
+		if err != nil {
 			c.hook.fire(err)
 			continue
 		}

@@ -8,6 +8,16 @@
 // that carries an SCTP INIT starts a new server-side association (at most
 // Config.MaxHalfOpen at a time may be mid-handshake).
 //
+// UDP I/O is batched (batch.go): datagrams are read with recvmmsg, and
+// each round of packets pion's write loop produces is sent with one sendmmsg
+// from that loop, runs of equal-sized packets to one peer as one UDP GSO
+// buffer; sockets ask for UDP GRO, so on loopback such a run crosses the
+// kernel once. The pion/sctp in use is a copy with allocation and copy fixes
+// and the two conn hooks this needs (third_party/pion-sctp, see its
+// BRAID-PATCHES.md), pending upstream; with an unpatched pion, writes are
+// queued and sent by a flusher goroutine instead. Closing a conn sends what
+// is queued (for at most a second) before the socket closes.
+//
 // Layout of an association:
 //
 //   - SCTP stream 0 is the control stream. It carries the braid handshake

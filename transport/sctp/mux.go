@@ -11,6 +11,7 @@ import (
 // ended, so that accepted associations outlive Listener.Close.
 type mux struct {
 	pc    *net.UDPConn
+	sock  *udpSocket     // pc's batched I/O
 	onNew func(c *pconn) // called for an INIT from a new address
 	log   func(msg string, args ...any)
 
@@ -22,46 +23,48 @@ type mux struct {
 }
 
 func newMux(pc *net.UDPConn, maxHalf int, onNew func(*pconn), log func(string, ...any)) *mux {
-	return &mux{pc: pc, onNew: onNew, log: log, conns: map[netip.AddrPort]*pconn{}, maxHalf: maxHalf}
+	return &mux{pc: pc, sock: newUDPSocket(pc, false), onNew: onNew, log: log, conns: map[netip.AddrPort]*pconn{}, maxHalf: maxHalf}
 }
 
 // start starts routing datagrams.
 func (m *mux) start() { go m.readLoop() }
 
-// readLoop routes datagrams until the socket is closed.
+// readLoop routes packets until the socket is closed.
 func (m *mux) readLoop() {
 	for {
-		b := getBuf()
-		n, from, err := m.pc.ReadFromUDPAddrPort(*b)
+		p, err := m.sock.rd.next()
 		if err != nil {
-			putBuf(b)
 			return
 		}
-		*b = (*b)[:n]
-		m.route(netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), b)
+		if p.from == nil {
+			p.rb.release()
+			continue
+		}
+		from := p.from.AddrPort()
+		m.route(netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), m.sock.compact(p))
 	}
 }
 
-// route delivers b to its association or starts a new one for an INIT.
-func (m *mux) route(from netip.AddrPort, b *[]byte) {
+// route delivers p to its association or starts a new one for an INIT.
+func (m *mux) route(from netip.AddrPort, p packet) {
 	m.mu.Lock()
 	c := m.conns[from]
-	if c == nil && !m.closing && m.halfOpen < m.maxHalf && isInit(*b) {
+	if c == nil && !m.closing && m.halfOpen < m.maxHalf && isInit(p.p) {
 		c = newPconn(m, from)
 		m.conns[from] = c
 		m.halfOpen++
 		m.onNew(c) // under mu, so that no new association starts after close
 		m.mu.Unlock()
-		c.deliver(b)
+		c.deliver(p)
 		return
 	}
 	m.mu.Unlock()
 	if c == nil {
-		m.log("sctp: dropped datagram from unknown peer", "peer", from, "bytes", len(*b))
-		putBuf(b)
+		m.log("sctp: dropped datagram from unknown peer", "peer", from, "bytes", len(p.p))
+		p.rb.release()
 		return
 	}
-	c.deliver(b)
+	c.deliver(p)
 }
 
 // established marks one half-open association as done with its handshake
@@ -80,7 +83,7 @@ func (m *mux) remove(c *pconn) {
 	last := m.closing && len(m.conns) == 0
 	m.mu.Unlock()
 	if last {
-		_ = m.pc.Close()
+		_ = m.sock.close()
 	}
 }
 
@@ -91,6 +94,6 @@ func (m *mux) close() {
 	last := len(m.conns) == 0
 	m.mu.Unlock()
 	if last {
-		_ = m.pc.Close()
+		_ = m.sock.close()
 	}
 }

@@ -59,14 +59,14 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
 	conn := newDconn(uc)
-	conn.hook.set(func(error) { _ = uc.Close() })
+	conn.hook.set(func(error) { _ = conn.Close() })
 	var opts []sctp.ClientOption
 	for _, o := range t.options(conn, &conn.hook) {
 		opts = append(opts, o)
 	}
 	pa, err := sctp.ClientContext(ctx, opts...)
 	if err != nil {
-		_ = uc.Close()
+		_ = conn.Close()
 		return nil, fmt.Errorf("sctp: dial %s: %w", addr, ctxErr(ctx, err))
 	}
 	a, err := t.handshake(ctx, pa, conn, t.logf, func(c transport.HandshakeConn) (transport.HandshakeResult, func(), error) {

@@ -1,0 +1,502 @@
+package sctp
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+	"golang.org/x/sys/unix"
+)
+
+// Batched UDP I/O. pion/sctp reads and writes one SCTP packet per call on
+// its net.Conn; a system call per packet was a quarter of the transport's
+// CPU time at MTU 1452 (a sixth at 8192). A udpSocket therefore reads with recvmmsg and writes with
+// sendmmsg, and where the kernel offers them lets it coalesce packets:
+// UDP GSO (UDP_SEGMENT) sends a run of equal-sized packets to one peer as
+// one buffer, and UDP GRO (UDP_GRO) receives a run as one buffer with its
+// segment size, so that on loopback such a run crosses the stack once.
+// pion's writeLoop (third_party/pion-sctp) hands each round of packets over
+// with WriteOwned and then calls Flush, which sends the round from its own
+// goroutine (txRound). A plain Write (an unpatched pion) is queued (copied)
+// and sent by a flusher goroutine, which sends whatever accumulated while
+// its previous system call ran.
+
+// batchConn is the batch API of ipv4.PacketConn and ipv6.PacketConn (their
+// Message types are the same).
+type batchConn interface {
+	ReadBatch(ms []ipv4.Message, flags int) (int, error)
+	WriteBatch(ms []ipv4.Message, flags int) (int, error)
+}
+
+const (
+	// readBatch is how many datagrams one recvmmsg may return.
+	readBatch = 16
+	// groBuffer holds one coalesced run (a UDP datagram's largest size).
+	groBuffer = 64 << 10
+	// maxQueue bounds the packets waiting for the flusher; Write blocks
+	// beyond it.
+	maxQueue = 256
+	// maxGSOBytes and maxGSOSegments bound one GSO send (the kernel's
+	// limits are 64 KiB less headers and 64 or 128 segments).
+	maxGSOBytes    = 60 << 10
+	maxGSOSegments = 64
+	// drainTimeout bounds how long closing a socket waits for queued
+	// packets to leave.
+	drainTimeout = time.Second
+)
+
+// udpSocket is a UDP socket with batched reads (by one reader goroutine at
+// a time) and queued, batched writes.
+type udpSocket struct {
+	uc        *net.UDPConn
+	bc        batchConn
+	connected bool // Write addresses are ignored: the socket is connected
+	gro       bool
+	gso       atomic.Bool
+
+	rxPool    sync.Pool // of *rxBuf
+	smallPool sync.Pool // of *rxBuf of maxDatagram+1 bytes, for compact
+	rd        reader
+
+	mu       sync.Mutex // guards the fields below
+	changed  *sync.Cond // queue shrank, flusher stopped or closing began
+	queue    []outPacket
+	spare    []outPacket
+	flushing bool
+	closing  bool
+	closed   bool
+
+	f flusher // used by the one flush goroutine at a time
+}
+
+func newUDPSocket(uc *net.UDPConn, connected bool) *udpSocket {
+	s := &udpSocket{uc: uc, connected: connected}
+	s.changed = sync.NewCond(&s.mu)
+	if ua, ok := uc.LocalAddr().(*net.UDPAddr); ok && ua.IP.To4() == nil {
+		s.bc = ipv6.NewPacketConn(uc)
+	} else {
+		s.bc = ipv4.NewPacketConn(uc)
+	}
+	if rc, err := uc.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			s.gro = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil
+			_, err := unix.GetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_SEGMENT)
+			s.gso.Store(err == nil)
+		})
+	}
+	size := maxDatagram + 1 // one more, so that an oversize datagram shows
+	if s.gro {
+		size = groBuffer
+	}
+	s.rxPool.New = func() any { return &rxBuf{b: make([]byte, size), pool: &s.rxPool} }
+	s.smallPool.New = func() any { return &rxBuf{b: make([]byte, maxDatagram+1), pool: &s.smallPool} }
+	s.rd.init(s)
+	return s
+}
+
+// rxBuf is one received datagram (or GRO run), shared by the packets cut
+// from it until each has been released.
+type rxBuf struct {
+	b    []byte
+	refs atomic.Int32
+	pool *sync.Pool
+}
+
+func (r *rxBuf) release() {
+	if r.refs.Add(-1) == 0 {
+		r.pool.Put(r)
+	}
+}
+
+// packet is one received SCTP packet: p lies in rb, which the receiver
+// releases once it has copied p.
+type packet struct {
+	p    []byte
+	rb   *rxBuf
+	from *net.UDPAddr
+}
+
+// compact moves a packet that has a GRO-sized buffer to itself into a
+// small one, so that packets queued for a slow reader hold no more memory
+// than they did before batching.
+func (s *udpSocket) compact(p packet) packet {
+	if !s.gro || len(p.p) > maxDatagram || p.rb.refs.Load() != 1 {
+		return p
+	}
+	rb := s.smallPool.Get().(*rxBuf)
+	rb.refs.Store(1)
+	n := copy(rb.b, p.p)
+	p.rb.release()
+	p.p, p.rb = rb.b[:n:n], rb
+	return p
+}
+
+// reader cuts batches of datagrams into packets.
+type reader struct {
+	s    *udpSocket
+	ms   []ipv4.Message
+	bufs []*rxBuf
+	n, i int // datagrams in the batch, next one
+	seg  int // segment size of datagram i-1's run, 0 for a single packet
+	rest []byte
+	cur  *rxBuf
+	from *net.UDPAddr
+}
+
+func (r *reader) init(s *udpSocket) {
+	r.s = s
+	r.ms = make([]ipv4.Message, readBatch)
+	r.bufs = make([]*rxBuf, readBatch)
+	for i := range r.ms {
+		r.bufs[i] = s.rxPool.Get().(*rxBuf)
+		r.ms[i].Buffers = [][]byte{r.bufs[i].b}
+		if s.gro {
+			r.ms[i].OOB = make([]byte, unix.CmsgSpace(4))
+		}
+	}
+}
+
+// next returns the next packet, reading a new batch when the last one is
+// used up. Only one goroutine may call it at a time.
+func (r *reader) next() (packet, error) {
+	for len(r.rest) == 0 {
+		if r.i == r.n {
+			if err := r.fill(); err != nil {
+				return packet{}, err
+			}
+		}
+		m := &r.ms[r.i]
+		r.cur, r.from, r.rest, r.seg = r.bufs[r.i], nil, r.bufs[r.i].b[:m.N], 0
+		if ua, ok := m.Addr.(*net.UDPAddr); ok {
+			r.from = ua
+		}
+		if r.s.gro {
+			r.seg = groSegment(m.OOB[:m.NN])
+		}
+		if r.seg <= 0 || r.seg >= len(r.rest) {
+			r.seg = len(r.rest)
+		}
+		r.cur.refs.Store(int32((len(r.rest) + r.seg - 1) / r.seg))
+		if len(r.rest) == 0 { // an empty datagram: hand it on as one packet
+			r.cur.refs.Store(1)
+			r.bufs[r.i] = nil
+			r.i++
+			return packet{p: r.rest, rb: r.cur, from: r.from}, nil
+		}
+		r.bufs[r.i] = nil // handed on with its packets
+		r.i++
+	}
+	n := min(r.seg, len(r.rest))
+	p := packet{p: r.rest[:n:n], rb: r.cur, from: r.from}
+	r.rest = r.rest[n:]
+	return p, nil
+}
+
+// fill reads the next batch into fresh buffers.
+func (r *reader) fill() error {
+	for i := range r.ms {
+		if r.bufs[i] == nil {
+			r.bufs[i] = r.s.rxPool.Get().(*rxBuf)
+		}
+		r.ms[i].Buffers[0] = r.bufs[i].b
+		r.ms[i].Addr = nil
+		if r.ms[i].OOB != nil {
+			r.ms[i].OOB = r.ms[i].OOB[:cap(r.ms[i].OOB)]
+		}
+	}
+	r.i, r.n = 0, 0
+	n, err := r.s.bc.ReadBatch(r.ms, 0)
+	if err != nil {
+		return err
+	}
+	r.n = n
+	return nil
+}
+
+// groSegment returns the segment size a UDP_GRO control message reports,
+// or 0.
+func groSegment(oob []byte) int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_UDP && m.Header.Type == unix.UDP_GRO && len(m.Data) >= 4 {
+			return int(binary.NativeEndian.Uint32(m.Data))
+		}
+	}
+	return 0
+}
+
+// sendErr holds the first send failure of one writer (an association's
+// conn); its later writes return it.
+type sendErr struct{ err atomic.Pointer[error] }
+
+func (e *sendErr) get() error {
+	if p := e.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (e *sendErr) set(err error) { e.err.CompareAndSwap(nil, &err) }
+
+// outPacket is a queued datagram.
+type outPacket struct {
+	b       []byte
+	pooled  *[]byte      // b's buffer from bufPool (a copy), or nil
+	release func([]byte) // gives b back to its writer (owned), or nil
+	to      *net.UDPAddr // nil on a connected socket
+	owner   *sendErr
+}
+
+// done gives the packet's buffer back.
+func (p *outPacket) done() {
+	switch {
+	case p.pooled != nil:
+		putBuf(p.pooled)
+	case p.release != nil:
+		p.release(p.b)
+	}
+	*p = outPacket{}
+}
+
+// write queues a copy of p for to (ignored when connected) and returns at
+// once unless the queue is full. An earlier failure of owner's packets is
+// returned instead.
+func (s *udpSocket) write(p []byte, to *net.UDPAddr, owner *sendErr) (int, error) {
+	if err := owner.get(); err != nil {
+		return 0, err
+	}
+	b := getBuf()
+	*b = append((*b)[:0], p...)
+	return s.enqueue(outPacket{b: *b, pooled: b, to: to, owner: owner})
+}
+
+// txRound holds the packets one writer (an association's pion writeLoop)
+// wrote with WriteOwned until its Flush, which sends them together from the
+// writer's goroutine: no flusher goroutine, no copy.
+type txRound struct {
+	mu   sync.Mutex // WriteOwned and Flush come from writeLoop, Close may not
+	pkts []outPacket
+	f    flusher
+}
+
+// add holds p for the next flush.
+func (t *txRound) add(p outPacket) {
+	t.mu.Lock()
+	t.pkts = append(t.pkts, p)
+	t.mu.Unlock()
+}
+
+// flush sends the held packets on s and returns owner's first send error.
+func (t *txRound) flush(s *udpSocket, owner *sendErr) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.pkts) > 0 {
+		s.mu.Lock()
+		closing := s.closing
+		s.mu.Unlock()
+		if closing {
+			owner.set(net.ErrClosed)
+		} else {
+			t.f.send(s, t.pkts)
+		}
+		for i := range t.pkts {
+			t.pkts[i].done()
+		}
+		t.pkts = t.pkts[:0]
+	}
+	return owner.get()
+}
+
+// enqueue queues p for the flusher goroutine.
+func (s *udpSocket) enqueue(p outPacket) (int, error) {
+	n := len(p.b)
+	if s.connected {
+		p.to = nil
+	}
+	s.mu.Lock()
+	for len(s.queue) >= maxQueue && !s.closing {
+		s.changed.Wait()
+	}
+	if s.closing {
+		s.mu.Unlock()
+		p.done()
+		return 0, net.ErrClosed
+	}
+	s.queue = append(s.queue, p)
+	if !s.flushing {
+		s.flushing = true
+		go s.flush()
+	}
+	s.mu.Unlock()
+	return n, nil
+}
+
+// flush sends queued packets until the queue is empty.
+func (s *udpSocket) flush() {
+	for {
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			s.flushing = false
+			s.changed.Broadcast()
+			s.mu.Unlock()
+			return
+		}
+		batch := s.queue
+		s.queue, s.spare = s.spare[:0], nil
+		s.changed.Broadcast()
+		s.mu.Unlock()
+		s.f.send(s, batch)
+		for i := range batch {
+			batch[i].done()
+		}
+		s.mu.Lock()
+		s.spare = batch[:0]
+		s.mu.Unlock()
+	}
+}
+
+// flusher holds one flush's scratch space.
+type flusher struct {
+	ms   []ipv4.Message
+	pkts [][]outPacket // the packets of each message
+	oob  [][]byte
+}
+
+// send sends batch: runs of equal-sized packets to one peer (the last may
+// be shorter) as GSO messages, all messages with sendmmsg.
+func (f *flusher) send(s *udpSocket, batch []outPacket) {
+	f.ms, f.pkts = f.ms[:0], f.pkts[:0]
+	gso := s.gso.Load()
+	for i := 0; i < len(batch); {
+		j := i + 1
+		if gso {
+			j = gsoRun(batch, i)
+		}
+		f.add(batch[i:j])
+		i = j
+	}
+	for done := 0; done < len(f.ms); {
+		n, err := s.bc.WriteBatch(f.ms[done:], 0)
+		if n < 0 {
+			n = 0
+		}
+		done += n
+		if err == nil {
+			continue
+		}
+		if done == len(f.ms) {
+			break
+		}
+		if len(f.pkts[done]) > 1 && (errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EMSGSIZE)) {
+			// The kernel, the device or the path refused segmentation: stop
+			// using it and send this run's packets one by one.
+			s.gso.Store(false)
+			for _, p := range f.pkts[done] {
+				if _, err := s.bc.WriteBatch([]ipv4.Message{{Buffers: [][]byte{p.b}, Addr: addrOf(p.to)}}, 0); err != nil {
+					p.owner.set(err)
+				}
+			}
+		} else {
+			f.pkts[done][0].owner.set(err)
+		}
+		done++
+	}
+	for i := range f.ms {
+		f.ms[i].Buffers = f.ms[i].Buffers[:0]
+		f.ms[i].Addr = nil
+	}
+}
+
+// gsoRun returns the end of the GSO run that starts at batch[i].
+func gsoRun(batch []outPacket, i int) int {
+	first := batch[i]
+	size, total := len(first.b), len(first.b)
+	j := i + 1
+	for ; j < len(batch) && j-i < maxGSOSegments; j++ {
+		p := batch[j]
+		n := len(p.b)
+		if p.to != first.to || p.owner != first.owner || n > size || total+n > maxGSOBytes {
+			break
+		}
+		total += n
+		if n < size {
+			return j + 1 // a shorter packet ends the run
+		}
+	}
+	return j
+}
+
+// add appends a message carrying pkts (one packet, or a GSO run).
+func (f *flusher) add(pkts []outPacket) {
+	k := len(f.ms)
+	var bufs [][]byte // reuse the slot's Buffers from an earlier flush
+	if k < cap(f.ms) {
+		bufs = f.ms[:k+1][k].Buffers[:0]
+	}
+	f.ms = append(f.ms, ipv4.Message{Buffers: bufs})
+	if len(f.oob) == k {
+		f.oob = append(f.oob, make([]byte, unix.CmsgSpace(2)))
+	}
+	f.pkts = append(f.pkts, pkts)
+	m := &f.ms[k]
+	for _, p := range pkts {
+		m.Buffers = append(m.Buffers, p.b)
+	}
+	m.Addr = addrOf(pkts[0].to)
+	m.OOB = nil
+	if len(pkts) > 1 {
+		m.OOB = gsoControl(f.oob[k], len(pkts[0].b))
+	}
+}
+
+// addrOf avoids a typed nil net.Addr.
+func addrOf(a *net.UDPAddr) net.Addr {
+	if a == nil {
+		return nil
+	}
+	return a
+}
+
+// gsoControl writes a UDP_SEGMENT control message for segments of size
+// bytes into b.
+func gsoControl(b []byte, size int) []byte {
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+	h.Level = unix.SOL_UDP
+	h.Type = unix.UDP_SEGMENT
+	h.SetLen(unix.CmsgLen(2))
+	binary.NativeEndian.PutUint16(b[unix.CmsgLen(0):], uint16(size))
+	return b[:unix.CmsgSpace(2)]
+}
+
+// close stops new writes, waits (a bounded time) for queued packets to
+// leave, and closes the socket.
+func (s *udpSocket) close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closing, s.closed = true, true
+	s.changed.Broadcast()
+	if s.flushing {
+		t := time.AfterFunc(drainTimeout, func() {
+			_ = s.uc.Close() // fails the flusher's blocked send
+		})
+		for s.flushing {
+			s.changed.Wait()
+		}
+		t.Stop()
+	}
+	s.mu.Unlock()
+	return s.uc.Close()
+}

@@ -1,0 +1,275 @@
+package sctp
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// socketPair returns a connected sending socket and a receiving one on
+// loopback.
+func socketPair(t *testing.T) (tx, rx *udpSocket) {
+	t.Helper()
+	rc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := net.DialUDP("udp", nil, rc.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setBuffers(rc, 4<<20)
+	tx, rx = newUDPSocket(tc, true), newUDPSocket(rc, false)
+	t.Cleanup(func() { _ = tx.close(); _ = rx.close() })
+	return tx, rx
+}
+
+// payload is packet i of a test stream: runs of equal sizes (GSO runs),
+// shorter run ends, and single small packets, each tagged with i.
+func payload(i int) []byte {
+	size := []int{1452, 1452, 1452, 700, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 100, 16, 1452}[i%16]
+	p := bytes.Repeat([]byte{byte(i)}, size)
+	copy(p, fmt.Sprintf("%06d", i))
+	return p
+}
+
+// TestBatchOrder sends packets of mixed sizes through a socket pair and
+// checks that each arrives whole and in order: the sender groups runs for
+// GSO, the receiver cuts GRO runs apart, and neither may reorder or merge.
+func TestBatchOrder(t *testing.T) {
+	tx, rx := socketPair(t)
+	t.Logf("gso %v, gro %v", tx.gso.Load(), rx.gro)
+	const n = 2000
+	var owner sendErr
+	go func() {
+		for i := range n {
+			if _, err := tx.write(payload(i), nil, &owner); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	_ = rx.uc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var last *rxBuf
+	shared := 0 // packets cut from the same datagram as the one before
+	for i := range n {
+		p, err := rx.rd.next()
+		if err != nil {
+			t.Fatalf("packet %d: %v", i, err)
+		}
+		if want := payload(i); !bytes.Equal(p.p, want) {
+			t.Fatalf("packet %d: got %d bytes starting %q, want %d starting %q", i, len(p.p), p.p[:min(6, len(p.p))], len(want), want[:6])
+		}
+		if p.from == nil || p.from.Port != tx.uc.LocalAddr().(*net.UDPAddr).Port {
+			t.Fatalf("packet %d from %v", i, p.from)
+		}
+		if p.rb == last {
+			shared++
+		}
+		last = p.rb
+		p.rb.release()
+	}
+	if tx.gso.Load() && rx.gro && shared == 0 {
+		t.Error("GSO and GRO are on but no datagram carried more than one packet")
+	}
+	t.Logf("%d of %d packets shared a datagram with the one before", shared, n)
+}
+
+// TestBatchCloseDrains checks that closing a socket sends what is queued.
+func TestBatchCloseDrains(t *testing.T) {
+	tx, rx := socketPair(t)
+	var owner sendErr
+	const n = 200
+	for i := range n {
+		if _, err := tx.write(payload(i), nil, &owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.write([]byte("late"), nil, &owner); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("write after close: %v, want net.ErrClosed", err)
+	}
+	_ = rx.uc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for i := range n {
+		p, err := rx.rd.next()
+		if err != nil {
+			t.Fatalf("got %d of %d packets: %v", i, n, err)
+		}
+		p.rb.release()
+	}
+}
+
+// TestBatchSendError checks that a send failure reaches the writer: a
+// connected socket towards a closed port learns ECONNREFUSED from the ICMP
+// reply, and a later write returns it.
+func TestBatchSendError(t *testing.T) {
+	rc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := rc.LocalAddr().(*net.UDPAddr)
+	rc.Close()
+	tc, err := net.DialUDP("udp", nil, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := newUDPSocket(tc, true)
+	defer tx.close()
+	var owner sendErr
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := tx.write([]byte("hello"), nil, &owner); err != nil {
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Fatalf("write: %v, want ECONNREFUSED", err)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no write failed in 5 s")
+}
+
+func TestGSORun(t *testing.T) {
+	a, b := &net.UDPAddr{Port: 1}, &net.UDPAddr{Port: 2}
+	var o1, o2 sendErr
+	pk := func(n int, to *net.UDPAddr, o *sendErr) outPacket {
+		return outPacket{b: make([]byte, n), to: to, owner: o}
+	}
+	batch := []outPacket{
+		pk(1000, a, &o1), pk(1000, a, &o1), pk(500, a, &o1), // run of 3 ending short
+		pk(1000, a, &o1), pk(1200, a, &o1), // a longer packet ends a run
+		pk(1200, b, &o2), pk(1200, a, &o1), // another peer ends a run
+	}
+	var runs []int
+	for i := 0; i < len(batch); {
+		j := gsoRun(batch, i)
+		runs = append(runs, j-i)
+		i = j
+	}
+	if fmt.Sprint(runs) != "[3 1 1 1 1]" {
+		t.Fatalf("runs %v, want [3 1 1 1 1]", runs)
+	}
+	var big []outPacket
+	for range 100 {
+		big = append(big, pk(1452, a, &o1))
+	}
+	if n := gsoRun(big, 0); n*1452 > maxGSOBytes || n > maxGSOSegments || n < 40 {
+		t.Fatalf("run of %d 1452-byte packets", n)
+	}
+}
+
+// TestBatchDualStack checks a listener-style socket on ":0" (IPv6, dual
+// stack): a datagram from an IPv4 peer arrives with a v4-mapped address,
+// and a reply to the unmapped address (as the mux sends it) gets back.
+func TestBatchDualStack(t *testing.T) {
+	lc, err := net.ListenUDP("udp", &net.UDPAddr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := lc.LocalAddr().(*net.UDPAddr).Port
+	dc, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, d := newUDPSocket(lc, false), newUDPSocket(dc, true)
+	defer l.close()
+	defer d.close()
+	var lo, do sendErr
+	deadline := time.Now().Add(5 * time.Second)
+	_ = lc.SetReadDeadline(deadline)
+	_ = dc.SetReadDeadline(deadline)
+	for i := range 20 { // a GSO run and single packets, both ways
+		if _, err := d.write(payload(i), nil, &do); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		p, err := l.rd.next()
+		if err != nil {
+			t.Fatalf("listener, packet %d: %v", i, err)
+		}
+		if !bytes.Equal(p.p, payload(i)) {
+			t.Fatalf("listener, packet %d: wrong payload", i)
+		}
+		from := p.from.AddrPort()
+		to := net.UDPAddrFromAddrPort(netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
+		p.rb.release()
+		if _, err := l.write(payload(i), to, &lo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		p, err := d.rd.next()
+		if err != nil {
+			t.Fatalf("dialer, packet %d: %v (listener's send error: %v)", i, err, lo.get())
+		}
+		if !bytes.Equal(p.p, payload(i)) {
+			t.Fatalf("dialer, packet %d: wrong payload", i)
+		}
+		p.rb.release()
+	}
+}
+
+// TestRoundOrder sends packets the way pion's writeLoop does with
+// WriteOwned and Flush (rounds of varying length, each sent from the
+// caller) and checks that each arrives whole and in order and that every
+// buffer is given back.
+func TestRoundOrder(t *testing.T) {
+	tx, rx := socketPair(t)
+	var owner sendErr
+	var tr txRound
+	const n = 1000
+	released := 0
+	release := func([]byte) { released++ }
+	go func() {
+		for i := range n {
+			tr.add(outPacket{b: payload(i), release: release, owner: &owner})
+			if i%7 == 3 || i == n-1 {
+				if err := tr.flush(tx, &owner); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	_ = rx.uc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for i := range n {
+		p, err := rx.rd.next()
+		if err != nil {
+			t.Fatalf("packet %d: %v", i, err)
+		}
+		if !bytes.Equal(p.p, payload(i)) {
+			t.Fatalf("packet %d: got %d bytes starting %q", i, len(p.p), p.p[:min(6, len(p.p))])
+		}
+		p.rb.release()
+	}
+	tr.mu.Lock() // the sender's last flush has returned once it unlocks
+	defer tr.mu.Unlock()
+	if released != n {
+		t.Fatalf("%d of %d buffers given back", released, n)
+	}
+}
+
+// TestRoundAfterClose checks that a flush on a closed socket fails and
+// still gives the buffers back.
+func TestRoundAfterClose(t *testing.T) {
+	tx, _ := socketPair(t)
+	_ = tx.close()
+	var owner sendErr
+	var tr txRound
+	released := false
+	tr.add(outPacket{b: []byte("late"), release: func([]byte) { released = true }, owner: &owner})
+	if err := tr.flush(tx, &owner); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("flush after close: %v, want net.ErrClosed", err)
+	}
+	if !released {
+		t.Fatal("buffer not given back")
+	}
+}
