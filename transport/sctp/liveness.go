@@ -13,21 +13,28 @@ import (
 // (transport/internal/alive) when the last well-formed one arrived and when
 // the last one left. Each association's keep-alive loop then:
 //
-//   - asks pion for an SCTP HEARTBEAT (Association.ActiveHeartbeat) when
-//     nothing has left for a third of the negotiated liveness, so that an
-//     idle peer hears from us at least that often; and also when nothing
-//     has arrived for a third of it, so that a peer's HEARTBEAT-ACK, which
-//     its pion sends from its read loop whatever its application does, can
-//     prove it alive. At most one heartbeat per third.
+//   - sends a braid ping (a control message on stream 0, see
+//     transport/internal/sctpwire) when nothing has left for a third of the
+//     negotiated liveness, so that an idle peer hears from us at least that
+//     often; and also when nothing has arrived for a third of it, so that
+//     the SACK the peer's stack returns for the ping can prove it alive. At
+//     most one ping per third.
 //   - aborts the association with a *transport.PeerLostError once nothing
 //     has arrived for the whole liveness.
 //
-// The first rule is what keeps braid associations alive: pion v1.11.3 sends
+// The ping is braid's, not an SCTP HEARTBEAT: pion v1.11.3 sends
 // ActiveHeartbeat's HEARTBEAT without its Heartbeat Info parameter (its
 // chunkHeartbeat defines Marshal, not the marshal its chunk interface
-// calls), so the peer drops it with a warning and sends no ACK. The datagram
-// still arrives, and that is all the peer's clock needs; a pion that answers
-// is a bonus.
+// calls), which a pion peer drops with a warning and the Linux kernel
+// treats as a protocol violation that aborts the association. The kernel
+// stack (transport/ksctp) sends the same pings, since the kernel itself
+// answers SCTP heartbeats for a frozen process.
+//
+// Known gap with a kernel-stack peer: this clock counts every well-formed
+// datagram, and a frozen kernel-stack process's kernel still acknowledges
+// our pings, so from this side such a peer is taken for alive for as long
+// as its kernel answers (the kernel stack's own clock does see a frozen
+// userspace peer, whose pings stop).
 //
 // The transport drains every SCTP stream into its own queues (flow.go), so
 // pion's read loop never waits for the application, and a stalled local
@@ -39,7 +46,7 @@ func (a *Association) startKeepAlive() {
 	loop := &alive.Loop{
 		Bound:          a.liveness,
 		Clock:          a.life,
-		Ping:           a.pa.ActiveHeartbeat, // the conn's Write records it
+		Ping:           a.sendPing, // the conn's Write records it
 		PingWhenSilent: true,
 		Lost:           func(e *transport.PeerLostError) { a.fail(e) },
 	}
