@@ -1,6 +1,8 @@
 package sctp
 
 import (
+	"time"
+
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/internal/alive"
 )
@@ -50,9 +52,30 @@ func (a *Association) startKeepAlive() {
 		PingWhenSilent: true,
 		Lost:           func(e *transport.PeerLostError) { a.fail(e) },
 	}
-	a.readers.Add(1)
+	a.readers.Add(2)
 	go func() {
 		defer a.readers.Done()
 		loop.Run(a.done)
 	}()
+	go a.pingEveryThird()
+}
+
+// pingEveryThird sends a braid ping every third of the liveness bound
+// whatever else is sent. The loop above counts every datagram as sent, SACKs
+// included, but a kernel-stack peer sees only braid messages: while this
+// side only receives (or its application stalls and grants no credit) its
+// SACKs would keep the loop from pinging and the kernel-stack peer would
+// take it for dead. One tiny DATA chunk per third is the price.
+func (a *Association) pingEveryThird() {
+	defer a.readers.Done()
+	t := time.NewTicker(a.liveness / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			a.sendPing()
+		case <-a.done:
+			return
+		}
+	}
 }

@@ -1,0 +1,159 @@
+package sctp
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"net"
+	"sync"
+)
+
+// SCTP ports. pion/sctp always sends SCTP source and destination port 5000
+// (WebRTC's habit) and, as the initiator, ignores an INIT-ACK from other
+// ports; as the listener it answers whatever ports the INIT came from.
+// The kernel stack (transport/ksctp) finds associations by SCTP port, so
+// every pion dialer on a host would look like the same peer to it, and a
+// kernel listener would have to sit on SCTP port 5000. braid therefore
+// follows one convention on both stacks: an address host:port means UDP
+// port `port` carrying SCTP port `port`. A dialer's portConn rewrites
+// pion's packets on the way out to SCTP ports (local UDP port, remote UDP
+// port), and an INIT-ACK on the way in back to 5000/5000, fixing the
+// CRC32c each time. A pion listener needs nothing: it mirrors the ports.
+
+// pionPort is pion/sctp's fixed SCTP port.
+const pionPort = 5000
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// portConn is the net.Conn a dialing pion association writes and reads
+// through; see above.
+type portConn struct {
+	net.Conn
+	src, dst uint16 // SCTP ports on the wire
+
+	wmu  sync.Mutex // guards wbuf
+	wbuf []byte
+}
+
+// dialPorts wraps a dialer's connected UDP conn.
+func dialPorts(c net.Conn) net.Conn {
+	la, lok := c.LocalAddr().(*net.UDPAddr)
+	ra, rok := c.RemoteAddr().(*net.UDPAddr)
+	if !lok || !rok {
+		return c
+	}
+	return &portConn{Conn: c, src: uint16(la.Port), dst: uint16(ra.Port)}
+}
+
+// Write sends a copy of p with braid's ports (p is pion's and stays as is).
+func (c *portConn) Write(p []byte) (int, error) {
+	if len(p) < sctpCommonHeader {
+		return c.Conn.Write(p)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.wbuf = append(c.wbuf[:0], p...)
+	setPorts(c.wbuf, c.src, c.dst)
+	if _, err := c.Conn.Write(c.wbuf); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Read gives pion an INIT-ACK with the ports it sent its INIT from.
+func (c *portConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err == nil && n > sctpCommonHeader && p[sctpCommonHeader] == chunkInitAck {
+		setPorts(p[:n], pionPort, pionPort)
+	}
+	return n, err
+}
+
+// chunkInitAck is the INIT-ACK chunk type.
+const chunkInitAck = 2
+
+// setPorts rewrites an SCTP packet's ports and its checksum (a zero
+// checksum, RFC 9653, stays zero).
+func setPorts(b []byte, src, dst uint16) {
+	if binary.BigEndian.Uint16(b) == src && binary.BigEndian.Uint16(b[2:]) == dst {
+		return
+	}
+	binary.BigEndian.PutUint16(b, src)
+	binary.BigEndian.PutUint16(b[2:], dst)
+	if binary.LittleEndian.Uint32(b[8:]) == 0 {
+		return
+	}
+	binary.LittleEndian.PutUint32(b[8:], 0)
+	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(b, castagnoli))
+}
+
+// INIT parameters. pion/sctp refuses an INIT that carries a parameter it
+// does not know and whose type says "stop processing" (the top two bits 00
+// or 01), but the Linux kernel's INIT always lists its Supported Address
+// Types (RFC 9260 §3.3.2.1), and its IPv4/IPv6 addresses when it has
+// several, all of which a single-homed pion may ignore. initConn removes
+// them from an INIT before pion reads it.
+var droppedInitParams = map[uint16]bool{
+	5:  true, // IPv4 Address
+	6:  true, // IPv6 Address
+	9:  true, // Cookie Preservative
+	11: true, // Host Name Address (deprecated)
+	12: true, // Supported Address Types
+}
+
+// initConn is the net.Conn pion reads through; see droppedInitParams.
+type initConn struct{ net.Conn }
+
+func (c initConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err == nil && n > sctpCommonHeader && p[sctpCommonHeader] == chunkInit {
+		n = stripInitParams(p[:n])
+	}
+	return n, err
+}
+
+const (
+	chunkInit      = 1
+	initFixedLen   = 4 + 16 // chunk header and INIT's fixed fields
+	paramHeaderLen = 4
+)
+
+// stripInitParams removes droppedInitParams from the INIT that starts p's
+// first chunk, fixes the lengths and the checksum, and returns p's new
+// length. A malformed INIT is left for pion to refuse.
+func stripInitParams(p []byte) int {
+	ch := p[sctpCommonHeader:]
+	if len(ch) < initFixedLen {
+		return len(p)
+	}
+	clen := int(binary.BigEndian.Uint16(ch[2:]))
+	if clen < initFixedLen || clen > len(ch) {
+		return len(p)
+	}
+	w, last := initFixedLen, initFixedLen // write offset, end of the last kept param unpadded
+	dropped := false
+	for r := initFixedLen; r+paramHeaderLen <= clen; {
+		typ, l := binary.BigEndian.Uint16(ch[r:]), int(binary.BigEndian.Uint16(ch[r+2:]))
+		if l < paramHeaderLen || r+l > clen {
+			return len(p)
+		}
+		padded := min((l+3)&^3, len(ch)-r)
+		if droppedInitParams[typ] {
+			dropped = true
+		} else {
+			copy(ch[w:], ch[r:r+padded])
+			w, last = w+padded, w+l
+		}
+		r += padded
+	}
+	if !dropped {
+		return len(p)
+	}
+	rest := copy(ch[w:], ch[min((clen+3)&^3, len(ch)):]) // chunks after the INIT, if any
+	binary.BigEndian.PutUint16(ch[2:], uint16(last))
+	n := sctpCommonHeader + w + rest
+	if binary.LittleEndian.Uint32(p[8:]) != 0 {
+		binary.LittleEndian.PutUint32(p[8:], 0)
+		binary.LittleEndian.PutUint32(p[8:], crc32.Checksum(p[:n], castagnoli))
+	}
+	return n
+}

@@ -1,0 +1,99 @@
+package sctp
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+)
+
+// sctpPacket builds a packet with one chunk and a valid checksum.
+func sctpPacket(src, dst uint16, chunk []byte) []byte {
+	p := binary.BigEndian.AppendUint16(nil, src)
+	p = binary.BigEndian.AppendUint16(p, dst)
+	p = append(p, 0, 0, 0, 1, 0, 0, 0, 0) // verification tag, checksum
+	p = append(p, chunk...)
+	binary.LittleEndian.PutUint32(p[8:], crc32.Checksum(p, castagnoli))
+	return p
+}
+
+func param(typ uint16, value ...byte) []byte {
+	b := binary.BigEndian.AppendUint16(nil, typ)
+	b = binary.BigEndian.AppendUint16(b, uint16(4+len(value)))
+	b = append(b, value...)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+func initChunk(params ...[]byte) []byte {
+	c := []byte{chunkInit, 0, 0, 0, 1, 2, 3, 4, 0, 1, 0, 0, 0, 10, 0, 10, 9, 9, 9, 9}
+	for _, p := range params {
+		c = append(c, p...)
+	}
+	binary.BigEndian.PutUint16(c[2:], uint16(len(c)))
+	return c
+}
+
+func checksumOK(p []byte) bool {
+	q := bytes.Clone(p)
+	binary.LittleEndian.PutUint32(q[8:], 0)
+	return binary.LittleEndian.Uint32(p[8:]) == crc32.Checksum(q, castagnoli)
+}
+
+// TestStripInitParams: the kernel's INIT parameters pion refuses go, the
+// others stay, and lengths and checksum are right.
+func TestStripInitParams(t *testing.T) {
+	ecn, fwd := param(0x8000), param(0xc000)
+	kernel := sctpPacket(40000, 7000, initChunk(param(5, 127, 0, 0, 1), ecn, param(12, 0, 5), fwd))
+	n := stripInitParams(kernel)
+	want := sctpPacket(40000, 7000, initChunk(ecn, fwd))
+	if !bytes.Equal(kernel[:n], want) {
+		t.Fatalf("stripped INIT\n% x\nwant\n% x", kernel[:n], want)
+	}
+	plain := sctpPacket(1, 2, initChunk(ecn, fwd))
+	if n := stripInitParams(bytes.Clone(plain)); n != len(plain) {
+		t.Fatalf("an INIT without refused parameters changed length: %d, want %d", n, len(plain))
+	}
+}
+
+// FuzzStripInitParams: any input is either left alone or shrunk into a
+// packet with a consistent INIT length and a valid checksum.
+func FuzzStripInitParams(f *testing.F) {
+	f.Add(sctpPacket(1, 2, initChunk(param(5, 1, 2, 3, 4), param(0x8000), param(12, 0, 5, 0, 6))))
+	f.Add(sctpPacket(1, 2, initChunk()))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		if len(p) <= sctpCommonHeader || p[sctpCommonHeader] != chunkInit {
+			return
+		}
+		orig := bytes.Clone(p)
+		n := stripInitParams(p)
+		if n == len(orig) {
+			return
+		}
+		if n > len(orig) || n < sctpCommonHeader+initFixedLen {
+			t.Fatalf("length %d from %d", n, len(orig))
+		}
+		if l := int(binary.BigEndian.Uint16(p[sctpCommonHeader+2:])); l > n-sctpCommonHeader {
+			t.Fatalf("INIT length %d in %d bytes", l, n)
+		}
+		if binary.LittleEndian.Uint32(orig[8:]) != 0 && !checksumOK(p[:n]) {
+			t.Fatal("bad checksum")
+		}
+	})
+}
+
+// TestSetPorts: ports rewritten, checksum still valid, zero checksum kept.
+func TestSetPorts(t *testing.T) {
+	p := sctpPacket(pionPort, pionPort, initChunk())
+	setPorts(p, 33000, 9899)
+	if binary.BigEndian.Uint16(p) != 33000 || binary.BigEndian.Uint16(p[2:]) != 9899 || !checksumOK(p) {
+		t.Fatalf("rewritten packet % x", p[:12])
+	}
+	binary.LittleEndian.PutUint32(p[8:], 0)
+	setPorts(p, pionPort, pionPort)
+	if binary.LittleEndian.Uint32(p[8:]) != 0 {
+		t.Fatal("a zero checksum (RFC 9653) was filled in")
+	}
+}
