@@ -146,9 +146,9 @@ func bigMsgs(from string, s int) [][]byte {
 	if s > 1 {
 		return nil
 	}
-	sizes := []int{0, 1, 64<<10 - 1, 64 << 10, 64<<10 + 14, 1<<20 + 3}
+	sizes := []int{0, 1, 64<<10 - 1, 64 << 10, 64<<10 + 14, 256<<10 + 3}
 	if s == 0 {
-		sizes = append(sizes, 5<<20+7)
+		sizes = append(sizes, 4<<20+7) // more than the window
 	}
 	var out [][]byte
 	for i, n := range sizes {
@@ -209,7 +209,7 @@ func abandonMidway(t *testing.T, ctx context.Context, src, dst transport.Associa
 	if err := src.Send(ctx, s, []byte("before")); err != nil {
 		t.Fatal(err)
 	}
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	err := src.Send(sctx, s, msg(20<<20, 9))
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {

@@ -24,6 +24,10 @@ import (
 //   - aborts the association with a *transport.PeerLostError once nothing
 //     has arrived for the whole liveness.
 //
+// Besides, pingEveryThird sends a ping every third of the liveness
+// whatever else goes out, for kernel-stack peers, which count only braid
+// messages as signs of life (see there).
+//
 // The ping is braid's, not an SCTP HEARTBEAT: pion v1.11.3 sends
 // ActiveHeartbeat's HEARTBEAT without its Heartbeat Info parameter (its
 // chunkHeartbeat defines Marshal, not the marshal its chunk interface

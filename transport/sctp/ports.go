@@ -86,12 +86,24 @@ func setPorts(b []byte, src, dst uint16) {
 	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(b, castagnoli))
 }
 
-// INIT parameters. pion/sctp refuses an INIT that carries a parameter it
-// does not know and whose type says "stop processing" (the top two bits 00
-// or 01), but the Linux kernel's INIT always lists its Supported Address
-// Types (RFC 9260 §3.3.2.1), and its IPv4/IPv6 addresses when it has
-// several, all of which a single-homed pion may ignore. initConn removes
-// them from an INIT before pion reads it.
+// kernelConn is the net.Conn every pion association reads and writes
+// through, mending two things the Linux kernel refuses:
+//
+//   - pion/sctp refuses an INIT that carries a parameter it does not know
+//     and whose type says "stop processing" (the top two bits 00 or 01),
+//     but the kernel's INIT always lists its Supported Address Types (RFC
+//     9260 §3.3.2.1), and its IPv4/IPv6 addresses when it has several, all
+//     of which a single-homed pion may ignore. Read removes them from an
+//     INIT (droppedInitParams).
+//   - pion v1.11.3 sends its own HEARTBEATs (an RTT probe when its probe
+//     timer fires with nothing in flight) without the Heartbeat Info
+//     parameter (liveness.go), which the kernel takes for a protocol
+//     violation and answers with an ABORT. Mending them would not help:
+//     pion cannot parse the HEARTBEAT-ACK that comes back ("unknown chunk
+//     type"). So Write drops them; a pion peer drops them too, so nothing
+//     is lost but a futile RTT probe.
+type kernelConn struct{ net.Conn }
+
 var droppedInitParams = map[uint16]bool{
 	5:  true, // IPv4 Address
 	6:  true, // IPv6 Address
@@ -100,10 +112,7 @@ var droppedInitParams = map[uint16]bool{
 	12: true, // Supported Address Types
 }
 
-// initConn is the net.Conn pion reads through; see droppedInitParams.
-type initConn struct{ net.Conn }
-
-func (c initConn) Read(p []byte) (int, error) {
+func (c kernelConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if err == nil && n > sctpCommonHeader && p[sctpCommonHeader] == chunkInit {
 		n = stripInitParams(p[:n])
@@ -111,8 +120,18 @@ func (c initConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Write drops a bare HEARTBEAT (a packet of just its 4-byte chunk header,
+// as pion packs it) and sends anything else as is.
+func (c kernelConn) Write(p []byte) (int, error) {
+	if len(p) == sctpCommonHeader+4 && p[sctpCommonHeader] == chunkHeartbeat {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
 const (
 	chunkInit      = 1
+	chunkHeartbeat = 4
 	initFixedLen   = 4 + 16 // chunk header and INIT's fixed fields
 	paramHeaderLen = 4
 )

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
+	"net"
 	"testing"
 )
 
@@ -95,5 +96,33 @@ func TestSetPorts(t *testing.T) {
 	setPorts(p, pionPort, pionPort)
 	if binary.LittleEndian.Uint32(p[8:]) != 0 {
 		t.Fatal("a zero checksum (RFC 9653) was filled in")
+	}
+}
+
+// captureConn records what is written to it.
+type captureConn struct {
+	net.Conn
+	got [][]byte
+}
+
+func (c *captureConn) Write(p []byte) (int, error) {
+	c.got = append(c.got, bytes.Clone(p))
+	return len(p), nil
+}
+
+// TestBareHeartbeatDropped: pion's bare HEARTBEAT never leaves; other
+// packets leave untouched.
+func TestBareHeartbeatDropped(t *testing.T) {
+	cc := &captureConn{}
+	kc := kernelConn{cc}
+	bare := sctpPacket(pionPort, pionPort, []byte{chunkHeartbeat, 0, 0, 4})
+	data := sctpPacket(pionPort, pionPort, []byte{0, 3, 0, 17, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 53, 'x', 0, 0, 0})
+	for _, p := range [][]byte{bare, data} {
+		if n, err := kc.Write(p); n != len(p) || err != nil {
+			t.Fatalf("Write = %d, %v", n, err)
+		}
+	}
+	if len(cc.got) != 1 || !bytes.Equal(cc.got[0], data) {
+		t.Fatalf("sent %d packets, want the DATA one unchanged", len(cc.got))
 	}
 }

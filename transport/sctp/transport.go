@@ -33,7 +33,7 @@ func (*Transport) Name() string { return "sctp" }
 func (t *Transport) options(conn net.Conn, hook *garbageHook) []sctp.AssociationOption {
 	logs := pionLogs{log: func(m string) { t.cfg.Logger.Debug(m) }, hook: hook}
 	return []sctp.AssociationOption{
-		sctp.WithNetConn(initConn{conn}),
+		sctp.WithNetConn(kernelConn{conn}),
 		sctp.WithLoggerFactory(logs),
 		sctp.WithMTU(uint32(t.cfg.mtuFor(conn.RemoteAddr()))),
 		sctp.WithMaxReceiveBufferSize(uint32(t.cfg.ReceiveBuffer)),
