@@ -74,21 +74,30 @@ func (t *autoSCTP) Dial(ctx context.Context, addr string, cfg transport.DialConf
 	return t.user.Dial(ctx, addr, cfg)
 }
 
-// Listen listens on UDP and kernel SCTP at one address.
+// Listen listens on UDP and kernel SCTP at one address. For port 0 it
+// retries a few times should the port the UDP socket got be taken for SCTP.
 func (t *autoSCTP) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
-	ul, err := t.user.Listen(addr, cfg)
+	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		if _, port, _ := net.SplitHostPort(addr); port != "0" && port == strconv.Itoa(ksctp.UDPPort()) {
-			return t.kernel.Listen(addr, cfg) // the kernel holds the UDP port: it serves both
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		ul, err := t.user.Listen(addr, cfg)
+		if err != nil {
+			if port != "0" && port == strconv.Itoa(ksctp.UDPPort()) {
+				return t.kernel.Listen(addr, cfg) // the kernel holds the UDP port: it serves both
+			}
+			return nil, err
 		}
-		return nil, err
-	}
-	kl, err := t.kernel.Listen(ul.Addr().String(), cfg)
-	if err != nil {
+		kl, err := t.kernel.Listen(ul.Addr().String(), cfg)
+		if err == nil {
+			return newDualListener(ul, kl), nil
+		}
 		ul.Close()
-		return nil, err
+		if port != "0" || attempt == 3 {
+			return nil, err
+		}
 	}
-	return newDualListener(ul, kl), nil
 }
 
 // dualListener accepts from two listeners at one address. It owns a pump
