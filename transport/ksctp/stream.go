@@ -12,9 +12,9 @@ import (
 // window plus one message. A grant goes out each time a quarter window has
 // been released. Grants are what bounds the window from below: in the test
 // VM a 64 MiB message took 14-23 s with a 4 MiB window (a grant per MiB)
-// against 4-6 s with 16 MiB, the old per-message credit's speed; each
-// control message sent against a bulk transfer seems to cost the kernel
-// a delayed round trip.
+// against 4-6 s with 16 MiB, the old per-message credit's speed (each
+// grant sent against a bulk transfer costs far more than its syscalls
+// there; the cause is not pinned down).
 const window = 16 << 20
 
 // qmsg is a finished message waiting for Recv and the cost its
