@@ -176,3 +176,72 @@ func stripInitParams(p []byte) int {
 	}
 	return n
 }
+
+// Optional fast paths of a conn under pion: a patched pion (see the cpu
+// work's third_party/pion-sctp) reads through ReadPacket and writes
+// through WriteOwned when its net.Conn has them. portConn and kernelConn
+// forward both, with the same mending, so that wrapping a conn never hides
+// its fast path; over a conn without them they fall back to Read and
+// Write.
+type (
+	packetReader interface{ ReadPacket() ([]byte, error) }
+	ownedWriter  interface {
+		WriteOwned(p []byte, release func([]byte)) (int, error)
+	}
+)
+
+// readPacket reads the next packet from c into a buffer the caller owns.
+func readPacket(c net.Conn) ([]byte, error) {
+	if r, ok := c.(packetReader); ok {
+		return r.ReadPacket()
+	}
+	b := make([]byte, maxDatagram+1)
+	n, err := c.Read(b)
+	return b[:n], err
+}
+
+// writeOwned writes p, which it owns, to c and releases it.
+func writeOwned(c net.Conn, p []byte, release func([]byte)) (int, error) {
+	if w, ok := c.(ownedWriter); ok {
+		return w.WriteOwned(p, release)
+	}
+	n, err := c.Write(p)
+	release(p)
+	return n, err
+}
+
+// ReadPacket is Read for a caller that takes the buffer.
+func (c *portConn) ReadPacket() ([]byte, error) {
+	p, err := readPacket(c.Conn)
+	if err == nil && len(p) > sctpCommonHeader && p[sctpCommonHeader] == chunkInitAck {
+		setPorts(p, pionPort, pionPort)
+	}
+	return p, err
+}
+
+// WriteOwned is Write for a caller that hands p over: the ports are
+// rewritten in place, without a copy.
+func (c *portConn) WriteOwned(p []byte, release func([]byte)) (int, error) {
+	if len(p) >= sctpCommonHeader {
+		setPorts(p, c.src, c.dst)
+	}
+	return writeOwned(c.Conn, p, release)
+}
+
+// ReadPacket is Read for a caller that takes the buffer.
+func (c kernelConn) ReadPacket() ([]byte, error) {
+	p, err := readPacket(c.Conn)
+	if err == nil && len(p) > sctpCommonHeader && p[sctpCommonHeader] == chunkInit {
+		p = p[:stripInitParams(p)]
+	}
+	return p, err
+}
+
+// WriteOwned is Write for a caller that hands p over.
+func (c kernelConn) WriteOwned(p []byte, release func([]byte)) (int, error) {
+	if len(p) == sctpCommonHeader+4 && p[sctpCommonHeader] == chunkHeartbeat {
+		release(p)
+		return len(p), nil
+	}
+	return writeOwned(c.Conn, p, release)
+}

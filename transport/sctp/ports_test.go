@@ -126,3 +126,55 @@ func TestBareHeartbeatDropped(t *testing.T) {
 		t.Fatalf("sent %d packets, want the DATA one unchanged", len(cc.got))
 	}
 }
+
+// fastConn is a captureConn with the optional fast paths.
+type fastConn struct {
+	captureConn
+	in [][]byte
+}
+
+func (c *fastConn) ReadPacket() ([]byte, error) {
+	p := c.in[0]
+	c.in = c.in[1:]
+	return p, nil
+}
+
+func (c *fastConn) WriteOwned(p []byte, release func([]byte)) (int, error) {
+	c.got = append(c.got, bytes.Clone(p))
+	release(p)
+	return len(p), nil
+}
+
+// TestFastPathsForwarded: the wrappers keep a conn's ReadPacket and
+// WriteOwned, with the same mending as Read and Write.
+func TestFastPathsForwarded(t *testing.T) {
+	fc := &fastConn{in: [][]byte{
+		sctpPacket(9899, 33000, []byte{chunkInitAck, 0, 0, 4}),
+		sctpPacket(40000, 7000, initChunk(param(12, 0, 5), param(0x8000))),
+	}}
+	pc := &portConn{Conn: fc, src: 33000, dst: 9899}
+	var c net.Conn = kernelConn{pc}
+	r, ok := c.(packetReader)
+	w, ok2 := c.(ownedWriter)
+	if !ok || !ok2 {
+		t.Fatal("kernelConn hides the fast paths")
+	}
+	ack, _ := r.ReadPacket()
+	if binary.BigEndian.Uint16(ack) != pionPort || binary.BigEndian.Uint16(ack[2:]) != pionPort || !checksumOK(ack) {
+		t.Fatalf("INIT-ACK for pion: % x", ack[:12])
+	}
+	init, _ := r.ReadPacket()
+	if want := sctpPacket(40000, 7000, initChunk(param(0x8000))); !bytes.Equal(init, want) {
+		t.Fatalf("INIT for pion\n% x\nwant\n% x", init, want)
+	}
+	released := 0
+	release := func([]byte) { released++ }
+	w.WriteOwned(sctpPacket(pionPort, pionPort, []byte{chunkHeartbeat, 0, 0, 4}), release)
+	w.WriteOwned(sctpPacket(pionPort, pionPort, []byte{chunkInit, 0, 0, 4}), release)
+	if released != 2 || len(fc.got) != 1 {
+		t.Fatalf("released %d, sent %d; want 2 and 1 (the HEARTBEAT dropped)", released, len(fc.got))
+	}
+	if p := fc.got[0]; binary.BigEndian.Uint16(p) != 33000 || binary.BigEndian.Uint16(p[2:]) != 9899 || !checksumOK(p) {
+		t.Fatalf("sent % x", p[:12])
+	}
+}
