@@ -10,7 +10,17 @@
 //
 // The framing is transport/internal/sctpwire's, the same as the kernel
 // stack's (transport/ksctp), so that a userspace-stack process and a
-// kernel-stack one associate with each other:
+// kernel-stack one associate with each other. On the wire to a kernel peer
+// (ports.go): an address host:port means UDP port `port` carrying SCTP port
+// `port`, on both stacks. pion always uses SCTP port 5000, so a dialer
+// rewrites its packets' ports to (local UDP port, remote UDP port), which
+// lets a kernel tell pion dialers apart and find its listener; every
+// association strips from an incoming INIT the parameters the Linux kernel
+// sends and pion would refuse the INIT for, and never sends pion's bare
+// HEARTBEATs, which the kernel aborts on. Pings are braid control messages
+// (liveness.go).
+//
+// Layout of an association:
 //
 //   - SCTP stream 0 is the control stream. It carries the braid handshake
 //     (transport.DialHandshake / ListenHandshake) and then control
@@ -18,24 +28,15 @@
 //   - Logical stream i is SCTP stream i+1, ordered and reliable.
 //
 // Messages larger than Config.FragmentSize are cut into fragments, each one
-// SCTP message with a 13-byte header (sctpwire.FragHeader), and reassembled
-// per stream. pion/sctp keeps one receive buffer per association, so on its
-// own a stream nobody reads would fill that buffer and stall the others.
-// This package therefore drains every SCTP stream into its own queue at
-// once and adds per-stream credit-based flow control on top: a sender may
-// have at most Config.StreamWindow bytes outstanding on a stream beyond
-// what the receiving application has consumed, and waits for credit
-// otherwise. Send therefore never queues without bound, and an unread
-// stream stalls only its own senders.
-//
-// On the wire to a kernel peer (ports.go): an address host:port means UDP
-// port `port` carrying SCTP port `port`, on both stacks. pion always uses
-// SCTP port 5000, so a dialer rewrites its packets' ports to (local UDP
-// port, remote UDP port), which lets a kernel tell pion dialers apart and
-// find its listener; and every association strips from an incoming INIT
-// the parameters the Linux kernel sends and pion would refuse the INIT
-// for. Pings are braid control messages, never pion's malformed HEARTBEAT
-// (liveness.go).
+// SCTP message with a 13-byte header (see frame.go), and reassembled per
+// stream. pion/sctp keeps one receive buffer per association, so on its own a
+// stream nobody reads would fill that buffer and stall the others. This
+// package therefore drains every SCTP stream into its own queue at once and
+// adds per-stream credit-based flow control on top: a sender may have at most
+// Config.StreamWindow bytes outstanding on a stream beyond what the receiving
+// application has consumed, and waits for credit otherwise. Send therefore
+// never queues without bound, and an unread stream stalls only its own
+// senders.
 //
 // Liveness: pion/sctp has no dead-peer detection of its own (its
 // retransmissions never give up and it sends no heartbeats unasked). The
