@@ -8,6 +8,13 @@
 // that carries an SCTP INIT starts a new server-side association (at most
 // Config.MaxHalfOpen at a time may be mid-handshake).
 //
+// Layout of an association:
+//
+//   - SCTP stream 0 is the control stream. It carries the braid handshake
+//     (transport.DialHandshake / ListenHandshake) and then control
+//     messages: credit grants and pings.
+//   - Logical stream i is SCTP stream i+1, ordered and reliable.
+//
 // The framing is transport/internal/sctpwire's, the same as the kernel
 // stack's (transport/ksctp), so that a userspace-stack process and a
 // kernel-stack one associate with each other. On the wire to a kernel peer
@@ -19,13 +26,6 @@
 // sends and pion would refuse the INIT for, and never sends pion's bare
 // HEARTBEATs, which the kernel aborts on. Pings are braid control messages
 // (liveness.go).
-//
-// Layout of an association:
-//
-//   - SCTP stream 0 is the control stream. It carries the braid handshake
-//     (transport.DialHandshake / ListenHandshake) and then control
-//     messages: credit grants and pings.
-//   - Logical stream i is SCTP stream i+1, ordered and reliable.
 //
 // Messages larger than Config.FragmentSize are cut into fragments, each one
 // SCTP message with a 13-byte header (see frame.go), and reassembled per
