@@ -2,9 +2,10 @@
 
 .PHONY: vm-test vm-clean
 
-## vm-test: run the ksctp tests under Debian's kernel in qemu (TCG); VM_TEST_ARGS passes go test flags
+## vm-test: run the kernel SCTP tests under Debian's kernel in qemu (TCG); VM_PKGS picks the packages, VM_TEST_ARGS passes go test flags
+##   e.g. make vm-test VM_PKGS=./transport/ksctp/ VM_TEST_ARGS=-test.run=Mixed
 vm-test:
-	vm/run-tests.sh $(VM_TEST_ARGS)
+	VM_PKGS="$(VM_PKGS)" vm/run-tests.sh $(VM_TEST_ARGS)
 
 ## vm-clean: drop the VM cache (kernel, initramfs, logs)
 vm-clean:

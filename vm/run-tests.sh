@@ -4,8 +4,13 @@
 # initramfs holding vm/init as PID 1 and static Go test binaries.
 #
 # Usage: vm/run-tests.sh [extra go test flags for the test binaries]
-# Environment: VM_TIMEOUT (seconds, default 900), VM_MEM (MiB, default 1024),
-# VM_SMP (default 2), VM_KEEP=1 keeps the serial log at vm/.cache/vm.log.
+# Environment: VM_PKGS (the packages whose tests run, default
+# "./transport/ksctp/ ./internal/transports/"), VM_TIMEOUT (seconds, default
+# 900), VM_MEM (MiB, default 1024), VM_SMP (default 2). The serial log is
+# kept at vm/.cache/vm.log.
+#
+# Example, only the kernel <-> userspace association tests:
+#   VM_PKGS=./transport/ksctp/ vm/run-tests.sh -test.run=Mixed
 set -eu
 cd "$(dirname "$0")/.."
 cache=vm/.cache
@@ -46,7 +51,15 @@ fi
 rm -rf "$root" && mkdir -p "$root/bin" "$root/lib/modules"
 export CGO_ENABLED=0
 go build -o "$root/init" ./vm/init
-go test -c -o "$root/bin/ksctp.test" ./transport/ksctp/
+: >"$root/tests"
+for pkg in ${VM_PKGS:-./transport/ksctp/ ./internal/transports/}; do
+	bin=/bin/$(basename "$pkg").test
+	go test -c -o "$root$bin" "$pkg"
+	# go test -c writes nothing for a package without tests.
+	if [ -f "$root$bin" ]; then
+		echo "$bin -test.v -test.timeout=30m $*" >>"$root/tests"
+	fi
+done
 : >"$root/modules.order"
 for m in crc32c_generic libcrc32c udp_tunnel ip6_udp_tunnel sctp; do
 	f=$(find "$kdir/lib/modules" -name "$m.ko*" | head -n 1)
@@ -54,7 +67,6 @@ for m in crc32c_generic libcrc32c udp_tunnel ip6_udp_tunnel sctp; do
 	echo "/lib/modules/$(basename "$f")" >>"$root/modules.order"
 done
 echo "net.sctp.udp_port = 9899" >"$root/sysctl.conf"
-echo "/bin/ksctp.test -test.v -test.timeout=30m $*" >"$root/tests"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$cache/initrd.gz"
 
 echo "vm: booting $kver under qemu (TCG)"

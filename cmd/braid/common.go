@@ -187,5 +187,5 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 // registerTransportFlags adds the flags that tune transports.
 func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 	fs.StringVar(&o.SCTPStack, "sctp-stack", transports.StackAuto,
-		"SCTP implementation: auto (kernel SCTP where it works, else userspace over UDP), kernel or user")
+		"SCTP implementation: auto (kernel SCTP between hosts that have it, userspace over UDP with the others), kernel or user")
 }

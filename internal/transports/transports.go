@@ -1,5 +1,20 @@
 // Package transports builds braid's data-plane transports by name, for the
 // command line and the in-process cluster.
+//
+// The "sctp" transport has two stacks with one framing on the wire
+// (transport/internal/sctpwire): the kernel's (transport/ksctp) and a
+// userspace one over UDP (transport/sctp). --sctp-stack picks:
+//
+//   - user: the userspace stack, on every host.
+//   - kernel: the kernel's SCTP natively; dialing falls back to SCTP over
+//     UDP (RFC 6951) to reach userspace-stack listeners when the host's
+//     net.sctp.udp_port is set, and a listener on that port is reachable
+//     by UDP peers too (see transport/ksctp).
+//   - auto (the default): the userspace stack on a host without kernel
+//     SCTP; on a host with it, both (auto.go): listening on UDP and SCTP at
+//     one address, dialing the kernel's SCTP first and UDP when no kernel
+//     association comes up. A cluster whose hosts resolved auto
+//     differently thus still connects, with no sysctl.
 package transports
 
 import (
@@ -23,7 +38,7 @@ const Default = "sctp"
 
 // SCTP stacks.
 const (
-	StackAuto   = "auto"   // the kernel's SCTP where it works, else userspace
+	StackAuto   = "auto"   // kernel SCTP between hosts that have it, userspace over UDP otherwise
 	StackKernel = "kernel" // the kernel's SCTP (fails where the kernel has none)
 	StackUser   = "user"   // userspace SCTP over UDP (pion/sctp)
 )
@@ -56,21 +71,23 @@ func newSCTP(opts Options) (transport.Transport, error) {
 	switch opts.SCTPStack {
 	case "", StackAuto:
 		if ksctp.Available() {
-			return ksctp.New(ksctp.Config{}), nil
+			return newAutoSCTP(opts), nil
 		}
 		return sctp.New(sctp.Config{Logger: opts.Logger}), nil
 	case StackKernel:
 		if !ksctp.Available() {
 			return nil, fmt.Errorf("--sctp-stack kernel: this kernel has no SCTP (socket(IPPROTO_SCTP) fails; try 'modprobe sctp' or --sctp-stack user)")
 		}
-		return ksctp.New(ksctp.Config{}), nil
+		return ksctp.New(ksctp.Config{ConnectTimeout: connectTimeout, UDPFallback: true}), nil
 	case StackUser:
 		return sctp.New(sctp.Config{Logger: opts.Logger}), nil
 	}
 	return nil, fmt.Errorf("--sctp-stack %q: want auto, kernel or user", opts.SCTPStack)
 }
 
-// Stack reports which SCTP stack New("sctp", opts) uses.
+// Stack reports which SCTP stack New("sctp", opts) uses: StackKernel for
+// auto on a host with kernel SCTP, though auto reaches peers without it
+// through the userspace stack.
 func Stack(opts Options) string {
 	if opts.SCTPStack == StackUser || (opts.SCTPStack != StackKernel && !ksctp.Available()) {
 		return StackUser

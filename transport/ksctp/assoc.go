@@ -2,7 +2,6 @@ package ksctp
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/internal/alive"
+	"github.com/braidhq/braid/transport/internal/sctpwire"
 )
 
 const defaultHandshakeTimeout = 10 * time.Second
@@ -38,6 +38,7 @@ type assoc struct {
 	loops    sync.WaitGroup // the credit writer and the keep-alive loop
 	clock    alive.Clock    // traffic with the peer, see liveness.go
 	liveness time.Duration  // the negotiated liveness bound
+	ctlPiece []byte         // the control message being read; owned by the receive loop
 
 	mu  sync.Mutex // guards err
 	err error
@@ -49,7 +50,9 @@ type assoc struct {
 
 var _ transport.Association = (*assoc)(nil)
 
-func newAssoc(c *conn, res transport.HandshakeResult, release func(), cfg *Config) *assoc {
+// newAssoc starts an association after its handshake; early holds what the
+// handshake read on other streams than its own (see hsConn).
+func newAssoc(c *conn, res transport.HandshakeResult, early []earlyPiece, release func(), cfg *Config) *assoc {
 	a := &assoc{c: c, peer: res.Peer, release: release, liveness: res.Liveness,
 		closeTO:  orDefault(cfg.CloseTimeout, 10*time.Second),
 		done:     make(chan struct{}),
@@ -58,7 +61,9 @@ func newAssoc(c *conn, res transport.HandshakeResult, release func(), cfg *Confi
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	for range res.Streams {
-		a.streams = append(a.streams, newStream())
+		st := newStream()
+		st.grantLocked(true) // announce the window: see creditLoop
+		a.streams = append(a.streams, st)
 	}
 	c.control(func(fd int) error {
 		a.frag = fragSize(fd)
@@ -69,8 +74,9 @@ func newAssoc(c *conn, res transport.HandshakeResult, release func(), cfg *Confi
 	})
 	a.clock.Start()
 	a.loops.Go(a.creditLoop)
+	wake(a.creditK)
 	a.startKeepAlive()
-	go a.recvLoop()
+	go a.recvLoop(early)
 	return a
 }
 
@@ -179,8 +185,8 @@ func (a *assoc) abort(reason, err error) {
 // end the association: the receive loop ends it once it has drained what
 // the peer sent (a write fails with EPIPE as soon as the peer's SHUTDOWN
 // arrives, possibly ahead of data still to be read).
-func (a *assoc) write(ctx context.Context, s int, ppid uint32, p []byte) error {
-	err := a.c.writeMsg(ctx, uint16(s), ppid, 0, p)
+func (a *assoc) write(ctx context.Context, sid uint16, p []byte) error {
+	err := a.c.writeMsg(ctx, sid, sctpwire.PPID, 0, p)
 	switch {
 	case err == nil:
 		a.clock.Sent()
@@ -193,9 +199,10 @@ func (a *assoc) write(ctx context.Context, s int, ppid uint32, p []byte) error {
 	return mapErr(err)
 }
 
-// creditLoop sends the credit that Recv makes due.
+// creditLoop sends the grants that Recv and the receive loop make due:
+// each stream's latest limit, on the control stream.
 func (a *assoc) creditLoop() {
-	var b [8]byte
+	var b [sctpwire.CreditLen]byte
 	for {
 		select {
 		case <-a.creditK:
@@ -204,14 +211,13 @@ func (a *assoc) creditLoop() {
 		}
 		for i, st := range a.streams {
 			st.mu.Lock()
-			n := st.pending
-			st.pending = 0
+			due, l := st.grantDue, st.granted
+			st.grantDue = false
 			st.mu.Unlock()
-			if n == 0 {
+			if !due {
 				continue
 			}
-			binary.BigEndian.PutUint64(b[:], uint64(n))
-			if a.write(a.ctx, i, ppidCredit, b[:]) != nil {
+			if a.write(a.ctx, sctpwire.ControlStream, sctpwire.AppendCredit(b[:0], i, l)) != nil {
 				return
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/sctpwire"
 )
 
 // conn is one nonblocking SCTP socket parked on the runtime poller.
@@ -142,16 +143,33 @@ func mapErr(err error) error {
 	return err
 }
 
-// hsConn runs the braid handshake over stream 0 of a fresh conn, before
-// the receive loop starts.
-type hsConn struct{ c *conn }
-
-func (h hsConn) WriteMsg(p []byte) error {
-	return mapErr(h.c.writeMsg(context.Background(), 0, ppidHandshake, 0, p))
+// hsConn runs the braid handshake over the control stream of a fresh
+// conn, before the receive loop starts. SCTP orders messages per stream
+// only, so the peer's first credit grants and data, sent once its side of
+// the handshake is done, may overtake its last handshake message; ReadMsg
+// sets such pieces aside (up to maxEarly bytes) for the receive loop.
+type hsConn struct {
+	c     *conn
+	early []earlyPiece
+	size  int // bytes in early
 }
 
-func (h hsConn) ReadMsg() ([]byte, error) {
-	buf := make([]byte, transport.MaxHandshakeMessage+1)
+// earlyPiece is a piece read during the handshake, for the receive loop.
+type earlyPiece struct {
+	info rcvInfo
+	eor  bool
+	b    []byte
+}
+
+// maxEarly bounds what a peer may send ahead of the handshake's end.
+const maxEarly = 1 << 20
+
+func (h *hsConn) WriteMsg(p []byte) error {
+	return mapErr(h.c.writeMsg(context.Background(), sctpwire.ControlStream, sctpwire.PPID, 0, p))
+}
+
+func (h *hsConn) ReadMsg() ([]byte, error) {
+	buf := make([]byte, sctpwire.MaxSCTPMessage)
 	oob := make([]byte, 256)
 	for {
 		pc, err := h.c.readPiece(buf, oob)
@@ -159,15 +177,31 @@ func (h hsConn) ReadMsg() ([]byte, error) {
 			return nil, mapErr(err)
 		}
 		switch {
-		case pc.notif && pc.eor:
+		case pc.notif:
 			continue
-		case pc.notif || !pc.eor:
+		case !pc.hasRI:
+			return nil, fmt.Errorf("%w: message without SCTP_RCVINFO", transport.ErrProtocol)
+		case pc.info.SID != sctpwire.ControlStream:
+			if err := h.setAside(pc, buf); err != nil {
+				return nil, err
+			}
+			continue
+		case !pc.eor || pc.n > transport.MaxHandshakeMessage:
 			return nil, fmt.Errorf("%w: handshake message too long", transport.ErrProtocol)
-		case !pc.hasRI || pc.info.SID != 0 || pc.info.PPID != ppidHandshake:
-			return nil, fmt.Errorf("%w: not a handshake message", transport.ErrProtocol)
+		case pc.info.PPID != sctpwire.PPID:
+			return nil, fmt.Errorf("%w: not a handshake message (payload protocol id %d)", transport.ErrProtocol, pc.info.PPID)
 		}
-		return buf[:pc.n], nil
+		return append([]byte(nil), buf[:pc.n]...), nil
 	}
+}
+
+func (h *hsConn) setAside(pc piece, buf []byte) error {
+	h.size += pc.n
+	if h.size > maxEarly {
+		return fmt.Errorf("%w: over %d bytes of data before the handshake ended", transport.ErrProtocol, maxEarly)
+	}
+	h.early = append(h.early, earlyPiece{info: pc.info, eor: pc.eor, b: append([]byte(nil), buf[:pc.n]...)})
+	return nil
 }
 
 // deadlineFor makes ctx's end interrupt all I/O on c until the returned

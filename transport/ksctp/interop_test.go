@@ -14,13 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Constants and layout of struct sctp_paddrparams (linux/sctp.h, packed).
 const (
-	sctpPeerAddrParams  = 9      // SCTP_PEER_ADDR_PARAMS
-	sppPMTUDDisable     = 1 << 4 // SPP_PMTUD_DISABLE
-	sizeofPaddrParams   = 156    // packed, aligned(4)
-	paddrPathMTUOff     = 4 + 128 + 4 + 2
-	paddrFlagsOff       = paddrPathMTUOff + 4 + 4
 	interopKernelUDP    = 9899 // net.sctp.udp_port, set by vm/run-tests.sh
 	interopSCTPPort     = 5000 // pion's hard-coded SCTP source and destination port
 	interopPathMTU      = 1200 // fits pion's 8192-byte UDP read buffer

@@ -126,6 +126,13 @@ func (l *listener) handshake(fd int) {
 		l.logf("ksctp: %v", err)
 		return
 	}
+	if encapsulated(fd) {
+		if err := capPathMTU(fd); err != nil {
+			unix.Close(fd)
+			l.logf("ksctp: %v", err)
+			return
+		}
+	}
 	c, err := newConn(fd, "sctp-accepted")
 	if err != nil {
 		l.logf("ksctp: %v", err)
@@ -138,14 +145,15 @@ func (l *listener) handshake(fd int) {
 	ctx, cancel := context.WithTimeout(l.ctx, orDefault(cfg.HandshakeTimeout, defaultHandshakeTimeout))
 	defer cancel()
 	undo := c.deadlineFor(ctx)
-	res, release, err := l.handshakeOn(ctx, c)
+	hc := &hsConn{c: c}
+	res, release, err := l.handshakeOn(ctx, c, hc)
 	undo()
 	if err != nil {
 		c.f.Close()
 		l.logf("ksctp: handshake with %s failed: %v", peer, err)
 		return
 	}
-	a := newAssoc(c, res, release, &l.t.cfg)
+	a := newAssoc(c, res, hc.early, release, &l.t.cfg)
 	select {
 	case l.ready <- a:
 	case <-l.ctx.Done():
@@ -153,12 +161,12 @@ func (l *listener) handshake(fd int) {
 	}
 }
 
-func (l *listener) handshakeOn(ctx context.Context, c *conn) (transport.HandshakeResult, func(), error) {
+func (l *listener) handshakeOn(ctx context.Context, c *conn, hc *hsConn) (transport.HandshakeResult, func(), error) {
 	n, err := assocStreams(c)
 	if err != nil {
 		return transport.HandshakeResult{}, nil, err
 	}
 	cfg := l.cfg
 	cfg.MaxStreams = capStreams(cfg.MaxStreams, n)
-	return transport.ListenHandshake(ctx, hsConn{c}, cfg)
+	return transport.ListenHandshake(ctx, hc, cfg)
 }

@@ -3,6 +3,7 @@ package ksctp
 import (
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/internal/alive"
+	"github.com/braidhq/braid/transport/internal/sctpwire"
 )
 
 // Liveness. Kernel SCTP has heartbeats and gives up on a peer that stops
@@ -15,15 +16,15 @@ import (
 //     for the application, so a stalled local reader cannot silence the
 //     peer.
 //   - When nothing has been sent for a third of the negotiated liveness, the
-//     association sends a ping: one zero byte on stream 0 with payload
-//     protocol id ppidPing, which the receiver only notes. It goes out only
+//     association sends a ping: sctpwire's ping control message on the
+//     control stream, which the receiver only notes. It goes out only
 //     if that needs no waiting (no sendmsg under way, room in the socket
 //     buffer); otherwise the association is sending already.
 //   - When nothing has arrived for the whole liveness, the association is
 //     aborted (an SCTP ABORT is sent) with a *transport.PeerLostError.
 
-// pingMsg is a ping's payload: SCTP has no empty messages.
-var pingMsg = []byte{0}
+// pingMsg is a ping control message.
+var pingMsg = sctpwire.AppendPing(nil)
 
 // startKeepAlive starts the keep-alive loop; it exits when the association
 // ends.
@@ -35,7 +36,7 @@ func (a *assoc) startKeepAlive() {
 		Bound: a.liveness,
 		Clock: &a.clock,
 		Ping: func() {
-			if a.c.tryWriteMsg(0, ppidPing, pingMsg) {
+			if a.c.tryWriteMsg(sctpwire.ControlStream, sctpwire.PPID, pingMsg) {
 				a.clock.Sent()
 			}
 		},

@@ -86,7 +86,7 @@ func TestKernelPartialDelivery(t *testing.T) {
 		t.Errorf("kernel delivered the message whole; partial delivery not exercised")
 	}
 	in, out, err := sctpStreams(afd)
-	if err != nil || in != 4 || out != 4 {
-		t.Errorf("SCTP_STATUS streams in=%d out=%d (%v), want 4 and 4", in, out, err)
+	if err != nil || in != 5 || out != 5 {
+		t.Errorf("SCTP_STATUS streams in=%d out=%d (%v), want 5 and 5 (4 and the control stream)", in, out, err)
 	}
 }

@@ -2,11 +2,11 @@ package ksctp
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/sctpwire"
 )
 
 // Recv returns the next message on stream s. Messages that arrived before
@@ -26,7 +26,12 @@ func (a *assoc) Recv(ctx context.Context, s int) ([]byte, error) {
 			m := st.queue[0]
 			st.queue[0] = qmsg{}
 			st.queue = st.queue[1:]
-			due := st.consumed(m.cost)
+			st.released += m.unpaid
+			if len(st.queue) == 0 {
+				st.released += st.pUnpaid
+				st.pUnpaid = 0
+			}
+			due := st.grantLocked(false)
 			st.mu.Unlock()
 			if due {
 				wake(a.creditK)
@@ -47,13 +52,19 @@ func (a *assoc) Recv(ctx context.Context, s int) ([]byte, error) {
 }
 
 // recvLoop drains the socket: it reassembles each stream's SCTP messages
-// (the kernel may deliver one in pieces, the last with MSG_EOR) and hands
-// them to deliver. Every piece is a sign of life. It never waits for the
+// (the kernel may deliver one in pieces, the last with MSG_EOR) and acts
+// on them. Every piece is a sign of life. It never waits for the
 // application (credit bounds the queues), and it ends the association when
-// the socket fails.
-func (a *assoc) recvLoop() {
+// the socket fails. It starts with the pieces the handshake set aside.
+func (a *assoc) recvLoop(early []earlyPiece) {
 	defer a.finish()
-	buf := make([]byte, 64<<10)
+	for _, e := range early {
+		if err := a.take(e.info, e.eor, e.b); err != nil {
+			a.abort(err, err)
+			return
+		}
+	}
+	buf := make([]byte, sctpwire.MaxSCTPMessage)
 	oob := make([]byte, 256)
 	for {
 		pc, err := a.c.readPiece(buf, oob)
@@ -69,7 +80,12 @@ func (a *assoc) recvLoop() {
 			continue
 		}
 		a.clock.Heard()
-		if err := a.take(pc, buf[:pc.n]); err != nil {
+		if !pc.hasRI {
+			err = protoErr("message without SCTP_RCVINFO")
+		} else {
+			err = a.take(pc.info, pc.eor, buf[:pc.n])
+		}
+		if err != nil {
 			a.abort(err, err)
 			return
 		}
@@ -80,124 +96,113 @@ func protoErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", transport.ErrProtocol, fmt.Sprintf(format, args...))
 }
 
-// take appends one piece to its stream's SCTP message and delivers the
-// message once complete.
-func (a *assoc) take(pc piece, b []byte) error {
-	if !pc.hasRI {
-		return protoErr("message without SCTP_RCVINFO")
+// take adds one piece to its SCTP stream's message and acts on the message
+// once complete. b is only borrowed.
+func (a *assoc) take(info rcvInfo, eor bool, b []byte) error {
+	if info.PPID != sctpwire.PPID {
+		return protoErr("payload protocol id %d on SCTP stream %d", info.PPID, info.SID)
 	}
-	if int(pc.info.SID) >= len(a.streams) {
-		return protoErr("message on SCTP stream %d of %d", pc.info.SID, len(a.streams))
+	sid := int(info.SID)
+	if sid > len(a.streams) {
+		return protoErr("message on SCTP stream %d, %d streams negotiated", sid, len(a.streams))
 	}
-	st := a.streams[pc.info.SID]
-	st.piece = append(st.piece, b...)
-	if len(st.piece) > FragmentSize {
-		return protoErr("SCTP message over %d bytes on stream %d", FragmentSize, pc.info.SID)
+	piece := &a.ctlPiece
+	if sid != sctpwire.ControlStream {
+		piece = &a.streams[sid-1].piece
 	}
-	if !pc.eor {
+	if len(*piece) == 0 && eor {
+		return a.onMessage(sid, b) // whole in one piece: no copy
+	}
+	*piece = append(*piece, b...)
+	if len(*piece) > sctpwire.MaxSCTPMessage {
+		return protoErr("SCTP message over %d bytes on stream %d", sctpwire.MaxSCTPMessage, sid)
+	}
+	if !eor {
 		return nil
 	}
-	err := a.deliver(st, pc.info.PPID, st.piece)
-	st.piece = st.piece[:0]
+	err := a.onMessage(sid, *piece)
+	*piece = (*piece)[:0]
 	return err
 }
 
-// deliver acts on one whole SCTP message of kind ppid.
-func (a *assoc) deliver(st *stream, ppid uint32, p []byte) error {
-	switch ppid {
-	case ppidMore, ppidEnd:
-		if err := st.start(); err != nil {
-			return err
+// onMessage acts on one whole SCTP message on SCTP stream sid.
+func (a *assoc) onMessage(sid int, p []byte) error {
+	if sid == sctpwire.ControlStream {
+		c, err := sctpwire.ParseControl(p, len(a.streams))
+		if err == nil && c.Type == sctpwire.CtlCredit {
+			a.streams[c.Stream].grant(c.Limit)
 		}
-		st.asm = append(st.asm, p...)
-		if len(st.asm) > transport.MaxMessageSize {
-			return protoErr("message over %d bytes", transport.MaxMessageSize)
+		return err // a ping is only a sign of life, recorded by recvLoop
+	}
+	h, body, err := sctpwire.ParseFragment(p, sctpwire.MaxFragment)
+	if err != nil {
+		return err
+	}
+	st := a.streams[sid-1]
+	st.mu.Lock()
+	due, err := st.onFragment(h, body)
+	st.mu.Unlock()
+	if due {
+		wake(a.creditK)
+	}
+	return err
+}
+
+// onFragment adds one parsed fragment to the stream and reports whether a
+// grant is due. The caller holds st.mu.
+func (st *stream) onFragment(h sctpwire.FragHeader, body []byte) (bool, error) {
+	if h.Flags&sctpwire.FlagAbandon != 0 {
+		if !st.inMsg || h.MsgID != st.asmID {
+			return false, protoErr("abandon for unknown message %d", h.MsgID)
 		}
-		st.mu.Lock()
-		st.outstanding += int64(len(p))
-		st.mu.Unlock()
-		if ppid == ppidEnd {
-			st.push(st.asm, int64(len(st.asm)))
-			st.asm, st.inMsg = nil, false
-		}
-	case ppidEmpty:
-		if st.inMsg || len(p) != 1 {
-			return protoErr("bad empty message")
-		}
-		if err := st.start(); err != nil {
-			return err
-		}
-		st.mu.Lock()
-		st.outstanding++
-		st.mu.Unlock()
-		st.push([]byte{}, 1)
-		st.inMsg = false
-	case ppidDrop:
-		if !st.inMsg {
-			return protoErr("drop without a partial message")
-		}
-		st.mu.Lock()
-		due := st.consumed(int64(len(st.asm)))
-		st.mu.Unlock()
 		st.asm, st.inMsg = nil, false
-		if due {
-			wake(a.creditK)
-		}
-	case ppidCredit:
-		return st.credit(p)
-	case ppidHandshake:
-		return protoErr("handshake message after the handshake")
-	case ppidPing:
-		if st != a.streams[0] || len(p) != 1 {
-			return protoErr("malformed ping")
-		}
-		// A sign of life, recorded by recvLoop like every message.
+		st.released += st.pUnpaid
+		st.pUnpaid = 0
+		return st.grantLocked(false), nil
+	}
+	cost := uint64(len(body) + sctpwire.FragHeaderLen)
+	st.received += cost
+	if st.received > st.granted {
+		return false, protoErr("peer sent %d bytes beyond its credit", st.received-st.granted)
+	}
+	if err := st.place(h, body); err != nil {
+		return false, err
+	}
+	switch {
+	case h.Flags&sctpwire.FlagLast != 0:
+		st.queue = append(st.queue, qmsg{b: st.asm, unpaid: st.pUnpaid + cost})
+		st.asm, st.inMsg, st.pUnpaid = nil, false, 0
+		wake(st.ready)
+	case len(st.queue) == 0:
+		st.released += cost // nothing finished to wait for: see sctpwire
 	default:
-		return protoErr("unknown payload protocol id %d", ppid)
+		st.pUnpaid += cost
 	}
-	return nil
+	return st.grantLocked(false), nil
 }
 
-// start checks, at a message's first fragment, that the peer had credit.
-func (st *stream) start() error {
-	if st.inMsg {
-		return nil
+// place appends body to the message being reassembled, starting one at
+// offset 0; fragments must come in order.
+func (st *stream) place(h sctpwire.FragHeader, body []byte) error {
+	if h.Offset == 0 {
+		if st.inMsg {
+			return protoErr("message %d started before message %d ended", h.MsgID, st.asmID)
+		}
+		st.asm = make([]byte, 0, min(int(h.Total), maxPrealloc))
+		st.asmID, st.total, st.inMsg = h.MsgID, h.Total, true
+	} else if !st.inMsg || h.MsgID != st.asmID {
+		return protoErr("fragment for unknown message %d", h.MsgID)
 	}
-	st.mu.Lock()
-	over := st.outstanding >= window
-	st.mu.Unlock()
-	if over {
-		return protoErr("peer sent beyond its flow-control window")
+	if int(h.Offset) != len(st.asm) || h.Total != st.total {
+		return protoErr("message %d fragment at %d/%d, expected %d/%d", h.MsgID, h.Offset, h.Total, len(st.asm), st.total)
 	}
-	st.inMsg = true
-	return nil
-}
-
-func (st *stream) push(b []byte, cost int64) {
-	st.mu.Lock()
-	st.queue = append(st.queue, qmsg{b: b, cost: cost})
-	st.mu.Unlock()
-	wake(st.ready)
-}
-
-// credit applies a credit message from the peer.
-func (st *stream) credit(p []byte) error {
-	if len(p) != 8 {
-		return protoErr("credit message of %d bytes", len(p))
-	}
-	n := int64(binary.BigEndian.Uint64(p))
-	st.mu.Lock()
-	ok := n > 0 && st.sendCredit+n <= window
-	if ok {
-		st.sendCredit += n
-	}
-	st.mu.Unlock()
-	if !ok {
-		return protoErr("credit of %d bytes exceeds the window", n)
-	}
-	wake(st.creditc)
+	st.asm = append(st.asm, body...)
 	return nil
 }
 
 // isLocal reports whether err means the association was closed here.
 func isLocal(err error) bool { return errors.Is(err, transport.ErrClosed) }
+
+// maxPrealloc bounds the buffer allocated for a message from its header's
+// claimed total; a larger message grows as its fragments arrive.
+const maxPrealloc = 256 << 10

@@ -5,10 +5,12 @@ import (
 	"fmt"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/sctpwire"
 )
 
 // Send sends p on stream s as one message, in fragments of at most a.frag
-// bytes. It waits for the stream's credit, then for socket buffer space.
+// bytes with their headers (sctpwire). Before each fragment it waits for
+// the stream's credit, then for socket buffer space.
 func (a *assoc) Send(ctx context.Context, s int, p []byte) error {
 	st, err := a.stream(s)
 	if err != nil {
@@ -31,49 +33,70 @@ func (a *assoc) Send(ctx context.Context, s int, p []byte) error {
 		return ctx.Err()
 	}
 	defer func() { <-st.sendSem }()
-	if st.dirty {
-		if err := a.write(ctx, s, ppidDrop, []byte{0}); err != nil {
+	if h := st.abandon; h != nil {
+		if err := a.write(ctx, sctpwire.DataStream(s), sctpwire.AppendFragHeader(st.buf[:0], *h)); err != nil {
 			return err
 		}
-		st.dirty = false
+		st.abandon = nil
 	}
-	if err := a.waitCredit(ctx, st); err != nil {
-		return err
-	}
-	if len(p) == 0 {
-		return a.sendPiece(ctx, st, s, ppidEmpty, []byte{0})
-	}
-	for off := 0; off < len(p); off += a.frag {
-		end, ppid := off+a.frag, ppidMore
-		if end >= len(p) {
-			end, ppid = len(p), ppidEnd
-		}
-		if err := a.sendPiece(ctx, st, s, ppid, p[off:end]); err != nil {
-			st.dirty = off > 0
-			return err
-		}
-	}
-	return nil
-}
-
-// sendPiece takes the credit before writing, since the peer may consume
-// the piece and return its credit before write returns.
-func (a *assoc) sendPiece(ctx context.Context, st *stream, s int, ppid uint32, p []byte) error {
-	st.addCredit(-int64(len(p)))
-	err := a.write(ctx, s, ppid, p)
-	if err != nil {
-		st.addCredit(int64(len(p)))
+	id := st.nextID
+	st.nextID++
+	off, err := a.sendFragments(ctx, st, s, id, p)
+	if err != nil && off > 0 {
+		st.abandon = &sctpwire.FragHeader{Flags: sctpwire.FlagAbandon, MsgID: id, Offset: uint32(off), Total: uint32(len(p))}
 	}
 	return err
 }
 
-// waitCredit waits until the peer has room for another message on st.
-func (a *assoc) waitCredit(ctx context.Context, st *stream) error {
+// sendFragments sends p's fragments and returns how far it got.
+func (a *assoc) sendFragments(ctx context.Context, st *stream, s int, id uint32, p []byte) (int, error) {
+	fs := a.frag - sctpwire.FragHeaderLen
+	for off := 0; off == 0 || off < len(p); {
+		n := min(fs, len(p)-off)
+		h := sctpwire.FragHeader{MsgID: id, Offset: uint32(off), Total: uint32(len(p))}
+		if off+n == len(p) {
+			h.Flags = sctpwire.FlagLast
+		}
+		st.buf = append(sctpwire.AppendFragHeader(st.buf[:0], h), p[off:off+n]...)
+		if err := a.sendPiece(ctx, st, s, st.buf); err != nil {
+			return off, err
+		}
+		off += n
+		if off == 0 {
+			break // empty message
+		}
+	}
+	return len(p), nil
+}
+
+// sendPiece waits for the fragment's credit and takes it before writing,
+// since the peer may consume the fragment and grant more before write
+// returns; a failed write gives it back.
+func (a *assoc) sendPiece(ctx context.Context, st *stream, s int, frag []byte) error {
+	cost := uint64(len(frag))
+	if err := a.takeCredit(ctx, st, cost); err != nil {
+		return err
+	}
+	err := a.write(ctx, sctpwire.DataStream(s), frag)
+	if err != nil {
+		st.mu.Lock()
+		st.sent -= cost
+		st.mu.Unlock()
+	}
+	return err
+}
+
+// takeCredit waits until cost more bytes fit under the peer's limit on st
+// and consumes them.
+func (a *assoc) takeCredit(ctx context.Context, st *stream, cost uint64) error {
 	for {
 		st.mu.Lock()
-		c := st.sendCredit
+		ok := st.sent+cost <= st.limit
+		if ok {
+			st.sent += cost
+		}
 		st.mu.Unlock()
-		if c > 0 {
+		if ok {
 			return nil
 		}
 		select {

@@ -78,7 +78,7 @@ func newSocket(family int, cfg *Config) (int, error) {
 // before the association is set up; the rest is re-applied to accepted
 // sockets.
 func setOptions(fd int, cfg *Config) error {
-	n := uint16(cfg.streams())
+	n := uint16(cfg.streams() + 1) // and the control stream
 	im := initMsg{NumOstreams: n, MaxInstreams: n}
 	if err := setsockoptStruct(fd, solSCTP, sctpInitMsg, &im); err != nil {
 		return fmt.Errorf("ksctp: SCTP_INITMSG: %w", err)

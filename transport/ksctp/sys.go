@@ -154,15 +154,19 @@ func parseRcvInfo(oob []byte) (info rcvInfo, ok bool) {
 	return info, false
 }
 
-// udpEncaps encodes struct sctp_udpencaps {sue_assoc_id, sue_address
-// (struct sockaddr_storage, pointer-aligned), sue_port} for the future
-// association (id 0) and any address, with port in network byte order, as
-// the kernel reads it.
+// Layout of struct sctp_udpencaps {sue_assoc_id, sue_address (struct
+// sockaddr_storage, pointer-aligned), sue_port}.
+const (
+	udpEncapsAddrOff = (4 + ptrSize - 1) &^ (ptrSize - 1)
+	udpEncapsPortOff = udpEncapsAddrOff + 128 // sizeof(struct sockaddr_storage)
+	ptrSize          = int(unsafe.Sizeof(uintptr(0)))
+)
+
+// udpEncaps encodes struct sctp_udpencaps for the future association (id
+// 0) and any address, with port in network byte order, as the kernel
+// reads it.
 func udpEncaps(port uint16) []byte {
-	const align = int(unsafe.Sizeof(uintptr(0)))
-	const addrOff = (4 + align - 1) &^ (align - 1)
-	const portOff = addrOff + 128 // sizeof(struct sockaddr_storage)
-	b := make([]byte, (portOff+2+align-1)&^(align-1))
-	binary.BigEndian.PutUint16(b[portOff:], port)
+	b := make([]byte, (udpEncapsPortOff+2+ptrSize-1)&^(ptrSize-1))
+	binary.BigEndian.PutUint16(b[udpEncapsPortOff:], port)
 	return b
 }

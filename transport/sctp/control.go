@@ -7,8 +7,20 @@ import (
 	"sync"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/sctpwire"
 	"github.com/pion/sctp"
 )
+
+// sendPing sends a braid ping on the control stream (see liveness.go).
+func (a *Association) sendPing() {
+	var b [sctpwire.PingLen]byte
+	a.ctlMu.Lock()
+	_, err := a.ctl.WriteSCTP(sctpwire.AppendPing(b[:0]), ppi)
+	a.ctlMu.Unlock()
+	if err != nil {
+		a.fail(fmt.Errorf("%w: control stream: %v", transport.ErrPeerClosed, err))
+	}
+}
 
 // hsConn runs the braid handshake over the control stream.
 type hsConn struct {

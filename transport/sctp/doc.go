@@ -21,8 +21,21 @@
 // Layout of an association:
 //
 //   - SCTP stream 0 is the control stream. It carries the braid handshake
-//     (transport.DialHandshake / ListenHandshake) and then credit grants.
+//     (transport.DialHandshake / ListenHandshake) and then control
+//     messages: credit grants and pings.
 //   - Logical stream i is SCTP stream i+1, ordered and reliable.
+//
+// The framing is transport/internal/sctpwire's, the same as the kernel
+// stack's (transport/ksctp), so that a userspace-stack process and a
+// kernel-stack one associate with each other. On the wire to a kernel peer
+// (ports.go): an address host:port means UDP port `port` carrying SCTP port
+// `port`, on both stacks. pion always uses SCTP port 5000, so a dialer
+// rewrites its packets' ports to (local UDP port, remote UDP port), which
+// lets a kernel tell pion dialers apart and find its listener; every
+// association strips from an incoming INIT the parameters the Linux kernel
+// sends and pion would refuse the INIT for, and never sends pion's bare
+// HEARTBEATs, which the kernel aborts on. Pings are braid control messages
+// (liveness.go).
 //
 // Messages larger than Config.FragmentSize are cut into fragments, each one
 // SCTP message with a 13-byte header (see frame.go), and reassembled per

@@ -33,7 +33,7 @@ func (*Transport) Name() string { return "sctp" }
 func (t *Transport) options(conn net.Conn, hook *garbageHook) []sctp.AssociationOption {
 	logs := pionLogs{log: func(m string) { t.cfg.Logger.Debug(m) }, hook: hook}
 	return []sctp.AssociationOption{
-		sctp.WithNetConn(conn),
+		sctp.WithNetConn(kernelConn{conn}),
 		sctp.WithLoggerFactory(logs),
 		sctp.WithMTU(uint32(t.cfg.mtuFor(conn.RemoteAddr()))),
 		sctp.WithMaxReceiveBufferSize(uint32(t.cfg.ReceiveBuffer)),
@@ -61,7 +61,7 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 	conn := newDconn(uc)
 	conn.hook.set(func(error) { _ = conn.Close() })
 	var opts []sctp.ClientOption
-	for _, o := range t.options(conn, &conn.hook) {
+	for _, o := range t.options(dialPorts(conn), &conn.hook) {
 		opts = append(opts, o)
 	}
 	pa, err := sctp.ClientContext(ctx, opts...)
