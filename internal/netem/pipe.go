@@ -65,21 +65,22 @@ type pipe struct {
 }
 
 type packet struct {
-	buf []byte
+	buf *[]byte // from bufs
+	n   int     // bytes in *buf
 	due int64
 }
 
 func newPipe(src, dst *os.File, m *model, mtu int, c clock) *pipe {
 	p := &pipe{src: src, dst: dst, m: m, mtu: mtu, clock: c, wake: make(chan struct{}, 1)}
-	p.bufs.New = func() any { return make([]byte, mtu+64) }
+	p.bufs.New = func() any { b := make([]byte, mtu+64); return &b }
 	return p
 }
 
 // read loops until src is closed.
 func (p *pipe) read() error {
 	for {
-		buf := p.bufs.Get().([]byte)
-		n, err := p.src.Read(buf[:cap(buf)])
+		buf := p.bufs.Get().(*[]byte)
+		n, err := p.src.Read(*buf)
 		if err != nil {
 			if p.stopping.Load() || errors.Is(err, os.ErrClosed) {
 				return nil
@@ -98,7 +99,7 @@ func (p *pipe) read() error {
 			p.bufs.Put(buf)
 			continue
 		}
-		p.schedule(packet{buf[:n], due})
+		p.schedule(packet{buf, n, due})
 	}
 }
 
@@ -116,14 +117,14 @@ func (p *pipe) count(v verdict) {
 // schedule appends pk to the delay line, or drops it when the line is full.
 func (p *pipe) schedule(pk packet) {
 	p.mu.Lock()
-	if p.lineB+len(pk.buf) > maxInFlight {
+	if p.lineB+pk.n > maxInFlight {
 		p.mu.Unlock()
 		p.dropO.Add(1)
-		p.bufs.Put(pk.buf[:cap(pk.buf)])
+		p.bufs.Put(pk.buf)
 		return
 	}
 	p.line = append(p.line, pk)
-	p.lineB += len(pk.buf)
+	p.lineB += pk.n
 	first := len(p.line) == 1
 	p.mu.Unlock()
 	if first {
@@ -176,15 +177,15 @@ func (p *pipe) write(done <-chan struct{}) error {
 			p.maxLate.Store(late)
 		}
 		p.pop()
-		if _, err := p.dst.Write(pk.buf); err != nil && !p.stopping.Load() && !errors.Is(err, os.ErrClosed) {
+		if _, err := p.dst.Write((*pk.buf)[:pk.n]); err != nil && !p.stopping.Load() && !errors.Is(err, os.ErrClosed) {
 			// The kernel refused one packet (e.g. its backlog was
 			// full): a loss the model did not choose, counted as such.
 			p.dropO.Add(1)
 		} else {
 			p.outPk.Add(1)
-			p.outB.Add(uint64(len(pk.buf)))
+			p.outB.Add(uint64(pk.n))
 		}
-		p.bufs.Put(pk.buf[:cap(pk.buf)])
+		p.bufs.Put(pk.buf)
 	}
 }
 
@@ -205,7 +206,7 @@ func (c clock) now() int64 { return c.mono + int64(time.Since(c.wall)) }
 // pop removes the head of the delay line.
 func (p *pipe) pop() {
 	p.mu.Lock()
-	p.lineB -= len(p.line[0].buf)
+	p.lineB -= p.line[0].n
 	p.line[0] = packet{}
 	p.line = p.line[1:]
 	if len(p.line) == 0 {
