@@ -25,6 +25,9 @@ func serveOne(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	defer ln.Close()
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
 	return measure(ctx, cfg, func() (Result, error) { return serve(ctx, cfg, ln) })
 }
 

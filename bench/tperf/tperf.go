@@ -50,6 +50,9 @@ type Config struct {
 	// Secret is the cluster secret (default: a fixed test secret, fine
 	// for loopback).
 	Secret []byte
+	// Ready, if set, is called with the listening address once a
+	// listen-only side listens (another process may then connect).
+	Ready func(addr string)
 }
 
 // Result is one test's outcome. Bytes counts payload bytes: received by

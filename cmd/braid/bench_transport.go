@@ -16,7 +16,7 @@ import (
 // do: one-way bulk throughput or request/response rate, per transport and
 // stream count, memory to memory or file to file.
 func runBenchTransport(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("bench transport", "[--transport LIST] [--streams LIST] [--mode bulk,rr,hol] [--listen ADDR | --connect ADDR]", e)
+	fs := newFlagSet("bench transport", "[--transport LIST] [--streams LIST] [--mode bulk,rr,hol] [--listen ADDR | --connect ADDR | --net SPEC]", e)
 	tlist := fs.String("transport", strings.Join(transports.Names, ","), "transports, comma-separated")
 	slist := fs.String("streams", "1,4", "stream counts, comma-separated")
 	mlist := fs.String("mode", "bulk,rr", "bulk (one-way throughput), rr (request/response rate), hol (latency of 100-byte round trips on stream 1 beside bulk on stream 0)")
@@ -26,6 +26,7 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 	connect := fs.String("connect", "", "drive a test against a --listen side at ADDR")
 	file := fs.String("file", "", "send this file's bytes (connect side) / write what arrives to it (listen side)")
 	jsonOut := fs.String("json-out", "", "also write the results as JSON to this file")
+	netSpec := fs.String("net", "", "run the two sides in network namespaces joined by an emulated link (root, Linux), e.g.\n\"rtt=20ms,loss=0.5%,rate=100M,cc=reno\"; see 'braid net -h' for the spec")
 	var sec secretFlags
 	var topts transports.Options
 	sec.register(fs)
@@ -41,6 +42,17 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return fmt.Errorf("--streams: %w", err)
 	}
+	var nb *netBench
+	if *netSpec != "" {
+		if *listen != "" || *connect != "" || *file != "" {
+			return usageErrorf("--net runs both sides: no --listen, --connect or --file with it")
+		}
+		common := []string{"--size", strconv.Itoa(*size), "--duration", dur.String(), "--sctp-stack", topts.SCTPStack}
+		if nb, err = newNetBench(*netSpec, common, secret, e); err != nil {
+			return err
+		}
+		defer nb.Close()
+	}
 	var results []tperf.Result
 	for _, tname := range strings.Split(*tlist, ",") {
 		for _, mode := range strings.Split(*mlist, ",") {
@@ -50,9 +62,15 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 					return err
 				}
 				cfg := tperf.Config{Transport: t, Listen: *listen, Connect: *connect, Streams: n,
-					Size: benchSize(*size, mode), Mode: mode, Duration: *dur, File: *file, Secret: secret}
+					Size: benchSize(*size, mode), Mode: mode, Duration: *dur, File: *file, Secret: secret,
+					Ready: func(addr string) { fmt.Fprintf(e.stderr, "listening on %s\n", addr) }}
 				fmt.Fprintf(e.stderr, "measuring %s %s, %d streams...\n", tname, mode, n)
-				r, err := tperf.Run(ctx, cfg)
+				var r tperf.Result
+				if nb != nil {
+					r, err = nb.run(ctx, tname, mode, n, *dur)
+				} else {
+					r, err = tperf.Run(ctx, cfg)
+				}
 				if err != nil {
 					return fmt.Errorf("%s %s %d streams: %w", tname, mode, n, err)
 				}

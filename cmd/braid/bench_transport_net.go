@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/braidhq/braid/bench/tperf"
+	"github.com/braidhq/braid/internal/netem"
+)
+
+// netBench runs `bench transport` tests through an emulated network: this
+// process runs the emulator, and each test is a listen-side child process
+// in braid-a and a connect-side child in braid-b, both this binary in its
+// --listen and --connect modes.
+type netBench struct {
+	bed    *netem.Bed
+	exe    string
+	dir    string   // where the children write their JSON
+	common []string // flags every child gets
+	env    []string
+	e      *env
+	port   int
+}
+
+// firstNetPort is the listen port of the first test; each test takes the
+// next, so that no test meets the last one's leftovers.
+const firstNetPort = 47100
+
+func newNetBench(spec string, common []string, secret []byte, e *env) (*netBench, error) {
+	s, err := netem.Parse(spec)
+	if err != nil {
+		return nil, usageErrorf("--net: %v", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "braid-netbench-")
+	if err != nil {
+		return nil, err
+	}
+	bed, err := netem.Up(s, netem.Options{})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	nb := &netBench{bed: bed, exe: exe, dir: dir, common: common, e: e, port: firstNetPort, env: os.Environ()}
+	if secret != nil {
+		nb.env = append(nb.env, "BRAID_SECRET="+string(secret))
+	}
+	for _, p := range bed.Paths() {
+		fmt.Fprintf(e.stderr, "net: path %d %s (%s) ↔ %s (%s): a→b %s; b→a %s\n",
+			p.Index, p.AddrA, netem.NSA, p.AddrB, netem.NSB, p.AB, p.BA)
+	}
+	return nb, nil
+}
+
+// Close stops the emulator and removes the namespaces.
+func (nb *netBench) Close() error {
+	os.RemoveAll(nb.dir)
+	return nb.bed.Close()
+}
+
+// run runs one test: the listener in braid-a on path 0, the driver in
+// braid-b. The result is the driver's (rates measured at the receiver),
+// with the CPU seconds of both sides.
+func (nb *netBench) run(ctx context.Context, tname, mode string, streams int, dur time.Duration) (tperf.Result, error) {
+	nb.port++
+	addrA, _ := netem.PathAddrs(0)
+	addr := net.JoinHostPort(addrA.String(), strconv.Itoa(nb.port))
+	args := append([]string{"bench", "transport", "--transport", tname, "--mode", mode,
+		"--streams", strconv.Itoa(streams)}, nb.common...)
+	lout := filepath.Join(nb.dir, fmt.Sprintf("listen-%d.json", nb.port))
+	cout := filepath.Join(nb.dir, fmt.Sprintf("connect-%d.json", nb.port))
+
+	lctx, lcancel := context.WithCancel(ctx)
+	defer lcancel()
+	lcmd := netem.Command(lctx, netem.NSA, nb.exe, append(args, "--listen", addr, "--json-out", lout)...)
+	ready, lerr, err := nb.start(lcmd, "listen")
+	if err != nil {
+		return tperf.Result{}, err
+	}
+	select {
+	case <-ready:
+	case err := <-lerr:
+		return tperf.Result{}, fmt.Errorf("listen side exited before listening: %v", err)
+	case <-time.After(30 * time.Second):
+		return tperf.Result{}, fmt.Errorf("listen side did not listen within 30 s")
+	case <-ctx.Done():
+		return tperf.Result{}, ctx.Err()
+	}
+	before := nb.bed.Stats()
+	cctx, ccancel := context.WithTimeout(ctx, dur+2*time.Minute)
+	defer ccancel()
+	ccmd := netem.Command(cctx, netem.NSB, nb.exe, append(args, "--connect", addr, "--json-out", cout)...)
+	_, cerr, err := nb.start(ccmd, "connect")
+	if err != nil {
+		return tperf.Result{}, err
+	}
+	if err := <-cerr; err != nil {
+		return tperf.Result{}, fmt.Errorf("connect side: %w", err)
+	}
+	select {
+	case err = <-lerr:
+	case <-time.After(15 * time.Second):
+		lcancel()
+		err = fmt.Errorf("did not end 15 s after the connect side: %w", <-lerr)
+	}
+	if err != nil {
+		return tperf.Result{}, fmt.Errorf("listen side: %w", err)
+	}
+	nb.logStats(before, nb.bed.Stats())
+	return combine(cout, lout)
+}
+
+// start starts cmd, forwarding its stderr (but for the progress lines) to
+// ours. ready is closed when it says it listens; done gets its exit.
+func (nb *netBench) start(cmd *exec.Cmd, role string) (<-chan struct{}, <-chan error, error) {
+	cmd.Env = nb.env
+	cmd.Stdout = io.Discard
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("%s side: %w", role, err)
+	}
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		said := false
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "listening on ") && !said:
+				said = true
+				close(ready)
+			case strings.HasPrefix(line, "measuring "):
+			default:
+				fmt.Fprintf(nb.e.stderr, "  [%s] %s\n", role, line)
+			}
+		}
+		done <- cmd.Wait()
+	}()
+	return ready, done, nil
+}
+
+// logStats prints what the emulator did during one test.
+func (nb *netBench) logStats(before, after []netem.PathStats) {
+	d := func(a, b netem.DirStats) string {
+		return fmt.Sprintf("%d packets, %d lost, %d queue drops, %d emulator drops",
+			b.InPackets-a.InPackets, b.LostRandom+b.LostBurst-a.LostRandom-a.LostBurst,
+			b.DroppedQueue-a.DroppedQueue, b.DroppedOverflow-a.DroppedOverflow)
+	}
+	for i := range after {
+		fmt.Fprintf(nb.e.stderr, "  net path %d: a→b %s; b→a %s\n", i, d(before[i].AB, after[i].AB), d(before[i].BA, after[i].BA))
+	}
+}
+
+// combine reads the two sides' JSON results: the driver's, with the CPU
+// seconds of both.
+func combine(connectJSON, listenJSON string) (tperf.Result, error) {
+	read := func(p string) (tperf.Result, error) {
+		var rs []tperf.Result
+		b, err := os.ReadFile(p)
+		if err == nil {
+			err = json.Unmarshal(b, &rs)
+		}
+		if err == nil && len(rs) != 1 {
+			err = fmt.Errorf("%d results, want 1", len(rs))
+		}
+		if err != nil {
+			return tperf.Result{}, fmt.Errorf("result %s: %w", filepath.Base(p), err)
+		}
+		return rs[0], nil
+	}
+	c, err := read(connectJSON)
+	if err != nil {
+		return c, err
+	}
+	l, err := read(listenJSON)
+	if err != nil {
+		return c, err
+	}
+	c.CPUSeconds += l.CPUSeconds
+	if c.Bytes > 0 {
+		c.CPUSecPerGB = c.CPUSeconds / (float64(c.Bytes) / 1e9)
+	}
+	return c, nil
+}
