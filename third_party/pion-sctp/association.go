@@ -3044,7 +3044,13 @@ func (a *Association) processFastRetransmission( //nolint:gocognit
 						//     destination address(es) to which the missing DATA chunks were
 						//     last sent, according to the formula described in Section 7.2.3.
 						a.inFastRecovery = true
-						a.fastRecoverExitPoint = htna
+						// braid patch: RFC 9260 sec 7.2.4 rule 2 marks the highest
+						// outstanding TSN as the exit point, so that the losses of
+						// one window halve cwnd once. Upstream used the highest TSN
+						// newly acknowledged (htna), left recovery while chunks
+						// sent before the loss were still in flight, and halved
+						// cwnd again when they were found lost too.
+						a.fastRecoverExitPoint = a.myNextTSN - 1
 						a.ssthresh = max32(a.CWND()/2, 4*a.MTU())
 						a.setCWND(a.ssthresh)
 						a.partialBytesAcked = 0
