@@ -58,6 +58,7 @@ func init() {
 		"ops":     {"list the operations catalogue", runOps},
 		"demo":    {"start a server and two workers on loopback and run sample jobs", runDemo},
 		"bench":   {"run benchmarks: overhead, transport, paper, soak, chaos", runBench},
+		"net":     {"a WAN test bed: two namespaces joined by an emulated link (up, down, status; root)", runNet},
 		"version": {"print braid's version", runVersion},
 	}
 }

@@ -260,10 +260,12 @@ func (ps *pathSettings) resolve() (Path, error) {
 		if err := dir.d.check(); err != nil {
 			return Path{}, err
 		}
-		if dir.d.queueBDP > 0 {
-			bdp := dir.d.Rate / 8 * p.RTT().Seconds() * dir.d.queueBDP
-			dir.d.QueueBytes = max(p.MTU, int(min(bdp, 1<<30)))
-			dir.d.queueBDP = 0
+	}
+	for _, d := range []*Dir{&p.AB, &p.BA} {
+		if d.queueBDP > 0 {
+			bdp := d.Rate / 8 * p.RTT().Seconds() * d.queueBDP
+			d.QueueBytes = max(p.MTU, int(min(bdp, 1<<30)))
+			d.queueBDP = 0
 		}
 	}
 	return p, nil
