@@ -61,12 +61,13 @@
 // Liveness: pion/sctp has no dead-peer detection of its own (its
 // retransmissions never give up and it sends no heartbeats unasked). The
 // transport's UDP conn wrappers record when the last well-formed datagram
-// arrived and when the last one left; when nothing has left or nothing has
-// arrived for a third of the negotiated liveness the association asks pion
-// for an SCTP HEARTBEAT, and when nothing has arrived for the whole liveness
-// it aborts the association with a transport.PeerLostError. liveness.go
-// explains why the rule on sending matters (pion v1.11.3's heartbeats are
-// never acknowledged).
+// arrived and when the last one left; an association sends a braid ping (a
+// control message) when it has sent nothing, or heard nothing, for a third
+// of the negotiated liveness, and in any case once per third for the sake
+// of kernel-stack peers, and it aborts with a transport.PeerLostError when
+// nothing has arrived for the whole liveness. liveness.go says why the pings
+// are braid's and not SCTP HEARTBEATs, and the one gap left with a frozen
+// kernel-stack peer.
 //
 // A peer that breaks the framing (a malformed SCTP packet, a fragment for an
 // unknown message, an oversize fragment or message, data beyond its credit,
