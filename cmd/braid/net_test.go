@@ -18,6 +18,7 @@ func TestNetUsage(t *testing.T) {
 		{[]string{"net", "down", "now"}, "no argument"},
 		{[]string{"bench", "transport", "--net", "rtt=1ms", "--listen", "127.0.0.1:1"}, "--net runs both sides"},
 		{[]string{"bench", "transport", "--net", "rate=fast"}, "rate=fast"},
+		{[]string{"bench", "transport", "--net", "rtt=1ms", "--net-path", "1"}, "paths 0 to 0"},
 	} {
 		code, _, stderr := runCmd(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) {
