@@ -26,6 +26,7 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 	connect := fs.String("connect", "", "drive a test against a --listen side at ADDR")
 	file := fs.String("file", "", "send this file's bytes (connect side) / write what arrives to it (listen side)")
 	jsonOut := fs.String("json-out", "", "also write the results as JSON to this file")
+	netPath := fs.Int("net-path", 0, "with --net, the path (0-based) the two sides talk over")
 	netSpec := fs.String("net", "", "run the two sides in network namespaces joined by an emulated link (root, Linux), e.g.\n\"rtt=20ms,loss=0.5%,rate=100M,cc=reno\"; see 'braid net -h' for the spec")
 	var sec secretFlags
 	var topts transports.Options
@@ -48,7 +49,7 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 			return usageErrorf("--net runs both sides: no --listen, --connect or --file with it")
 		}
 		common := []string{"--size", strconv.Itoa(*size), "--duration", dur.String(), "--sctp-stack", topts.SCTPStack}
-		if nb, err = newNetBench(*netSpec, common, secret, e); err != nil {
+		if nb, err = newNetBench(*netSpec, *netPath, common, secret, e); err != nil {
 			return err
 		}
 		defer nb.Close()

@@ -30,16 +30,20 @@ type netBench struct {
 	env    []string
 	e      *env
 	port   int
+	path   int // the path the sides talk over
 }
 
 // firstNetPort is the listen port of the first test; each test takes the
 // next, so that no test meets the last one's leftovers.
 const firstNetPort = 47100
 
-func newNetBench(spec string, common []string, secret []byte, e *env) (*netBench, error) {
+func newNetBench(spec string, path int, common []string, secret []byte, e *env) (*netBench, error) {
 	s, err := netem.Parse(spec)
 	if err != nil {
 		return nil, usageErrorf("--net: %v", err)
+	}
+	if path < 0 || path >= len(s.Paths) {
+		return nil, usageErrorf("--net-path %d: the spec has paths 0 to %d", path, len(s.Paths)-1)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -54,7 +58,7 @@ func newNetBench(spec string, common []string, secret []byte, e *env) (*netBench
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	nb := &netBench{bed: bed, exe: exe, dir: dir, common: common, e: e, port: firstNetPort, env: os.Environ()}
+	nb := &netBench{bed: bed, exe: exe, dir: dir, common: common, e: e, port: firstNetPort, env: os.Environ(), path: path}
 	if secret != nil {
 		nb.env = append(nb.env, "BRAID_SECRET="+string(secret))
 	}
@@ -71,12 +75,12 @@ func (nb *netBench) Close() error {
 	return nb.bed.Close()
 }
 
-// run runs one test: the listener in braid-a on path 0, the driver in
-// braid-b. The result is the driver's (rates measured at the receiver),
+// run runs one test: the listener in braid-a on the chosen path, the
+// driver in braid-b. The result is the driver's (rates measured at the receiver),
 // with the CPU seconds of both sides.
 func (nb *netBench) run(ctx context.Context, tname, mode string, streams int, dur time.Duration) (tperf.Result, error) {
 	nb.port++
-	addrA, _ := netem.PathAddrs(0)
+	addrA, _ := netem.PathAddrs(nb.path)
 	addr := net.JoinHostPort(addrA.String(), strconv.Itoa(nb.port))
 	args := append([]string{"bench", "transport", "--transport", tname, "--mode", mode,
 		"--streams", strconv.Itoa(streams)}, nb.common...)

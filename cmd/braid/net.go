@@ -36,8 +36,9 @@ directions unless prefixed ab. (braid-a to braid-b) or ba.
   seed=N        random draws; cc=reno  TCP congestion control in both hosts
 Example: braid net up "rtt=20ms,loss=0.5%,rate=100M,cc=reno; rtt=30ms,rate=20M"
 
-The emulator is trusted up to about 500 Mbit/s per direction on this class
-of machine (see internal/netem); 'braid net status' shows its counters.
+The emulator is trusted up to 500 Mbit/s per direction on a 2-core machine
+(about 1.8 Gbit/s unlimited is its own ceiling); 'braid net status' shows
+its counters, its own drops and how late it delivered.
 `
 
 // runNet is `braid net`: up, down, status, and the hidden run (the

@@ -361,7 +361,8 @@ func ReadState(dir string) (State, error) {
 	return st, err
 }
 
-// Alive reports whether st's owner still runs and holds the lock.
+// Alive reports whether a live process holds the test bed's lock in dir
+// (default DefaultStateDir).
 func Alive(dir string) bool {
 	if dir == "" {
 		dir = DefaultStateDir

@@ -112,11 +112,15 @@ func (p Path) RTT() time.Duration { return p.AB.Delay + p.BA.Delay }
 // congestion control in both namespaces).
 //
 // A prefixed setting overrides the bare one ("rate=100M,ba.rate=10M"); a
-// setting given twice is an error. The empty string is one perfect path.
+// setting given twice is an error. The empty string is one perfect path;
+// an empty path beside others is an error.
 func Parse(s string) (Spec, error) {
 	spec := Spec{Source: s}
 	seen := map[string]bool{}
 	for i, ps := range strings.Split(s, ";") {
+		if strings.TrimSpace(ps) == "" && strings.TrimSpace(s) != "" {
+			return Spec{}, fmt.Errorf("%w: path %d is empty (a stray ';'?)", ErrSpec, i+1)
+		}
 		p, err := parsePath(&spec, seen, ps)
 		if err != nil {
 			return Spec{}, fmt.Errorf("%w: path %d: %w", ErrSpec, i+1, err)
