@@ -47,6 +47,10 @@ bench:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./wire/
 	$(GO) test -run '^$$' -fuzz FuzzHandshake -fuzztime 30s ./transport/
+	$(GO) test -run '^$$' -fuzz FuzzFragment -fuzztime 30s ./transport/internal/sctpwire/
+	$(GO) test -run '^$$' -fuzz FuzzControl -fuzztime 30s ./transport/internal/sctpwire/
+	$(GO) test -run '^$$' -fuzz FuzzStripInitParams -fuzztime 30s ./transport/sctp/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./internal/netem/
 
 clean:
 	rm -rf bin demo-out
