@@ -52,7 +52,7 @@
 // hands pion a fragment only while the bytes pion holds for the data streams
 // stay under a limit sized from the path: two fragments plus the estimated
 // bandwidth-delay product (the delivery rate times the larger of twice the
-// smallest RTT measured and 1 ms), at most pion's congestion window. Streams
+// smallest RTT measured and 2 ms), at most pion's congestion window. Streams
 // waiting for room are served in turn, a fragment each. Send blocks instead
 // of queueing, where its context, Close and Abort can still reach it, and a
 // small message on one stream waits behind about one bandwidth-delay
