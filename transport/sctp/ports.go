@@ -62,10 +62,23 @@ func (c *portConn) Write(p []byte) (int, error) {
 // Read gives pion an INIT-ACK with the ports it sent its INIT from.
 func (c *portConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if err == nil && n > sctpCommonHeader && p[sctpCommonHeader] == chunkInitAck {
+	if err == nil && n > sctpCommonHeader && p[sctpCommonHeader] == chunkInitAck && checksumValid(p[:n]) {
 		setPorts(p[:n], pionPort, pionPort)
 	}
 	return n, err
+}
+
+// checksumValid reports whether b's CRC32c is right or zero (RFC 9653).
+// A packet arriving with a wrong one is left as it is, for pion to drop,
+// rather than given a fresh checksum by a rewrite.
+func checksumValid(b []byte) bool {
+	sum := binary.LittleEndian.Uint32(b[8:])
+	if sum == 0 {
+		return true
+	}
+	h := crc32.Update(0, castagnoli, b[:8])
+	h = crc32.Update(h, castagnoli, []byte{0, 0, 0, 0})
+	return crc32.Update(h, castagnoli, b[12:]) == sum
 }
 
 // chunkInitAck is the INIT-ACK chunk type.
@@ -138,10 +151,11 @@ const (
 
 // stripInitParams removes droppedInitParams from the INIT that starts p's
 // first chunk, fixes the lengths and the checksum, and returns p's new
-// length. A malformed INIT is left for pion to refuse.
+// length. A malformed INIT, or one with a wrong checksum, is left for pion
+// to refuse.
 func stripInitParams(p []byte) int {
 	ch := p[sctpCommonHeader:]
-	if len(ch) < initFixedLen {
+	if len(ch) < initFixedLen || !checksumValid(p) {
 		return len(p)
 	}
 	clen := int(binary.BigEndian.Uint16(ch[2:]))
@@ -183,12 +197,29 @@ func stripInitParams(p []byte) int {
 // forward both, with the same mending, so that wrapping a conn never hides
 // its fast path; over a conn without them they fall back to Read and
 // Write.
+// pion uses WriteOwned only on a conn that also has Flush (it ends each
+// round of writes with it), so both wrappers forward Flush too.
 type (
 	packetReader interface{ ReadPacket() ([]byte, error) }
 	ownedWriter  interface {
 		WriteOwned(p []byte, release func([]byte)) (int, error)
+		Flush() error
 	}
 )
+
+// flush sends what c holds from WriteOwned, if it holds anything.
+func flush(c net.Conn) error {
+	if w, ok := c.(ownedWriter); ok {
+		return w.Flush()
+	}
+	return nil
+}
+
+// Flush forwards to the wrapped conn.
+func (c *portConn) Flush() error { return flush(c.Conn) }
+
+// Flush forwards to the wrapped conn.
+func (c kernelConn) Flush() error { return flush(c.Conn) }
 
 // readPacket reads the next packet from c into a buffer the caller owns.
 func readPacket(c net.Conn) ([]byte, error) {
@@ -213,7 +244,7 @@ func writeOwned(c net.Conn, p []byte, release func([]byte)) (int, error) {
 // ReadPacket is Read for a caller that takes the buffer.
 func (c *portConn) ReadPacket() ([]byte, error) {
 	p, err := readPacket(c.Conn)
-	if err == nil && len(p) > sctpCommonHeader && p[sctpCommonHeader] == chunkInitAck {
+	if err == nil && len(p) > sctpCommonHeader && p[sctpCommonHeader] == chunkInitAck && checksumValid(p) {
 		setPorts(p, pionPort, pionPort)
 	}
 	return p, err

@@ -130,7 +130,13 @@ func TestBareHeartbeatDropped(t *testing.T) {
 // fastConn is a captureConn with the optional fast paths.
 type fastConn struct {
 	captureConn
-	in [][]byte
+	in      [][]byte
+	flushes int
+}
+
+func (c *fastConn) Flush() error {
+	c.flushes++
+	return nil
 }
 
 func (c *fastConn) ReadPacket() ([]byte, error) {
@@ -176,5 +182,31 @@ func TestFastPathsForwarded(t *testing.T) {
 	}
 	if p := fc.got[0]; binary.BigEndian.Uint16(p) != 33000 || binary.BigEndian.Uint16(p[2:]) != 9899 || !checksumOK(p) {
 		t.Fatalf("sent % x", p[:12])
+	}
+	if err := w.Flush(); err != nil || fc.flushes != 1 {
+		t.Fatalf("Flush: %v, %d flushes reached the conn; want 1", err, fc.flushes)
+	}
+}
+
+// TestRewriteKeepsBadChecksum: an INIT or INIT-ACK that arrives with a
+// wrong checksum is not rewritten (which would give it a right one), so
+// pion still drops it.
+func TestRewriteKeepsBadChecksum(t *testing.T) {
+	init := sctpPacket(40000, 7000, initChunk(param(12, 0, 5), param(0x8000)))
+	init[8] ^= 0xff
+	bad := bytes.Clone(init)
+	if n := stripInitParams(init); n != len(bad) || !bytes.Equal(init, bad) {
+		t.Fatalf("a corrupt INIT was rewritten:\n% x\nfrom\n% x", init[:n], bad)
+	}
+	ack := sctpPacket(9899, 33000, []byte{chunkInitAck, 0, 0, 4})
+	ack[len(ack)-1] ^= 1
+	bad = bytes.Clone(ack)
+	fc := &fastConn{in: [][]byte{ack}}
+	got, _ := (&portConn{Conn: fc, src: 33000, dst: 9899}).ReadPacket()
+	if !bytes.Equal(got, bad) {
+		t.Fatalf("a corrupt INIT-ACK was rewritten:\n% x\nfrom\n% x", got, bad)
+	}
+	if good := sctpPacket(1, 2, []byte{chunkInitAck, 0, 0, 4}); !checksumValid(good) {
+		t.Fatal("checksumValid refuses a good packet")
 	}
 }
