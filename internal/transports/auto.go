@@ -3,6 +3,7 @@ package transports
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -101,7 +102,9 @@ func (t *autoSCTP) Listen(addr string, cfg transport.ListenConfig) (transport.Li
 }
 
 // dualListener accepts from two listeners at one address. It owns a pump
-// goroutine per listener; Close stops and waits for both.
+// goroutine per listener; Close stops and waits for both. If either
+// listener fails, Accept returns its error from then on rather than
+// serving one stack's peers only.
 type dualListener struct {
 	ls     [2]transport.Listener
 	ready  chan transport.Association
@@ -109,10 +112,14 @@ type dualListener struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
+
+	failOnce sync.Once
+	failed   chan struct{} // closed once err is set
+	err      error
 }
 
 func newDualListener(a, b transport.Listener) *dualListener {
-	d := &dualListener{ls: [2]transport.Listener{a, b}, ready: make(chan transport.Association)}
+	d := &dualListener{ls: [2]transport.Listener{a, b}, ready: make(chan transport.Association), failed: make(chan struct{})}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	for _, l := range d.ls {
 		d.wg.Go(func() { d.pump(l) })
@@ -125,6 +132,12 @@ func (d *dualListener) pump(l transport.Listener) {
 	for {
 		a, err := l.Accept(d.ctx)
 		if err != nil {
+			if d.ctx.Err() == nil {
+				d.failOnce.Do(func() {
+					d.err = fmt.Errorf("%s listener: %w", l.Addr().Network(), err)
+					close(d.failed)
+				})
+			}
 			return
 		}
 		select {
@@ -145,6 +158,8 @@ func (d *dualListener) Accept(ctx context.Context) (transport.Association, error
 	select {
 	case a := <-d.ready:
 		return a, nil
+	case <-d.failed:
+		return nil, d.err
 	case <-d.ctx.Done():
 		return nil, transport.ErrClosed
 	case <-ctx.Done():

@@ -106,3 +106,27 @@ func exchange(t *testing.T, d, l transport.Association) {
 		}
 	}
 }
+
+// TestDualListenerFails checks that a dual listener whose one stack fails
+// says so from Accept instead of serving the other stack's peers only.
+func TestDualListenerFails(t *testing.T) {
+	lc := transport.ListenConfig{Secret: []byte("s"), Name: "t", RecStreams: 1, MaxStreams: 1}
+	a, err := sctp.New(sctp.Config{}).Listen("127.0.0.1:0", lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sctp.New(sctp.Config{}).Listen("127.0.0.1:0", lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDualListener(a, b)
+	defer d.Close()
+	b.Close() // as if the kernel's listener broke
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = d.Accept(ctx)
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Accept after one listener failed: %v; want that listener's error", err)
+	}
+	t.Log(err)
+}
