@@ -61,7 +61,9 @@ func testLatencyBesideBulk(t *testing.T, s *suite) {
 		t.Fatalf("no %d MiB bulk message delivered within %v", latencyBulkMsg>>20, latencyWarmLimit)
 	}
 	start := time.Now()
-	rtts, err := probeRoundTrips(ctx, d, 1, latencyWindow)
+	pctx, pcancel := context.WithTimeout(ctx, latencyWindow+latencyWarmLimit)
+	rtts, err := probeRoundTrips(pctx, d, 1, latencyWindow)
+	pcancel()
 	if err != nil {
 		t.Fatalf("round trips beside bulk: %v", err)
 	}
@@ -150,7 +152,8 @@ func (m *bulkMeter) rate(from, to time.Time) (float64, bool) {
 }
 
 // probeRoundTrips makes small round trips on stream st for window and
-// returns their durations, sorted.
+// returns their durations, sorted. ctx bounds a round trip that never
+// comes back (a starved stream), so the case fails instead of hanging.
 func probeRoundTrips(ctx context.Context, a transport.Association, st int, window time.Duration) ([]time.Duration, error) {
 	var rtts []time.Duration
 	end := time.Now().Add(window)
@@ -162,7 +165,8 @@ func probeRoundTrips(ctx context.Context, a transport.Association, st int, windo
 		}
 		resp, err := a.Recv(ctx, st)
 		if err != nil {
-			return nil, fmt.Errorf("recv %d: %w", i, err)
+			return nil, fmt.Errorf("recv %d (%d round trips done, this one waited %v): %w",
+				i, len(rtts), time.Since(t0).Round(time.Millisecond), err)
 		}
 		rtts = append(rtts, time.Since(t0))
 		if !bytes.Equal(resp, req) {
