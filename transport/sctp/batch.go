@@ -36,8 +36,13 @@ type batchConn interface {
 }
 
 const (
-	// readBatch is how many datagrams one recvmmsg may return.
-	readBatch = 16
+	// readBatch is how many datagrams one recvmmsg may return on a
+	// listener's socket, which serves every association on its port;
+	// dialReadBatch on a dialer's, which serves one, so that the GRO-sized
+	// buffers posted to recvmmsg cost 256 KiB per dialed association, not
+	// 1 MiB (a server dials every worker).
+	readBatch     = 16
+	dialReadBatch = 4
 	// groBuffer holds one coalesced run (a UDP datagram's largest size).
 	groBuffer = 64 << 10
 	// maxQueue bounds the packets waiting for the flusher; Write blocks
@@ -106,6 +111,7 @@ func newUDPSocket(uc *net.UDPConn, connected bool) *udpSocket {
 type rxBuf struct {
 	b    []byte
 	refs atomic.Int32
+	segs int // packets cut from it
 	pool *sync.Pool
 }
 
@@ -123,11 +129,13 @@ type packet struct {
 	from *net.UDPAddr
 }
 
-// compact moves a packet that has a GRO-sized buffer to itself into a
-// small one, so that packets queued for a slow reader hold no more memory
-// than they did before batching.
+// compact moves a packet into a small buffer of its own when its share of
+// a GRO-sized buffer is bigger than that (a single datagram, or a run of a
+// few small ones), so that packets queued for a slow reader hold no more
+// memory than they did before batching, whatever a peer sends. A run of
+// many packets keeps sharing its buffer.
 func (s *udpSocket) compact(p packet) packet {
-	if !s.gro || len(p.p) > maxDatagram || p.rb.refs.Load() != 1 {
+	if !s.gro || len(p.p) > maxDatagram || len(p.rb.b)/max(p.rb.segs, 1) <= maxDatagram+1 {
 		return p
 	}
 	rb := s.smallPool.Get().(*rxBuf)
@@ -152,8 +160,12 @@ type reader struct {
 
 func (r *reader) init(s *udpSocket) {
 	r.s = s
-	r.ms = make([]ipv4.Message, readBatch)
-	r.bufs = make([]*rxBuf, readBatch)
+	n := readBatch
+	if s.connected {
+		n = dialReadBatch
+	}
+	r.ms = make([]ipv4.Message, n)
+	r.bufs = make([]*rxBuf, n)
 	for i := range r.ms {
 		r.bufs[i] = s.rxPool.Get().(*rxBuf)
 		r.ms[i].Buffers = [][]byte{r.bufs[i].b}
@@ -183,8 +195,10 @@ func (r *reader) next() (packet, error) {
 		if r.seg <= 0 || r.seg >= len(r.rest) {
 			r.seg = len(r.rest)
 		}
-		r.cur.refs.Store(int32((len(r.rest) + r.seg - 1) / r.seg))
+		r.cur.segs = (len(r.rest) + r.seg - 1) / r.seg
+		r.cur.refs.Store(int32(r.cur.segs))
 		if len(r.rest) == 0 { // an empty datagram: hand it on as one packet
+			r.cur.segs = 1
 			r.cur.refs.Store(1)
 			r.bufs[r.i] = nil
 			r.i++
