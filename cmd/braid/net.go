@@ -116,7 +116,12 @@ func netUp(ctx context.Context, spec string, e *env) error {
 			log, _ := os.ReadFile(logPath)
 			return fmt.Errorf("the emulator exited (%v): %s", err, log)
 		case <-deadline:
-			_ = cmd.Process.Kill()
+			_ = cmd.Process.Signal(syscall.SIGTERM) // it removes its namespaces on the way out
+			select {
+			case <-exited:
+			case <-time.After(5 * time.Second):
+				_ = cmd.Process.Kill()
+			}
 			return fmt.Errorf("the emulator did not come up within 30 s; see %s", logPath)
 		case <-ctx.Done():
 			_ = cmd.Process.Signal(syscall.SIGTERM)

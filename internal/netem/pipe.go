@@ -87,6 +87,11 @@ func (p *pipe) read() error {
 			}
 			return err
 		}
+		if n == len(*buf) { // larger than the MTU allows: truncated, so not forwarded
+			p.dropO.Add(1)
+			p.bufs.Put(buf)
+			continue
+		}
 		now := p.clock.now()
 		p.inPk.Add(1)
 		p.inB.Add(uint64(n))
