@@ -298,16 +298,37 @@ func (s *udpSocket) write(p []byte, to *net.UDPAddr, owner *sendErr) (int, error
 // wrote with WriteOwned until its Flush, which sends them together from the
 // writer's goroutine: no flusher goroutine, no copy.
 type txRound struct {
-	mu   sync.Mutex // WriteOwned and Flush come from writeLoop, Close may not
-	pkts []outPacket
-	f    flusher
+	mu     sync.Mutex // WriteOwned and Flush come from writeLoop, Close may not
+	pkts   []outPacket
+	f      flusher
+	closed bool // the last flush is done: add refuses
 }
 
-// add holds p for the next flush.
-func (t *txRound) add(p outPacket) {
+// add holds p for the next flush, or reports false once the round is
+// closed (the caller then releases p).
+func (t *txRound) add(p outPacket) bool {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
 	t.pkts = append(t.pkts, p)
+	return true
+}
+
+// close flushes what is held and refuses later adds, so that no packet is
+// held forever after a conn's Close.
+func (t *txRound) close(s *udpSocket, owner *sendErr) error {
+	err := t.flush(s, owner)
+	t.mu.Lock()
+	t.closed = true
+	pkts := t.pkts // held between the flush and now
+	t.pkts = nil
 	t.mu.Unlock()
+	for i := range pkts {
+		pkts[i].done()
+	}
+	return err
 }
 
 // flush sends the held packets on s and returns owner's first send error.

@@ -273,3 +273,24 @@ func TestRoundAfterClose(t *testing.T) {
 		t.Fatal("buffer not given back")
 	}
 }
+
+// TestRoundClosed: once a round is closed (its conn's Close), a late
+// WriteOwned is refused rather than held forever, and what was held is
+// flushed and given back.
+func TestRoundClosed(t *testing.T) {
+	tx, _ := socketPair(t)
+	var owner sendErr
+	var tr txRound
+	released := 0
+	rel := func([]byte) { released++ }
+	tr.add(outPacket{b: []byte("held"), release: rel, owner: &owner})
+	if err := tr.close(tx, &owner); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if tr.add(outPacket{b: []byte("late"), release: rel, owner: &owner}) {
+		t.Fatal("a closed round took a packet")
+	}
+	if released != 1 || len(tr.pkts) != 0 {
+		t.Fatalf("released %d, holding %d; want 1 and 0", released, len(tr.pkts))
+	}
+}

@@ -109,8 +109,11 @@ func (c *pconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 		release(p)
 		return 0, err
 	}
+	if !c.tx.add(outPacket{b: p, release: release, to: c.ua, owner: &c.serr}) {
+		release(p)
+		return 0, net.ErrClosed
+	}
 	c.life.Sent()
-	c.tx.add(outPacket{b: p, release: release, to: c.ua, owner: &c.serr})
 	return len(p), nil
 }
 
@@ -154,7 +157,7 @@ func (c *pconn) take(pk packet) ([]byte, bool) {
 // the socket stays with the mux.
 func (c *pconn) Close() error {
 	c.closeOnce.Do(func() {
-		_ = c.Flush()
+		_ = c.tx.close(c.m.sock, &c.serr)
 		close(c.closed)
 		c.m.remove(c)
 	})
@@ -193,7 +196,7 @@ func (c *dconn) Write(p []byte) (int, error) {
 // Close sends what is held and queued (the queue for a bounded time) and
 // closes the socket.
 func (c *dconn) Close() error {
-	_ = c.Flush()
+	_ = c.tx.close(c.sock, &c.serr)
 	return c.sock.close()
 }
 
@@ -210,8 +213,11 @@ func (c *dconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 		release(p)
 		return 0, err
 	}
+	if !c.tx.add(outPacket{b: p, release: release, owner: &c.serr}) {
+		release(p)
+		return 0, net.ErrClosed
+	}
 	c.life.Sent()
-	c.tx.add(outPacket{b: p, release: release, owner: &c.serr})
 	return len(p), nil
 }
 
