@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// DialConn opens a TCP connection with Nagle's algorithm off.
+// DialConn opens a TCP connection with Nagle's algorithm off and unsent
+// bytes bounded (tune).
 func DialConn(ctx context.Context, addr string) (*net.TCPConn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
@@ -15,7 +16,7 @@ func DialConn(ctx context.Context, addr string) (*net.TCPConn, error) {
 		return nil, err
 	}
 	tc := c.(*net.TCPConn)
-	tc.SetNoDelay(true)
+	tune(tc)
 	return tc, nil
 }
 

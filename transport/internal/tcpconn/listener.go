@@ -94,7 +94,7 @@ func (l *Listener) acceptLoop() {
 			c.Close()
 			continue
 		}
-		c.SetNoDelay(true)
+		tune(c)
 		l.wg.Go(func() {
 			defer func() { <-l.slots }()
 			l.handshake(c)
