@@ -36,6 +36,14 @@ func TestLeftoversRemoved(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- orphan.Wait() }()
+	// ip enters the namespace after it starts: on a busy machine Up could
+	// otherwise look before the orphan is there to be found.
+	for deadline := time.Now().Add(10 * time.Second); len(nsPids(NSA)) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			orphan.Process.Kill()
+			t.Fatal("the orphan never showed up in braid-a")
+		}
+	}
 	lock.Close()
 
 	b := upBed(t, "rtt=2ms")
