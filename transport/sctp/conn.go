@@ -68,15 +68,9 @@ func (c *pconn) Read(p []byte) (int, error) {
 	for {
 		select {
 		case pk := <-c.in:
-			n := copy(p, pk.p)
-			err := checkPacket(pk.p)
-			pk.rb.release()
-			if err != nil {
-				c.hook.fire(err)
-				continue
+			if q, ok := admit(pk, p, &c.hook, &c.life); ok {
+				return len(q), nil
 			}
-			c.life.Heard()
-			return n, nil
 		case <-c.closed:
 			return 0, net.ErrClosed
 		case <-c.rd.Done():
@@ -126,7 +120,7 @@ func (c *pconn) ReadPacket() ([]byte, error) {
 	for {
 		select {
 		case pk := <-c.in:
-			if p, ok := c.take(pk); ok {
+			if p, ok := admit(pk, nil, &c.hook, &c.life); ok {
 				return p, nil
 			}
 		case <-c.closed:
@@ -137,19 +131,26 @@ func (c *pconn) ReadPacket() ([]byte, error) {
 	}
 }
 
-// take checks a packet and returns a copy of it, or reports it malformed.
-func (c *pconn) take(pk packet) ([]byte, bool) {
+// admit checks a received packet and releases its buffer. A well-formed
+// one is copied into dst (truncated to it), or into a new slice when dst
+// is nil, and counts as a sign of life; a malformed one is reported to
+// hook, which aborts the association.
+func admit(pk packet, dst []byte, hook *garbageHook, life *alive.Clock) ([]byte, bool) {
 	err := checkPacket(pk.p)
 	var p []byte
-	if err == nil {
+	switch {
+	case err != nil:
+	case dst == nil:
 		p = append([]byte(nil), pk.p...)
+	default:
+		p = dst[:copy(dst, pk.p)]
 	}
 	pk.rb.release()
 	if err != nil {
-		c.hook.fire(err)
+		hook.fire(err)
 		return nil, false
 	}
-	c.life.Heard()
+	life.Heard()
 	return p, true
 }
 
@@ -232,18 +233,9 @@ func (c *dconn) ReadPacket() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		err = checkPacket(pk.p)
-		var p []byte
-		if err == nil {
-			p = append([]byte(nil), pk.p...)
+		if p, ok := admit(pk, nil, &c.hook, &c.life); ok {
+			return p, nil
 		}
-		pk.rb.release()
-		if err != nil {
-			c.hook.fire(err)
-			continue
-		}
-		c.life.Heard()
-		return p, nil
 	}
 }
 
@@ -258,15 +250,9 @@ func (c *dconn) Read(p []byte) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		n := copy(p, pk.p)
-		err = checkPacket(pk.p)
-		pk.rb.release()
-		if err != nil {
-			c.hook.fire(err)
-			continue
+		if q, ok := admit(pk, p, &c.hook, &c.life); ok {
+			return len(q), nil
 		}
-		c.life.Heard()
-		return n, nil
 	}
 }
 
