@@ -37,6 +37,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 )
 
 const (
@@ -59,6 +60,7 @@ type Relay struct {
 	tln    *net.TCPListener
 	uc     *net.UDPConn
 	gate   gate
+	maxUDP atomic.Int64    // datagrams above this size are dropped (0: none)
 	closed chan struct{}   // closed by Close
 	ctx    context.Context // cancelled by Close, for dials
 	cancel context.CancelFunc
@@ -115,6 +117,17 @@ func (r *Relay) Addr() string { return r.tln.Addr().String() }
 // Block black-holes all traffic both ways while on is true (see the package
 // comment), and lets it flow again when it is false.
 func (r *Relay) Block(on bool) { r.gate.set(on) }
+
+// DropUDPAbove drops, both ways, every UDP datagram of more than n bytes
+// (as a path with a small MTU that does not pass IP fragments would);
+// n <= 0 forwards all again.
+func (r *Relay) DropUDPAbove(n int) { r.maxUDP.Store(int64(max(n, 0))) }
+
+// passes reports whether a datagram of n bytes may be forwarded.
+func (r *Relay) passes(n int) bool {
+	limit := r.maxUDP.Load()
+	return !r.gate.blocked.Load() && (limit == 0 || int64(n) <= limit)
+}
 
 // Close stops the relay: it closes its sockets and every forwarded
 // connection and flow, and waits for its goroutines to exit.

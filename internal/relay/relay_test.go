@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -203,6 +204,34 @@ func TestUDP(t *testing.T) {
 	r.Block(false)
 	if got := echo(a, "open", 5*time.Second); got != srcA+" open" {
 		t.Fatalf("after unblocking got %q; want only the new datagram", got)
+	}
+}
+
+// TestDropUDPAbove: datagrams over the limit are dropped (the echo adds the
+// sender's address, so a reply over the limit is dropped on the way back),
+// smaller ones pass, and 0 lifts the limit.
+func TestDropUDPAbove(t *testing.T) {
+	checkLeaks(t)
+	r := newRelay(t, udpEcho(t))
+	c := udpClient(t, r.Addr())
+	src := strings.Fields(echo(c, "hello", 5*time.Second))
+	if len(src) != 2 {
+		t.Fatalf("no echo: %q", src)
+	}
+	r.DropUDPAbove(1000)
+	small, big := strings.Repeat("s", 1000-len(src[0])-1), strings.Repeat("b", 2000)
+	if got := echo(c, small, 5*time.Second); got != src[0]+" "+small {
+		t.Fatalf("a reply of exactly the limit did not pass: %d bytes", len(got))
+	}
+	if got := echo(c, small+"x", 200*time.Millisecond); got != "" {
+		t.Fatalf("a reply one byte over the limit passed")
+	}
+	if got := echo(c, big, 200*time.Millisecond); got != "" {
+		t.Fatalf("a datagram over the limit passed")
+	}
+	r.DropUDPAbove(0)
+	if got := echo(c, big, 5*time.Second); got != src[0]+" "+big {
+		t.Fatalf("after lifting the limit got %d bytes", len(got))
 	}
 }
 

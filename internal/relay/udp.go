@@ -47,7 +47,7 @@ func (r *Relay) udpLoop() {
 			last = f
 		}
 		f.touch()
-		if r.gate.blocked.Load() {
+		if !r.passes(n) {
 			continue
 		}
 		_, _ = f.up.Write(buf[:n]) // UDP: a failed send is a lost datagram
@@ -99,7 +99,7 @@ func (r *Relay) replyLoop(f *flow) {
 			continue // ICMP unreachable: the target is not there (yet)
 		}
 		f.touch()
-		if r.gate.blocked.Load() {
+		if !r.passes(n) {
 			continue
 		}
 		_, _ = r.uc.WriteToUDPAddrPort(buf[:n], f.client)
