@@ -69,7 +69,7 @@ var (
 )
 
 const (
-	receiveMTU            uint32 = 8192 // MTU for inbound packet (from DTLS)
+	receiveMTU            uint32 = 65536 // MTU for inbound packet (from DTLS); braid patch 11: was 8192
 	initialMTU            uint32 = 1191 // initial MTU for outgoing packets (to DTLS)
 	initialRecvBufSize    uint32 = 1024 * 1024
 	commonHeaderSize      uint32 = packetHeaderSize
@@ -1951,6 +1951,23 @@ func (a *Association) MTU() uint32 {
 	return atomic.LoadUint32(&a.mtu)
 }
 
+// SetMTU changes the association's MTU, for a caller that has probed the
+// path (RFC 8899): packets bundled from now on may be up to mtu bytes and
+// messages written from now on are cut into DATA chunks that fill them;
+// chunks already queued keep their size. (braid patch, see
+// BRAID-PATCHES.md.)
+func (a *Association) SetMTU(mtu uint32) error {
+	if err := validateMTU(mtu); err != nil {
+		return err
+	}
+	a.lock.Lock()
+	defer a.lock.Unlock()
+	atomic.StoreUint32(&a.mtu, mtu)
+	atomic.StoreUint32(&a.maxPayloadSize, maxPayloadSizeForMTU(mtu, a.useInterleaving))
+
+	return nil
+}
+
 // CWND returns the association's current congestion window (cwnd).
 func (a *Association) CWND() uint32 {
 	return atomic.LoadUint32(&a.cwnd)
@@ -2073,7 +2090,7 @@ func (a *Association) updateInterleavingState() error {
 		}
 
 		a.useInterleaving = useInterleaving
-		a.maxPayloadSize = maxPayloadSizeForMTU(a.mtu, useInterleaving)
+		atomic.StoreUint32(&a.maxPayloadSize, maxPayloadSizeForMTU(a.MTU(), useInterleaving))
 	}
 
 	if useInterleaving {

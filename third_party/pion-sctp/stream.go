@@ -399,7 +399,7 @@ func (s *Stream) packetize(raw []byte, ppi PayloadProtocolIdentifier) ([]*chunkP
 	// braid patch: one copy per message, not per chunk (see BRAID-PATCHES.md).
 	data := append([]byte(nil), raw...)
 	for remaining != 0 {
-		fragmentSize := min32(s.association.maxPayloadSize, remaining)
+		fragmentSize := min32(atomic.LoadUint32(&s.association.maxPayloadSize), remaining)
 		userData := data[offset : offset+fragmentSize : offset+fragmentSize]
 
 		chunk := &chunkPayloadData{

@@ -63,6 +63,7 @@ type setup struct {
 	res     transport.HandshakeResult
 	release func()
 	logf    func(format string, args ...any)
+	probe   *prober // nil: the MTU is fixed
 }
 
 // newAssociation opens the data streams and starts the readers.
@@ -86,6 +87,10 @@ func newAssociation(s setup) (*Association, error) {
 	s.hook.set(a.fail)
 	s.gate.set(n, a.fail)
 	a.start()
+	if s.probe != nil {
+		a.readers.Add(1)
+		go a.probe(s.probe)
+	}
 	return a, nil
 }
 

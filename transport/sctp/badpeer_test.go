@@ -31,7 +31,7 @@ func rawPeer(t *testing.T, tr *Transport, addr string) (*sctp.Association, net.C
 		t.Fatal(err)
 	}
 	var opts []sctp.ClientOption
-	for _, o := range tr.options(uc, &garbageHook{}) {
+	for _, o := range tr.options(uc, &garbageHook{}, nil) {
 		opts = append(opts, o)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

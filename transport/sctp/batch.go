@@ -69,9 +69,8 @@ type udpSocket struct {
 	gro       bool
 	gso       atomic.Bool
 
-	rxPool    sync.Pool // of *rxBuf
-	smallPool sync.Pool // of *rxBuf of maxDatagram+1 bytes, for compact
-	rd        reader
+	rxPool sync.Pool // of *rxBuf
+	rd     reader
 
 	mu       sync.Mutex // guards the fields below
 	changed  *sync.Cond // queue shrank, flusher stopped or closing began
@@ -108,7 +107,6 @@ func newUDPSocket(uc *net.UDPConn, connected bool) *udpSocket {
 		size = groBuffer
 	}
 	s.rxPool.New = func() any { return &rxBuf{b: make([]byte, size), pool: &s.rxPool} }
-	s.smallPool.New = func() any { return &rxBuf{b: make([]byte, maxDatagram+1), pool: &s.smallPool} }
 	s.rd.init(s)
 	return s
 }
@@ -123,7 +121,7 @@ type rxBuf struct {
 }
 
 func (r *rxBuf) release() {
-	if r.refs.Add(-1) == 0 {
+	if r.refs.Add(-1) == 0 && r.pool != nil {
 		r.pool.Put(r)
 	}
 }
@@ -136,20 +134,18 @@ type packet struct {
 	from *net.UDPAddr
 }
 
-// compact moves a packet into a small buffer of its own when its share of
-// a GRO-sized buffer is bigger than that (a single datagram, or a run of a
-// few small ones), so that packets queued for a slow reader hold no more
-// memory than they did before batching, whatever a peer sends. A run of
-// many packets keeps sharing its buffer.
+// compact moves a packet into a buffer of its own size when it holds more
+// than twice that of a shared receive buffer (a lone small datagram in a
+// 64 KiB buffer, or a run of a few small ones), so that packets queued for
+// a slow reader hold at most twice their size, whatever a peer sends.
 func (s *udpSocket) compact(p packet) packet {
-	if !s.gro || len(p.p) > maxDatagram || len(p.rb.b)/max(p.rb.segs, 1) <= maxDatagram+1 {
+	if 2*len(p.p) > len(p.rb.b)/max(p.rb.segs, 1) {
 		return p
 	}
-	rb := s.smallPool.Get().(*rxBuf)
+	rb := &rxBuf{b: append([]byte(nil), p.p...)}
 	rb.refs.Store(1)
-	n := copy(rb.b, p.p)
 	p.rb.release()
-	p.p, p.rb = rb.b[:n:n], rb
+	p.p, p.rb = rb.b, rb
 	return p
 }
 

@@ -14,19 +14,27 @@ const (
 	// initialCredit is the credit a sender starts with on every stream,
 	// before the receiver's first grant.
 	initialCredit = 256 << 10
-	// maxDatagram is the largest SCTP packet pion reads (its receive MTU).
-	maxDatagram = 8192
+	// maxDatagram is the largest SCTP packet read or sent: the largest
+	// UDP payload over IPv4. (braid releases before the path MTU probe read
+	// at most 8192; see pmtu.go.)
+	maxDatagram = 65507
+	// legacyDatagram is the largest packet every braid peer reads, and the
+	// size an association starts with towards a loopback peer.
+	legacyDatagram = 8192
 )
 
 // Config tunes the transport. The zero value means the documented defaults;
 // New applies them.
 type Config struct {
 	// MTU is the largest SCTP packet sent, in bytes (one UDP datagram),
-	// at most 8192 (pion/sctp reads at most 8192 bytes per packet). Default:
-	// 8192 to a loopback peer, where bigger packets are much faster than
-	// WebRTC's ~1200, and 1452 to any other peer (a 1500-byte Ethernet MTU
-	// less IPv6 and UDP headers), so that datagrams are not IP-fragmented.
-	// Set it to 8192 on a jumbo-frame network.
+	// in [1200, 65507]; setting it turns the path MTU probe off. Default:
+	// the association starts at 8192 to a loopback peer and at 1452 to any
+	// other (a 1500-byte Ethernet MTU less IPv6 and UDP headers, or less
+	// when the route's MTU is smaller), so that datagrams are not
+	// IP-fragmented; then, when the route allows bigger packets (loopback:
+	// 64 KiB, jumbo frames: 9000 bytes), it probes the path and the peer
+	// with one padded HEARTBEAT and moves up if that is answered (pmtu.go).
+	// Bigger packets cost much less CPU per byte.
 	MTU int
 	// ReceiveBuffer is pion's per-association receive window in bytes.
 	// Default 8 MiB.
@@ -61,6 +69,8 @@ type Config struct {
 	// Logger receives the transport's log lines (group "sctp"); nil
 	// discards them.
 	Logger *slog.Logger
+
+	probeWait time.Duration // how long a path MTU probe waits; tests shorten it
 }
 
 // withDefaults returns c with zero fields set to their defaults, or an error
@@ -75,6 +85,7 @@ func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.CloseTimeout, 5*time.Second)
 	setDefault(&c.MaxHalfOpen, 64)
 	setDefault(&c.AcceptBacklog, 16)
+	setDefault(&c.probeWait, probeWait)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -84,8 +95,8 @@ func (c Config) withDefaults() (Config, error) {
 
 func (c Config) validate() error {
 	switch {
-	case c.MTU != 0 && (c.MTU < 1200 || c.MTU > maxDatagram):
-		return fmt.Errorf("sctp: MTU %d not in [1200, %d]", c.MTU, maxDatagram)
+	case c.MTU != 0 && (c.MTU < minMTU || c.MTU > maxDatagram):
+		return fmt.Errorf("sctp: MTU %d not in [%d, %d]", c.MTU, minMTU, maxDatagram)
 	case c.FragmentSize < 1024 || c.FragmentSize > maxFragment:
 		return fmt.Errorf("sctp: FragmentSize %d not in [1024, %d]", c.FragmentSize, maxFragment)
 	case c.StreamWindow < initialCredit:
@@ -96,16 +107,24 @@ func (c Config) validate() error {
 	return nil
 }
 
-// mtuFor is the MTU to use towards addr.
+// mtuFor is the MTU an association towards addr starts with: c.MTU if
+// set, else a size every braid peer reads that the route carries unsplit.
 func (c Config) mtuFor(addr net.Addr) int {
 	if c.MTU != 0 {
 		return c.MTU
 	}
+	start := ethernetMTU
 	if ua, ok := addr.(*net.UDPAddr); ok && ua.IP.IsLoopback() {
-		return maxDatagram
+		start = legacyDatagram
 	}
-	return ethernetMTU
+	if route := routeMTU(addr); route > 0 {
+		start = max(min(start, route), minMTU)
+	}
+	return start
 }
+
+// minMTU is the smallest MTU braid uses (WebRTC's; IPv6 guarantees 1280).
+const minMTU = 1200
 
 // ethernetMTU is 1500 less the IPv6 and UDP headers.
 const ethernetMTU = 1500 - 40 - 8

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/braidhq/braid/transport/internal/alive"
@@ -32,6 +33,7 @@ type pconn struct {
 	raddr netip.AddrPort
 	ua    *net.UDPAddr // raddr, for writes
 	in    chan packet  // packets from the mux; full means drop (UDP)
+	inB   atomic.Int64 // bytes of the packets in in, at most maxQueued
 	hook  garbageHook
 	life  alive.Clock
 	serr  sendErr
@@ -53,13 +55,32 @@ func newPconn(m *mux, raddr netip.AddrPort) *pconn {
 func (c *pconn) garbage() *garbageHook { return &c.hook }
 func (c *pconn) signs() *alive.Clock   { return &c.life }
 
+// maxQueued bounds the bytes of one association's packets waiting for its
+// reader (as the channel bounds their number): as much as 1024 packets of
+// 8 KiB, whatever the packets' size. A peer that keeps to pion's receive
+// window (8 MiB by default) never has more than that in flight.
+const maxQueued = 8 << 20
+
 // deliver hands a packet to the reader, dropping it when the queue is full.
 func (c *pconn) deliver(p packet) {
+	n := int64(len(p.p))
+	if c.inB.Add(n) > maxQueued {
+		c.inB.Add(-n)
+		p.rb.release()
+		return
+	}
 	select {
 	case c.in <- p:
 	default:
+		c.inB.Add(-n)
 		p.rb.release()
 	}
+}
+
+// take is the reader's side of deliver.
+func (c *pconn) take(p packet) packet {
+	c.inB.Add(-int64(len(p.p)))
+	return p
 }
 
 // Read returns the next well-formed packet. A malformed one is reported to
@@ -68,7 +89,7 @@ func (c *pconn) Read(p []byte) (int, error) {
 	for {
 		select {
 		case pk := <-c.in:
-			if q, ok := admit(pk, p, &c.hook, &c.life); ok {
+			if q, ok := admit(c.take(pk), p, &c.hook, &c.life); ok {
 				return len(q), nil
 			}
 		case <-c.closed:
@@ -120,7 +141,7 @@ func (c *pconn) ReadPacket() ([]byte, error) {
 	for {
 		select {
 		case pk := <-c.in:
-			if p, ok := admit(pk, nil, &c.hook, &c.life); ok {
+			if p, ok := admit(c.take(pk), nil, &c.hook, &c.life); ok {
 				return p, nil
 			}
 		case <-c.closed:

@@ -120,7 +120,8 @@ func (l *Listener) establish(c *pconn) (*Association, error) {
 		}
 	}()
 	var opts []sctp.ServerOption
-	for _, o := range l.t.options(c, &c.hook) {
+	pr := l.t.prober()
+	for _, o := range l.t.options(c, &c.hook, pr) {
 		opts = append(opts, o)
 	}
 	pa, err := sctp.ServerWithOptions(opts...)
@@ -128,7 +129,7 @@ func (l *Listener) establish(c *pconn) (*Association, error) {
 		_ = c.Close()
 		return nil, ctxErr(ctx, err)
 	}
-	return l.t.handshake(ctx, pa, c, l.logf, func(hc transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
+	return l.t.handshake(ctx, pa, c, pr, l.logf, func(hc transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
 		return transport.ListenHandshake(ctx, hc, l.cfg)
 	})
 }

@@ -115,7 +115,13 @@ func setPorts(b []byte, src, dst uint16) {
 //     pion cannot parse the HEARTBEAT-ACK that comes back ("unknown chunk
 //     type"). So Write drops them; a pion peer drops them too, so nothing
 //     is lost but a futile RTT probe.
-type kernelConn struct{ net.Conn }
+//
+// It also carries the association's path MTU probes (pmtu.go): it shows
+// pr the header of pion's packets and keeps the answers from pion.
+type kernelConn struct {
+	net.Conn
+	pr *prober
+}
 
 var droppedInitParams = map[uint16]bool{
 	5:  true, // IPv4 Address
@@ -126,11 +132,16 @@ var droppedInitParams = map[uint16]bool{
 }
 
 func (c kernelConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if err == nil && n > sctpCommonHeader && p[sctpCommonHeader] == chunkInit {
-		n = stripInitParams(p[:n])
+	for {
+		n, err := c.Conn.Read(p)
+		if err == nil && c.pr.answered(p[:n]) {
+			continue
+		}
+		if err == nil && n > sctpCommonHeader && p[sctpCommonHeader] == chunkInit {
+			n = stripInitParams(p[:n])
+		}
+		return n, err
 	}
-	return n, err
 }
 
 // Write drops a bare HEARTBEAT (a packet of just its 4-byte chunk header,
@@ -139,6 +150,7 @@ func (c kernelConn) Write(p []byte) (int, error) {
 	if len(p) == sctpCommonHeader+4 && p[sctpCommonHeader] == chunkHeartbeat {
 		return len(p), nil
 	}
+	c.pr.sent(p)
 	return c.Conn.Write(p)
 }
 
@@ -261,11 +273,16 @@ func (c *portConn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 
 // ReadPacket is Read for a caller that takes the buffer.
 func (c kernelConn) ReadPacket() ([]byte, error) {
-	p, err := readPacket(c.Conn)
-	if err == nil && len(p) > sctpCommonHeader && p[sctpCommonHeader] == chunkInit {
-		p = p[:stripInitParams(p)]
+	for {
+		p, err := readPacket(c.Conn)
+		if err == nil && c.pr.answered(p) {
+			continue
+		}
+		if err == nil && len(p) > sctpCommonHeader && p[sctpCommonHeader] == chunkInit {
+			p = p[:stripInitParams(p)]
+		}
+		return p, err
 	}
-	return p, err
 }
 
 // WriteOwned is Write for a caller that hands p over.
@@ -274,5 +291,6 @@ func (c kernelConn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 		release(p)
 		return len(p), nil
 	}
+	c.pr.sent(p)
 	return writeOwned(c.Conn, p, release)
 }

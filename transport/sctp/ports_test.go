@@ -114,7 +114,7 @@ func (c *captureConn) Write(p []byte) (int, error) {
 // packets leave untouched.
 func TestBareHeartbeatDropped(t *testing.T) {
 	cc := &captureConn{}
-	kc := kernelConn{cc}
+	kc := kernelConn{Conn: cc}
 	bare := sctpPacket(pionPort, pionPort, []byte{chunkHeartbeat, 0, 0, 4})
 	data := sctpPacket(pionPort, pionPort, []byte{0, 3, 0, 17, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 53, 'x', 0, 0, 0})
 	for _, p := range [][]byte{bare, data} {
@@ -159,7 +159,7 @@ func TestFastPathsForwarded(t *testing.T) {
 		sctpPacket(40000, 7000, initChunk(param(12, 0, 5), param(0x8000))),
 	}}
 	pc := &portConn{Conn: fc, src: 33000, dst: 9899}
-	var c net.Conn = kernelConn{pc}
+	var c net.Conn = kernelConn{Conn: pc}
 	r, ok := c.(packetReader)
 	w, ok2 := c.(ownedWriter)
 	if !ok || !ok2 {

@@ -30,10 +30,15 @@ func New(cfg Config) *Transport {
 func (*Transport) Name() string { return "sctp" }
 
 // options are the pion settings for one association.
-func (t *Transport) options(conn net.Conn, hook *garbageHook) []sctp.AssociationOption {
+// pr, unless nil, is given pion's packets and probes the path's MTU
+// through conn.
+func (t *Transport) options(conn net.Conn, hook *garbageHook, pr *prober) []sctp.AssociationOption {
 	logs := pionLogs{log: func(m string) { t.cfg.Logger.Debug(m) }, hook: hook}
+	if pr != nil {
+		pr.w = conn
+	}
 	return []sctp.AssociationOption{
-		sctp.WithNetConn(kernelConn{conn}),
+		sctp.WithNetConn(kernelConn{Conn: conn, pr: pr}),
 		sctp.WithLoggerFactory(logs),
 		sctp.WithMTU(uint32(t.cfg.mtuFor(conn.RemoteAddr()))),
 		sctp.WithMaxReceiveBufferSize(uint32(t.cfg.ReceiveBuffer)),
@@ -61,7 +66,8 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 	conn := newDconn(uc)
 	conn.hook.set(func(error) { _ = conn.Close() })
 	var opts []sctp.ClientOption
-	for _, o := range t.options(dialPorts(conn), &conn.hook) {
+	pr := t.prober()
+	for _, o := range t.options(dialPorts(conn), &conn.hook, pr) {
 		opts = append(opts, o)
 	}
 	pa, err := sctp.ClientContext(ctx, opts...)
@@ -69,7 +75,7 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 		_ = conn.Close()
 		return nil, fmt.Errorf("sctp: dial %s: %w", addr, ctxErr(ctx, err))
 	}
-	a, err := t.handshake(ctx, pa, conn, t.logf, func(c transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
+	a, err := t.handshake(ctx, pa, conn, pr, t.logf, func(c transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
 		res, err := transport.DialHandshake(ctx, c, cfg)
 		return res, nil, err
 	})
@@ -79,12 +85,21 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 	return a, nil
 }
 
+// prober returns a path MTU prober for a new association, or nil when the
+// MTU is fixed by the configuration.
+func (t *Transport) prober() *prober {
+	if t.cfg.MTU != 0 {
+		return nil
+	}
+	return newProber()
+}
+
 // hsFunc runs one side of the braid handshake.
 type hsFunc func(transport.HandshakeConn) (transport.HandshakeResult, func(), error)
 
 // handshake runs the braid handshake on stream 0 of an established pion
 // association and builds the Association. On failure pa is aborted.
-func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn assocConn, logf func(string, ...any), run hsFunc) (*Association, error) {
+func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn assocConn, pr *prober, logf func(string, ...any), run hsFunc) (*Association, error) {
 	hook := conn.garbage()
 	gate := &streamGate{}
 	go gate.acceptLoop(pa)
@@ -111,7 +126,7 @@ func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn as
 	}
 	_ = ctl.SetReadDeadline(time.Time{})
 	a, err := newAssociation(setup{cfg: &t.cfg, pa: pa, ctl: ctl, conn: conn, hook: hook, life: conn.signs(),
-		gate: gate, res: res, release: release, logf: logf})
+		gate: gate, res: res, release: release, logf: logf, probe: pr})
 	if err != nil {
 		pa.Abort(err.Error())
 		_ = pa.Close()
