@@ -27,6 +27,7 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 	file := fs.String("file", "", "send this file's bytes (connect side) / write what arrives to it (listen side)")
 	jsonOut := fs.String("json-out", "", "also write the results as JSON to this file")
 	netPath := fs.Int("net-path", 0, "with --net, the path (0-based) the two sides talk over")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to FILE (for 'go tool pprof'); with --net, each side of each test writes FILE.listen and FILE.connect (the last test's stay)")
 	netSpec := fs.String("net", "", "run the two sides in network namespaces joined by an emulated link (root, Linux), e.g.\n\"rtt=20ms,loss=0.5%,rate=100M,cc=reno\"; see 'braid net -h' for the spec")
 	var sec secretFlags
 	var topts transports.Options
@@ -43,6 +44,13 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return fmt.Errorf("--streams: %w", err)
 	}
+	if *cpuProfile != "" && *netSpec == "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	var nb *netBench
 	if *netSpec != "" {
 		if *listen != "" || *connect != "" || *file != "" {
@@ -52,6 +60,7 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 		if nb, err = newNetBench(*netSpec, *netPath, common, secret, e); err != nil {
 			return err
 		}
+		nb.cpuProfile = *cpuProfile
 		defer nb.Close()
 	}
 	var results []tperf.Result

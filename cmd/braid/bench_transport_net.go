@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,10 +28,13 @@ type netBench struct {
 	exe    string
 	dir    string   // where the children write their JSON
 	common []string // flags every child gets
-	env    []string
-	e      *env
-	port   int
-	path   int // the path the sides talk over
+	// cpuProfile, if set, is where the children write their CPU profiles
+	// (with .listen and .connect added).
+	cpuProfile string
+	env        []string
+	e          *env
+	port       int
+	path       int // the path the sides talk over
 }
 
 // firstNetPort is the listen port of the first test; each test takes the
@@ -89,7 +93,13 @@ func (nb *netBench) run(ctx context.Context, tname, mode string, streams int, du
 
 	lctx, lcancel := context.WithCancel(ctx)
 	defer lcancel()
-	lcmd := netem.Command(lctx, netem.NSA, nb.exe, append(args, "--listen", addr, "--json-out", lout)...)
+	largs := slices.Concat(args, []string{"--listen", addr, "--json-out", lout})
+	cargs := slices.Concat(args, []string{"--connect", addr, "--json-out", cout})
+	if nb.cpuProfile != "" {
+		largs = append(largs, "--cpuprofile", nb.cpuProfile+".listen")
+		cargs = append(cargs, "--cpuprofile", nb.cpuProfile+".connect")
+	}
+	lcmd := netem.Command(lctx, netem.NSA, nb.exe, largs...)
 	ready, lerr, err := nb.start(lcmd, "listen")
 	if err != nil {
 		return tperf.Result{}, err
@@ -106,7 +116,7 @@ func (nb *netBench) run(ctx context.Context, tname, mode string, streams int, du
 	before := nb.bed.Stats()
 	cctx, ccancel := context.WithTimeout(ctx, dur+2*time.Minute)
 	defer ccancel()
-	ccmd := netem.Command(cctx, netem.NSB, nb.exe, append(args, "--connect", addr, "--json-out", cout)...)
+	ccmd := netem.Command(cctx, netem.NSB, nb.exe, cargs...)
 	_, cerr, err := nb.start(ccmd, "connect")
 	if err != nil {
 		return tperf.Result{}, err

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	rpprof "runtime/pprof"
 	"time"
 )
 
@@ -47,4 +49,18 @@ func (p *pprofFlag) start(ctx context.Context, log *slog.Logger) error {
 	}()
 	log.Info("serving profiles", "url", "http://"+ln.Addr().String()+"/debug/pprof/")
 	return nil
+}
+
+// startCPUProfile writes this process's CPU profile to path until the
+// returned stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := rpprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() { rpprof.StopCPUProfile(); _ = f.Close() }, nil
 }
