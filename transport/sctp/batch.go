@@ -135,11 +135,12 @@ type packet struct {
 }
 
 // compact moves a packet into a buffer of its own size when it holds more
-// than twice that of a shared receive buffer (a lone small datagram in a
-// 64 KiB buffer, or a run of a few small ones), so that packets queued for
-// a slow reader hold at most twice their size, whatever a peer sends.
+// than four times that of a shared receive buffer (a lone small datagram
+// in a 64 KiB buffer, or a run of a few small ones), so that packets
+// queued for a slow reader hold at most four times their size, whatever a
+// peer sends; bigger packets are not copied twice.
 func (s *udpSocket) compact(p packet) packet {
-	if 2*len(p.p) > len(p.rb.b)/max(p.rb.segs, 1) {
+	if 4*len(p.p) > p.share() {
 		return p
 	}
 	rb := &rxBuf{b: append([]byte(nil), p.p...)}
@@ -148,6 +149,9 @@ func (s *udpSocket) compact(p packet) packet {
 	p.p, p.rb = rb.b, rb
 	return p
 }
+
+// share is the part of its receive buffer p holds.
+func (p packet) share() int { return len(p.rb.b) / max(p.rb.segs, 1) }
 
 // reader cuts batches of datagrams into packets.
 type reader struct {

@@ -33,7 +33,7 @@ type pconn struct {
 	raddr netip.AddrPort
 	ua    *net.UDPAddr // raddr, for writes
 	in    chan packet  // packets from the mux; full means drop (UDP)
-	inB   atomic.Int64 // bytes of the packets in in, at most maxQueued
+	inB   atomic.Int64 // receive-buffer bytes the packets in in hold, at most maxQueued
 	hook  garbageHook
 	life  alive.Clock
 	serr  sendErr
@@ -55,15 +55,15 @@ func newPconn(m *mux, raddr netip.AddrPort) *pconn {
 func (c *pconn) garbage() *garbageHook { return &c.hook }
 func (c *pconn) signs() *alive.Clock   { return &c.life }
 
-// maxQueued bounds the bytes of one association's packets waiting for its
-// reader (as the channel bounds their number): as much as 1024 packets of
-// 8 KiB, whatever the packets' size. A peer that keeps to pion's receive
-// window (8 MiB by default) never has more than that in flight.
-const maxQueued = 8 << 20
+// maxQueued bounds the receive-buffer bytes held by one association's
+// packets waiting for its reader (as the channel bounds their number). A
+// peer that keeps to pion's receive window (8 MiB by default) never has
+// more than that in flight.
+const maxQueued = 16 << 20
 
 // deliver hands a packet to the reader, dropping it when the queue is full.
 func (c *pconn) deliver(p packet) {
-	n := int64(len(p.p))
+	n := int64(p.share())
 	if c.inB.Add(n) > maxQueued {
 		c.inB.Add(-n)
 		p.rb.release()
@@ -79,7 +79,7 @@ func (c *pconn) deliver(p packet) {
 
 // take is the reader's side of deliver.
 func (c *pconn) take(p packet) packet {
-	c.inB.Add(-int64(len(p.p)))
+	c.inB.Add(-int64(p.share()))
 	return p
 }
 

@@ -25,6 +25,13 @@ import (
 // peer read it, and the association sends packets that big from then on.
 // If it does not, after a few tries, the association tries 8192 and then
 // keeps what it has. Each side probes for its own sends.
+//
+// Only pion peers are probed. The Linux kernel's stack (6.1, over UDP, on
+// loopback in make vm-test) answers a 64 KiB HEARTBEAT but then drops DATA
+// in packets that big, and the association dies. A peer is taken for pion
+// when its INIT or INIT-ACK carries no parameter pion would not send (the
+// kernel always lists ECN and PR-SCTP support, and in an INIT its address
+// types).
 
 // prober probes one association's path. Its methods are safe for
 // concurrent use; a nil *prober does nothing.
@@ -33,6 +40,36 @@ type prober struct {
 	hdr   atomic.Uint64 // ports and verification tag of pion's packets, once known
 	token [8]byte       // tells this side's probes from any other HEARTBEAT-ACK
 	acks  chan int      // sizes of answered probes
+	// foreign is set when the peer's INIT or INIT-ACK shows it is not pion.
+	foreign atomic.Bool
+}
+
+// pionInitParams are the parameters pion puts in an INIT or INIT-ACK:
+// State Cookie, Zero Checksum Acceptable and Supported Extensions.
+var pionInitParams = map[uint16]bool{7: true, 0x8001: true, 0x8008: true}
+
+// received looks at a packet from the peer before pion does: an INIT or
+// INIT-ACK with a parameter pion does not send marks the peer foreign.
+func (p *prober) received(b []byte) {
+	if p == nil || len(b) < sctpCommonHeader+initFixedLen {
+		return
+	}
+	if t := b[sctpCommonHeader]; t != chunkInit && t != chunkInitAck {
+		return
+	}
+	ch := b[sctpCommonHeader:]
+	clen := min(int(binary.BigEndian.Uint16(ch[2:])), len(ch))
+	for r := initFixedLen; r+paramHeaderLen <= clen; {
+		typ, l := binary.BigEndian.Uint16(ch[r:]), int(binary.BigEndian.Uint16(ch[r+2:]))
+		if l < paramHeaderLen {
+			return
+		}
+		if !pionInitParams[typ] {
+			p.foreign.Store(true)
+			return
+		}
+		r += (l + 3) &^ 3
+	}
 }
 
 func newProber() *prober {
@@ -117,6 +154,9 @@ const (
 // current one and answered. It returns when done or when a ends.
 func (a *Association) probe(p *prober) {
 	defer a.readers.Done()
+	if p.foreign.Load() {
+		return
+	}
 	route := routeMTU(a.conn.RemoteAddr())
 	for _, size := range []int{route, legacyDatagram} {
 		size &^= 3

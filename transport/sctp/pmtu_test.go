@@ -168,4 +168,31 @@ func TestProbeAnswerRecognised(t *testing.T) {
 	}
 }
 
+// TestProbeOnlyPion: a peer whose INIT or INIT-ACK carries a parameter pion
+// does not send (the Linux kernel's ECN and address types) is not probed.
+func TestProbeOnlyPion(t *testing.T) {
+	ack := func(params ...[]byte) []byte {
+		c := initChunk(params...)
+		c[0] = chunkInitAck
+		return sctpPacket(pionPort, pionPort, c)
+	}
+	for _, tc := range []struct {
+		name    string
+		pkt     []byte
+		foreign bool
+	}{
+		{"pion INIT", sctpPacket(pionPort, pionPort, initChunk(param(0x8008, 0x82, 0xc0))), false},
+		{"pion INIT-ACK", ack(param(7, 1, 2, 3, 4), param(0x8001, 0, 0, 0, 1), param(0x8008, 0x82, 0xc0)), false},
+		{"kernel INIT", sctpPacket(pionPort, pionPort, initChunk(param(0x8000), param(12, 0, 5, 0, 6), param(0x8008, 0x82))), true},
+		{"kernel INIT-ACK", ack(param(7, 1, 2, 3, 4), param(0x8000), param(0xc000)), true},
+		{"DATA", sctpPacket(pionPort, pionPort, []byte{0, 3, 0, 4}), false},
+	} {
+		p := newProber()
+		p.received(tc.pkt)
+		if p.foreign.Load() != tc.foreign {
+			t.Errorf("%s: foreign %v, want %v", tc.name, p.foreign.Load(), tc.foreign)
+		}
+	}
+}
+
 var _ net.Conn = kernelConn{}

@@ -137,6 +137,9 @@ func (c kernelConn) Read(p []byte) (int, error) {
 		if err == nil && c.pr.answered(p[:n]) {
 			continue
 		}
+		if err == nil {
+			c.pr.received(p[:n])
+		}
 		if err == nil && n > sctpCommonHeader && p[sctpCommonHeader] == chunkInit {
 			n = stripInitParams(p[:n])
 		}
@@ -277,6 +280,9 @@ func (c kernelConn) ReadPacket() ([]byte, error) {
 		p, err := readPacket(c.Conn)
 		if err == nil && c.pr.answered(p) {
 			continue
+		}
+		if err == nil {
+			c.pr.received(p)
 		}
 		if err == nil && len(p) > sctpCommonHeader && p[sctpCommonHeader] == chunkInit {
 			p = p[:stripInitParams(p)]
