@@ -36,8 +36,16 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	size := fs.Int("size", 19<<10, "bytes of input (and output) per unit")
 	window := fs.Int("window", 0, "units in flight per stream (0: scheduler default)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs (server and workers run in this process) to FILE, for 'go tool pprof'")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	var all []overheadResult
 	for _, tname := range strings.Split(*tlist, ",") {
