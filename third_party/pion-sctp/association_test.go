@@ -5634,7 +5634,7 @@ func TestAssociationReceiveWindow(t *testing.T) {
 
 	done := make(chan bool)
 	go func() {
-		chunks, _ := s1.packetize(make([]byte, 1000), PayloadTypeWebRTCBinary)
+		chunks, _ := s1.packetize(make([]byte, 1000), PayloadTypeWebRTCBinary, false)
 		chunks = chunks[:1]
 		chunk := chunks[0]
 		// Fake the TSN and enqueue 1 chunk with a very high tsn in the payload queue
@@ -5815,7 +5815,7 @@ func TestAssociationMaxTSNOffset(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint16(1), s2.streamIdentifier)
 
-	chunks, _ := s1.packetize(make([]byte, 1000), PayloadTypeWebRTCBinary)
+	chunks, _ := s1.packetize(make([]byte, 1000), PayloadTypeWebRTCBinary, false)
 	chunks = chunks[:1]
 	sendChunk := func(tsn uint32) {
 		chunk := chunks[0]

@@ -309,6 +309,17 @@ func (s *Stream) Write(payload []byte) (n int, err error) {
 
 // WriteSCTP writes len(payload) bytes from payload to the DTLS connection.
 func (s *Stream) WriteSCTP(payload []byte, ppi PayloadProtocolIdentifier) (int, error) {
+	return s.writeSCTP(payload, ppi, false)
+}
+
+// WriteSCTPOwned is WriteSCTP for a caller that hands payload over: the
+// stream keeps it until it is acknowledged instead of copying it, and the
+// caller must not touch it again. (braid patch, see BRAID-PATCHES.md.)
+func (s *Stream) WriteSCTPOwned(payload []byte, ppi PayloadProtocolIdentifier) (int, error) {
+	return s.writeSCTP(payload, ppi, true)
+}
+
+func (s *Stream) writeSCTP(payload []byte, ppi PayloadProtocolIdentifier, owned bool) (int, error) {
 	maxMessageSize := s.association.MaxMessageSize()
 	if len(payload) > int(maxMessageSize) {
 		return 0, fmt.Errorf("%w: %v", ErrOutboundPacketTooLarge, maxMessageSize)
@@ -325,7 +336,7 @@ func (s *Stream) WriteSCTP(payload []byte, ppi PayloadProtocolIdentifier) (int, 
 		s.writeLock.Lock()
 	}
 	useInterleaving := s.association.useInterleaving
-	chunks, unordered := s.packetize(payload, ppi)
+	chunks, unordered := s.packetize(payload, ppi, owned)
 	n := len(payload)
 	err := s.association.sendPayloadData(s.writeDeadline.Context(), chunks)
 	if err != nil { //nolint:nestif
@@ -367,7 +378,7 @@ func (s *Stream) SetDeadline(t time.Time) error {
 	return s.SetWriteDeadline(t)
 }
 
-func (s *Stream) packetize(raw []byte, ppi PayloadProtocolIdentifier) ([]*chunkPayloadData, bool) {
+func (s *Stream) packetize(raw []byte, ppi PayloadProtocolIdentifier, owned bool) ([]*chunkPayloadData, bool) {
 	s.lock.Lock()
 	defer s.lock.Unlock()
 
@@ -397,7 +408,10 @@ func (s *Stream) packetize(raw []byte, ppi PayloadProtocolIdentifier) ([]*chunkP
 	// Copy the userdata since we'll have to store it until acked
 	// and the caller may re-use the buffer in the mean time.
 	// braid patch: one copy per message, not per chunk (see BRAID-PATCHES.md).
-	data := append([]byte(nil), raw...)
+	data := raw
+	if !owned {
+		data = append([]byte(nil), raw...)
+	}
 	for remaining != 0 {
 		fragmentSize := min32(atomic.LoadUint32(&s.association.maxPayloadSize), remaining)
 		userData := data[offset : offset+fragmentSize : offset+fragmentSize]

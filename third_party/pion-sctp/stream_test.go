@@ -232,7 +232,7 @@ func TestStreamPacketizeInterleavingMIDAllocation(t *testing.T) {
 	stream := newTestPacketizingStream(t, true, 3)
 	stream.unordered = true
 
-	unorderedChunks, unordered := stream.packetize([]byte("abcdef"), PayloadTypeWebRTCBinary)
+	unorderedChunks, unordered := stream.packetize([]byte("abcdef"), PayloadTypeWebRTCBinary, false)
 	assert.True(t, unordered)
 	if assert.Len(t, unorderedChunks, 2) {
 		assert.True(t, unorderedChunks[0].beginningFragment)
@@ -249,7 +249,7 @@ func TestStreamPacketizeInterleavingMIDAllocation(t *testing.T) {
 		}
 	}
 
-	secondUnorderedChunks, unordered := stream.packetize([]byte("xy"), PayloadTypeWebRTCBinary)
+	secondUnorderedChunks, unordered := stream.packetize([]byte("xy"), PayloadTypeWebRTCBinary, false)
 	assert.True(t, unordered)
 	if assert.Len(t, secondUnorderedChunks, 1) {
 		assert.True(t, secondUnorderedChunks[0].iData)
@@ -258,7 +258,7 @@ func TestStreamPacketizeInterleavingMIDAllocation(t *testing.T) {
 		assert.Equal(t, uint16(1), secondUnorderedChunks[0].streamSequenceNumber)
 	}
 
-	orderedChunks, unordered := stream.packetize([]byte("hi"), PayloadTypeWebRTCDCEP)
+	orderedChunks, unordered := stream.packetize([]byte("hi"), PayloadTypeWebRTCDCEP, false)
 	assert.False(t, unordered)
 	if assert.Len(t, orderedChunks, 1) {
 		assert.True(t, orderedChunks[0].iData)
@@ -267,7 +267,7 @@ func TestStreamPacketizeInterleavingMIDAllocation(t *testing.T) {
 		assert.Equal(t, uint16(0), orderedChunks[0].streamSequenceNumber)
 	}
 
-	secondOrderedChunks, unordered := stream.packetize([]byte("ok"), PayloadTypeWebRTCDCEP)
+	secondOrderedChunks, unordered := stream.packetize([]byte("ok"), PayloadTypeWebRTCDCEP, false)
 	assert.False(t, unordered)
 	if assert.Len(t, secondOrderedChunks, 1) {
 		assert.True(t, secondOrderedChunks[0].iData)

@@ -57,8 +57,11 @@ func (a *Association) sendFragments(ctx context.Context, s int, id uint32, p []b
 		if off+n == len(p) {
 			h.flags = flagLast
 		}
-		ss.buf = append(appendFragHeader(ss.buf[:0], h), p[off:off+n]...)
-		_, err := a.data[s].WriteSCTP(ss.buf, ppi)
+		// A fragment of its own, handed to pion, which keeps it until it is
+		// acknowledged (append copies the payload without zeroing first).
+		var hdr [fragHeaderLen]byte
+		frag := append(appendFragHeader(hdr[:0], h), p[off:off+n]...)
+		_, err := a.data[s].WriteSCTPOwned(frag, ppi)
 		a.sched.written(s, cost)
 		if err != nil {
 			a.fail(fmt.Errorf("%w: %v", transport.ErrPeerClosed, err))
