@@ -3,6 +3,7 @@ package sctp
 import (
 	"context"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,12 @@ func badPeer(t *testing.T, tr *Transport, addr string) *sctp.Association {
 // rawPeer is badPeer that also returns the UDP socket pion runs on.
 func rawPeer(t *testing.T, tr *Transport, addr string) (*sctp.Association, net.Conn) {
 	t.Helper()
+	return rawPeerN(t, tr, addr, 2)
+}
+
+// rawPeerN is rawPeer asking for n streams.
+func rawPeerN(t *testing.T, tr *Transport, addr string, n int) (*sctp.Association, net.Conn) {
+	t.Helper()
 	uc, err := net.Dial("udp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +50,7 @@ func rawPeer(t *testing.T, tr *Transport, addr string) (*sctp.Association, net.C
 	t.Cleanup(func() { _ = pa.Close() })
 	pa.SetMaxMessageSize(1 << 20) // lets it send oversize fragments
 	ctl, _ := pa.OpenStream(0, ppi)
-	if _, err := transport.DialHandshake(ctx, hsConn{st: ctl}, transport.DialConfig{Secret: secret, RecStreams: 2, MaxStreams: 2}); err != nil {
+	if _, err := transport.DialHandshake(ctx, hsConn{st: ctl}, transport.DialConfig{Secret: secret, RecStreams: n, MaxStreams: n}); err != nil {
 		t.Fatal(err)
 	}
 	return pa, uc
@@ -229,4 +236,56 @@ func FuzzCheckPacket(f *testing.F) {
 		}
 		_ = isInit(p)
 	})
+}
+
+// TestAnnouncedSizeNotAllocated: a peer that starts 64 MiB messages on 16
+// streams and sends one byte of each makes the receiver hold about 1 MiB
+// per stream, not the 1 GiB announced.
+func TestAnnouncedSizeNotAllocated(t *testing.T) {
+	const streams, announced = 16, 64 << 20
+	tr := New(Config{})
+	ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, RecStreams: streams, MaxStreams: streams})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	pa, _ := rawPeerN(t, tr, ln.Addr().String(), streams)
+	acc, err := ln.Accept(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acc.Close()
+	la := acc.(*Association)
+	for s := range streams {
+		st, _ := pa.OpenStream(uint16(s+1), ppi)
+		_, _ = st.WriteSCTP(append(appendFragHeader(nil, fragHeader{msgID: 1, total: announced}), 7), ppi)
+	}
+	started := func() int {
+		n := 0
+		for _, r := range la.recv {
+			r.mu.Lock()
+			if r.partial != nil {
+				n++
+			}
+			r.mu.Unlock()
+		}
+		return n
+	}
+	for deadline := time.Now().Add(5 * time.Second); started() < streams; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d messages started", started(), streams)
+		}
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 64<<20 {
+		t.Fatalf("heap grew by %d MiB for %d one-byte fragments announcing %d MiB each", grew>>20, streams, announced>>20)
+	}
+	if la.Err() != nil {
+		t.Fatalf("association ended: %v", la.Err())
+	}
 }

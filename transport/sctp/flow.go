@@ -28,7 +28,7 @@ type sendStream struct {
 	wake  chan struct{} // poked when limit grows
 
 	nextID uint32 // guarded by lock
-	buf    []byte // fragment scratch; guarded by lock (pion copies on write)
+	buf    []byte // an abandon fragment's scratch; guarded by lock (pion copies on write)
 }
 
 func newSendStream() *sendStream {
@@ -111,9 +111,10 @@ type recvStream struct {
 
 	mu       sync.Mutex // guards everything below
 	q        []message
-	partial  []byte // message being reassembled, nil if none
+	partial  []byte // message being reassembled (its bytes so far), nil if none
 	pID      uint32
-	pOff     int
+	pOff     int // len(partial)
+	pTotal   int // the message's announced length
 	pUnpaid  uint64
 	received uint64 // cost received
 	released uint64 // cost given back
@@ -169,7 +170,7 @@ func (r *recvStream) fail(err error, override bool) {
 
 func (r *recvStream) dropPartialLocked() {
 	if r.partial != nil {
-		r.reasm.put(int64(len(r.partial)))
+		r.reasm.put(int64(r.pTotal))
 		r.partial = nil
 	}
 }
