@@ -70,7 +70,7 @@ var (
 
 const (
 	receiveMTU            uint32 = 65536 // MTU for inbound packet (from DTLS); braid patch 11: was 8192
-	initialMTU            uint32 = 1191 // initial MTU for outgoing packets (to DTLS)
+	initialMTU            uint32 = 1191  // initial MTU for outgoing packets (to DTLS)
 	initialRecvBufSize    uint32 = 1024 * 1024
 	commonHeaderSize      uint32 = packetHeaderSize
 	dataChunkHeaderSize   uint32 = chunkHeaderSize + payloadDataHeaderSize
