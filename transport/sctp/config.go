@@ -58,8 +58,11 @@ type Config struct {
 	// CloseTimeout bounds a graceful Close; after it the association is
 	// aborted. Default 5 s.
 	CloseTimeout time.Duration
-	// MaxHalfOpen caps the associations a Listener holds mid-handshake.
-	// Default 64; INITs beyond it are dropped.
+	// MaxHalfOpen caps the associations a Listener holds mid-handshake,
+	// an eighth of them per source address. Default 64. A peer that has not
+	// echoed its state cookie within a second is dropped, and an INIT
+	// beyond either bound evicts the oldest such unproven handshake (see
+	// mux.go), so that forged INITs cannot lock real peers out.
 	MaxHalfOpen int
 	// AcceptBacklog is how many handshaken associations wait for Accept.
 	// Default 16.

@@ -34,11 +34,14 @@ type pconn struct {
 	ua    *net.UDPAddr // raddr, for writes
 	in    chan packet  // packets from the mux; full means drop (UDP)
 	inB   atomic.Int64 // receive-buffer bytes the packets in in hold, at most maxQueued
-	hook  garbageHook
-	life  alive.Clock
-	serr  sendErr
-	tx    txRound
-	rd    *deadline.Deadline
+	// proven is set once the peer has echoed its state cookie (mux.go).
+	proven     atomic.Bool
+	proofTimer *time.Timer // set by the mux under its lock, before any packet
+	hook       garbageHook
+	life       alive.Clock
+	serr       sendErr
+	tx         txRound
+	rd         *deadline.Deadline
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -63,6 +66,9 @@ const maxQueued = 16 << 20
 
 // deliver hands a packet to the reader, dropping it when the queue is full.
 func (c *pconn) deliver(p packet) {
+	if !c.proven.Load() && len(p.p) > sctpCommonHeader && p.p[sctpCommonHeader] == chunkCookieEcho {
+		c.proven.Store(true)
+	}
 	n := int64(p.share())
 	if c.inB.Add(n) > maxQueued {
 		c.inB.Add(-n)

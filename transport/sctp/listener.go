@@ -93,7 +93,7 @@ func (l *Listener) serve(c *pconn) {
 	go func() {
 		defer l.wg.Done()
 		a, err := l.establish(c)
-		l.m.established()
+		l.m.established(c)
 		if err != nil {
 			l.logf("sctp: association from %s failed: %v", c.raddr, err)
 			return

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 )
 
 // mux owns a listener's UDP socket and routes datagrams by remote address.
@@ -15,16 +16,35 @@ type mux struct {
 	onNew func(c *pconn) // called for an INIT from a new address
 	log   func(msg string, args ...any)
 
-	mu       sync.Mutex // guards conns, halfOpen, closing
-	conns    map[netip.AddrPort]*pconn
-	halfOpen int
-	maxHalf  int
-	closing  bool
+	mu      sync.Mutex // guards conns, half, closing
+	conns   map[netip.AddrPort]*pconn
+	half    map[*pconn]time.Time // mid-handshake associations and when they began
+	maxHalf int
+	closing bool
 }
 
 func newMux(pc *net.UDPConn, maxHalf int, onNew func(*pconn), log func(string, ...any)) *mux {
-	return &mux{pc: pc, sock: newUDPSocket(pc, false), onNew: onNew, log: log, conns: map[netip.AddrPort]*pconn{}, maxHalf: maxHalf}
+	return &mux{pc: pc, sock: newUDPSocket(pc, false), onNew: onNew, log: log,
+		conns: map[netip.AddrPort]*pconn{}, half: map[*pconn]time.Time{}, maxHalf: maxHalf}
 }
+
+// Half-open associations cost a pion association each, and an INIT costs
+// its sender nothing (its source address may be forged), so a listener
+// bounds them, in total (Config.MaxHalfOpen) and per source address
+// (maxHalfPerSource), and keeps none whose peer has not proved its address
+// for long: a peer that has not echoed its state cookie (COOKIE-ECHO,
+// which needs the INIT-ACK sent to its address) within proofWait is
+// dropped. When a bound is reached a new INIT evicts the oldest such
+// unproven handshake, of its source if that bound was hit, rather than
+// being refused, so that a flood of INITs cannot lock a real peer out; it
+// is dropped only when every slot holds a proven handshake (which the
+// braid handshake's timeout bounds).
+const (
+	proofWait = time.Second
+	// maxHalfPerSource is the share of MaxHalfOpen one source address may
+	// hold (at least one slot).
+	maxHalfPerSourceDiv = 8
+)
 
 // start starts routing datagrams.
 func (m *mux) start() { go m.readLoop() }
@@ -49,12 +69,25 @@ func (m *mux) readLoop() {
 func (m *mux) route(from netip.AddrPort, p packet) {
 	m.mu.Lock()
 	c := m.conns[from]
-	if c == nil && !m.closing && m.halfOpen < m.maxHalf && isInit(p.p) {
-		c = newPconn(m, from)
-		m.conns[from] = c
-		m.halfOpen++
-		m.onNew(c) // under mu, so that no new association starts after close
+	if c == nil && !m.closing && isInit(p.p) {
+		victim, ok := m.makeRoomLocked(from.Addr())
+		if ok {
+			c = newPconn(m, from)
+			m.conns[from] = c
+			m.half[c] = time.Now()
+			c.proofTimer = time.AfterFunc(proofWait, func() { m.dropUnproven(c) })
+			m.onNew(c) // under mu, so that no new association starts after close
+		}
 		m.mu.Unlock()
+		if victim != nil {
+			m.log("sctp: dropped an unproven handshake for a new INIT", "peer", victim.raddr, "new", from)
+			_ = victim.Close()
+		}
+		if c == nil {
+			m.log("sctp: dropped INIT: every handshake slot is taken", "peer", from)
+			p.rb.release()
+			return
+		}
 		c.deliver(p)
 		return
 	}
@@ -67,12 +100,67 @@ func (m *mux) route(from netip.AddrPort, p packet) {
 	c.deliver(p)
 }
 
-// established marks one half-open association as done with its handshake
-// (successfully or not).
-func (m *mux) established() {
+// makeRoomLocked makes room for a handshake from src: ok if there is room,
+// with the handshake evicted for it, if any, to be closed by the caller.
+func (m *mux) makeRoomLocked(src netip.Addr) (victim *pconn, ok bool) {
+	perSource := max(1, m.maxHalf/maxHalfPerSourceDiv)
+	fromSrc := 0
+	for c := range m.half {
+		if c.raddr.Addr() == src {
+			fromSrc++
+		}
+	}
+	if len(m.half) < m.maxHalf && fromSrc < perSource {
+		return nil, true
+	}
+	var oldest time.Time
+	for c, born := range m.half {
+		if c.proven.Load() || (fromSrc >= perSource && c.raddr.Addr() != src) {
+			continue
+		}
+		if victim == nil || born.Before(oldest) {
+			victim, oldest = c, born
+		}
+	}
+	if victim == nil {
+		return nil, false
+	}
+	m.forgetLocked(victim)
+	return victim, true
+}
+
+// forgetLocked removes c from the half-open set and the routing table.
+func (m *mux) forgetLocked(c *pconn) {
+	delete(m.half, c)
+	if m.conns[c.raddr] == c {
+		delete(m.conns, c.raddr)
+	}
+}
+
+// dropUnproven closes c if it is still half-open and its peer has not
+// echoed its cookie.
+func (m *mux) dropUnproven(c *pconn) {
 	m.mu.Lock()
-	m.halfOpen--
+	_, half := m.half[c]
+	drop := half && !c.proven.Load()
+	if drop {
+		m.forgetLocked(c)
+	}
 	m.mu.Unlock()
+	if drop {
+		m.log("sctp: dropped a handshake whose peer did not echo its cookie in time", "peer", c.raddr)
+		_ = c.Close()
+	}
+}
+
+// established marks c as done with its handshake (successfully or not).
+func (m *mux) established(c *pconn) {
+	m.mu.Lock()
+	delete(m.half, c)
+	m.mu.Unlock()
+	if c.proofTimer != nil {
+		c.proofTimer.Stop()
+	}
 }
 
 func (m *mux) remove(c *pconn) {

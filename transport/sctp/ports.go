@@ -158,10 +158,11 @@ func (c kernelConn) Write(p []byte) (int, error) {
 }
 
 const (
-	chunkInit      = 1
-	chunkHeartbeat = 4
-	initFixedLen   = 4 + 16 // chunk header and INIT's fixed fields
-	paramHeaderLen = 4
+	chunkInit       = 1
+	chunkHeartbeat  = 4
+	chunkCookieEcho = 10
+	initFixedLen    = 4 + 16 // chunk header and INIT's fixed fields
+	paramHeaderLen  = 4
 )
 
 // stripInitParams removes droppedInitParams from the INIT that starts p's

@@ -1,0 +1,97 @@
+package sctp
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+)
+
+// TestINITFlood: INITs that are never followed up (as from forged source
+// addresses) neither hold handshake slots for long nor lock a real dialer
+// out: while bursts of MaxHalfOpen INITs from new source ports arrive every
+// 50 ms, a real dial associates within a second, and the listener never
+// holds more than MaxHalfOpen.
+func TestINITFlood(t *testing.T) {
+	tr := New(Config{})
+	ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, RecStreams: 1, MaxStreams: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	m := ln.(*Listener).m
+	_ = m
+	init := sctpPacket(pionPort, pionPort, initChunk())
+	binary.BigEndian.PutUint32(init[4:], 0) // an INIT's verification tag
+	binary.LittleEndian.PutUint32(init[8:], 0)
+	binary.LittleEndian.PutUint32(init[8:], crc32.Checksum(init, castagnoli))
+	ctx, cancel := context.WithCancel(context.Background())
+	flooded := make(chan int)
+	go func() {
+		n := 0
+		defer func() { flooded <- n }()
+		for ctx.Err() == nil {
+			c, err := net.Dial("udp", ln.Addr().String())
+			if err != nil {
+				return
+			}
+			_, _ = c.Write(init)
+			c.Close() // the INIT-ACK goes nowhere
+			n++
+			if n%tr.cfg.MaxHalfOpen == 0 {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // let it fill the slots
+	go func() {
+		for {
+			a, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			defer a.Close()
+		}
+	}()
+	for i := range 3 {
+		start := time.Now()
+		dctx, dcancel := context.WithTimeout(context.Background(), 3*time.Second)
+		a, err := tr.Dial(dctx, ln.Addr().String(), transport.DialConfig{Secret: secret, RecStreams: 1, MaxStreams: 1})
+		dcancel()
+		if err != nil {
+			t.Fatalf("dial %d during the flood: %v", i, err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("dial %d during the flood took %v", i, took)
+		}
+		a.Close()
+		m.mu.Lock()
+		half := len(m.half)
+		m.mu.Unlock()
+		if half > tr.cfg.MaxHalfOpen {
+			t.Fatalf("%d handshakes held, more than MaxHalfOpen %d", half, tr.cfg.MaxHalfOpen)
+		}
+	}
+	cancel()
+	if n := <-flooded; n < 2*tr.cfg.MaxHalfOpen {
+		t.Fatalf("only %d INITs sent: not a flood", n)
+	}
+	// Unproven handshakes go after proofWait even with no INIT to evict them.
+	deadline := time.Now().Add(proofWait + 2*time.Second)
+	for {
+		m.mu.Lock()
+		half := len(m.half)
+		m.mu.Unlock()
+		if half == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d unproven handshakes still held %v after the flood", half, proofWait+2*time.Second)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
