@@ -112,3 +112,34 @@ func TestMetricsFrozenWorker(t *testing.T) {
 	}
 	t.Logf("sent %v units: %v done, %v requeued, %v handed back; per worker %v", sent, done, requeued, back, final.UnitsPerWorker)
 }
+
+// TestMetricsFrozenServer freezes the server (SIGSTOP) and checks that a
+// worker counts the association it gives up on as a liveness failure.
+func TestMetricsFrozenServer(t *testing.T) {
+	srv, c := startServer(t)
+	w := start(t, "worker", "--server", c.URL(), "--threads", "1", "--name", "w1",
+		"--liveness", "500ms", "--metrics-addr", "127.0.0.1:0")
+	workerURL := w.waitLog(t, regexp.MustCompile(`msg="serving metrics" url=(\S+)`))
+	waitWorkersUp(t, c, 1)
+	lost := "braid_worker_liveness_failures_total"
+	if v := sample(t, workerURL, lost); v != 0 {
+		t.Fatalf("%s = %v before the freeze", lost, v)
+	}
+	if v := sample(t, workerURL, "braid_worker_associations"); v != 1 {
+		t.Fatalf("braid_worker_associations = %v with the worker up", v)
+	}
+	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.cmd.Process.Signal(syscall.SIGCONT) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for sample(t, workerURL, lost) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still 0 10 s after freezing the server (liveness 500 ms)", lost)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if v := sample(t, workerURL, "braid_worker_associations"); v != 0 {
+		t.Errorf("braid_worker_associations = %v after the server was lost", v)
+	}
+}
