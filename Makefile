@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/braid
 PKGS    := ./...
 
-.PHONY: all build demo test vet lint fmt-check tidy-check unit bench fuzz clean
+.PHONY: all build demo test test-deps vet lint fmt-check tidy-check unit bench fuzz clean
 
 all: build
 
@@ -17,7 +17,11 @@ demo: build
 	./$(BIN) demo
 
 ## test: gofmt, vet, lint, go.mod tidiness, then every test with the race detector
-test: fmt-check vet lint tidy-check unit
+test: test-deps fmt-check vet lint tidy-check unit
+
+## test-deps: install the system packages the tests use (promtool), as root, when missing
+test-deps:
+	@sh mk/pkgs.sh
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -231,6 +231,7 @@ func (d *dispatcher) onResult(r resultMsg) {
 		defer d.sendWant(w, false)
 	}
 	if r.res.Status == wire.StatusReturned {
+		d.s.metrics.requeuedReturned.Inc()
 		d.step(scheduler.UnitReturned{Job: f.job.id, Unit: f.index, Worker: f.worker, Stream: f.stream, Attempt: f.attempt})
 		d.refresh(f.job)
 		return
@@ -257,6 +258,7 @@ func (d *dispatcher) onTick(now time.Time) {
 		if w.state != api.WorkerDown && now.Sub(w.lastSeen) > d.s.cfg.HeartbeatTimeout {
 			d.log.Warn("worker missed its heartbeats; taking its units back", "worker", w.info.Name,
 				"silent_for", now.Sub(w.lastSeen).Round(time.Millisecond))
+			d.s.metrics.livenessBeat.Inc()
 			d.workerDown(w, errors.New("heartbeat timeout"))
 			w.state = api.WorkerDown
 		}

@@ -80,6 +80,7 @@ func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
 		w.assoc.Abort(fmt.Errorf("server: send queue of stream %d overflowed", a.Stream))
 		return nil
 	}
+	d.s.metrics.unitsSent.Inc()
 	now := time.Now()
 	d.inflight[id] = flight{job: j, index: a.Unit, attempt: a.Attempt, worker: a.Worker,
 		stream: a.Stream, gen: w.gen, sent: now}
@@ -152,6 +153,14 @@ func (d *dispatcher) unitFinished(f flight, r resultMsg) {
 func (d *dispatcher) accept(f flight, r resultMsg, failed bool) {
 	if w := d.workers[f.worker]; w != nil && !f.unsent {
 		w.unitsDone++
+	}
+	if failed {
+		d.s.metrics.unitsFailed.Inc()
+	} else {
+		d.s.metrics.unitsDone.Inc()
+	}
+	if !f.unsent {
+		d.s.metrics.observeUnit(f, r)
 	}
 	j := f.job
 	j.mu.Lock()

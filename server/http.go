@@ -21,6 +21,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/openapi.json", s.handleOpenAPI)
 	mux.HandleFunc("GET /healthz", handleHealthz)
+	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	mux.HandleFunc("POST /v1/objects", s.handlePutObject)
 	mux.HandleFunc("GET /v1/objects", s.handleListObjects)
 	mux.HandleFunc("GET /v1/objects/{id}", s.handleGetObject)

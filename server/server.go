@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/internal/metrics"
 	"github.com/braidhq/braid/internal/version"
 	"github.com/braidhq/braid/store"
 	"github.com/braidhq/braid/transport"
@@ -184,6 +185,9 @@ type Server struct {
 	jobs   map[string]*jobRun
 
 	retention retention
+
+	metrics        *serverMetrics
+	metricsHandler http.Handler // GET /metrics
 }
 
 // New opens the data directory and binds the HTTP listener.
@@ -217,6 +221,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, store: st, db: db, ln: ln,
 		stopped: make(chan struct{}), jobs: map[string]*jobRun{}}
 	s.disp = newDispatcher(s)
+	s.metrics = newServerMetrics(s)
+	s.metricsHandler = metrics.Handler(s.metrics.reg, s.log.With("component", "metrics"))
 	return s, nil
 }
 

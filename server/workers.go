@@ -251,6 +251,7 @@ func (d *dispatcher) dialed(name string, gen int, tname string, a transport.Asso
 		d.retryLater(w, time.Second)
 		return
 	}
+	a = d.s.metrics.traffic.Wrap(a, tname) // counts what the senders and readers move
 	w.assoc, w.transport, w.state, w.errText = a, tname, api.WorkerUp, ""
 	w.lease, w.leaseSeq, w.want = 0, 0, wire.Want{}
 	d.startStreams(w, a)
@@ -356,6 +357,10 @@ func (d *dispatcher) workerDown(w *workerConn, reason error) {
 			delete(d.inflight, id)
 			n++
 		}
+	}
+	d.s.metrics.requeuedDown.Add(float64(n))
+	if errors.Is(reason, transport.ErrPeerLost) {
+		d.s.metrics.livenessAssoc.Inc()
 	}
 	if errors.Is(reason, errDeregistered) {
 		d.log.Info("association closed", "worker", w.info.Name, "reason", reason, "units_requeued", n)

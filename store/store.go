@@ -56,6 +56,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -95,6 +96,9 @@ type Store struct {
 	// whose id starts with byte b's two hex digits (one fan-out directory).
 	// Only one is held at a time.
 	stripes [256]stripe
+	// objects and bytes count what is stored (Usage): counted once by
+	// Open, then kept up to date by commit and the removals.
+	objects, bytes atomic.Int64
 }
 
 // stripe is one fan-out directory's lock and what it guards.
@@ -138,7 +142,27 @@ func Open(dir string, cfg Config) (*Store, error) {
 	if err := syncDir(dir); err != nil {
 		return nil, fmt.Errorf("store: sync %s: %w", dir, err)
 	}
+	objs, err := s.List()
+	if err != nil {
+		return nil, fmt.Errorf("store: counting objects: %w", err)
+	}
+	for _, o := range objs {
+		s.counted(1, o.Size)
+	}
 	return s, nil
+}
+
+// Usage reports how many objects the store holds and their total size in
+// bytes. Objects removed from the directory by hand are counted until the
+// store is opened again.
+func (s *Store) Usage() (objects, bytes int64) {
+	return s.objects.Load(), s.bytes.Load()
+}
+
+// counted adds n objects of size bytes in all (negative: removed).
+func (s *Store) counted(n, size int64) {
+	s.objects.Add(n)
+	s.bytes.Add(size)
 }
 
 // MaxSize is the largest object Put accepts.
@@ -251,6 +275,7 @@ func (s *Store) commit(tmp, id string, size int64) (Info, error) {
 	}
 	now := time.Now()
 	st.remember(id, now)
+	s.counted(1, size)
 	return Info{ID: id, Size: size, Created: now.UTC()}, nil
 }
 
@@ -325,13 +350,17 @@ func (s *Store) Remove(id string) error {
 	st := s.lock(id)
 	defer st.Unlock()
 	delete(st.touched, id)
-	err := os.Remove(s.path(id))
+	fi, err := os.Stat(s.path(id))
+	if err == nil {
+		err = os.Remove(s.path(id))
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
+	s.counted(-1, -fi.Size())
 	return nil
 }
 
@@ -355,9 +384,14 @@ func (s *Store) RemoveIfOlder(id string, cutoff time.Time) (bool, error) {
 		return false, nil
 	}
 	delete(st.touched, id)
-	if err := os.Remove(s.path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	err = os.Remove(s.path(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
 		return false, fmt.Errorf("store: %w", err)
 	}
+	s.counted(-1, -fi.Size())
 	return true, nil
 }
 

@@ -58,6 +58,7 @@ type session struct {
 // serveAssoc runs one association until it ends or ctx does (then it is
 // closed gracefully: results already being sent are delivered).
 func (w *Worker) serveAssoc(ctx context.Context, a transport.Association) {
+	a = w.metrics.traffic.Wrap(a, w.cfg.Transport.Name())
 	n := a.Streams()
 	s := &session{w: w, a: a, loan: w.lender.add(n), queue: make(chan task, 4*n),
 		returns: make(chan task, 4*n), sweep: make(chan struct{}, 1), owed: -1, canRun: map[string]bool{}}
@@ -91,6 +92,9 @@ func (w *Worker) serveAssoc(ctx context.Context, a transport.Association) {
 // the server closed it, as a warning when it failed.
 func (w *Worker) logEnd(a transport.Association, stopping bool) {
 	err := a.Err()
+	if errors.Is(err, transport.ErrPeerLost) {
+		w.metrics.liveness.Inc()
+	}
 	switch {
 	case stopping || err == nil || errors.Is(err, transport.ErrClosed) || errors.Is(err, net.ErrClosed):
 		w.log.Info("association closed", "server", a.Peer().Name)
@@ -323,6 +327,7 @@ func (s *session) unstarted() []task {
 // handBack tells the server that t was not run.
 func (s *session) handBack(ctx context.Context, t task) bool {
 	res := wire.Result{ID: t.unit.ID, Status: wire.StatusReturned, Error: "worker " + s.w.cfg.Name + " is shutting down"}
+	s.w.metrics.handedBack.Inc()
 	if s.w.debug {
 		s.w.log.Debug("unit handed back", "server", s.a.Peer().Name, "job", t.unit.Job, "unit", t.unit.Index, "attempt", t.unit.Attempt)
 	}
@@ -337,6 +342,7 @@ func (s *session) run(t task) wire.Result {
 	if !s.canRun[t.unit.Op] {
 		res.Status, res.Error = wire.StatusRefused, fmt.Sprintf("worker %s does not run operation %q", s.w.cfg.Name, t.unit.Op)
 		s.w.log.Warn("unit refused", "server", s.a.Peer().Name, "job", t.unit.Job, "unit", t.unit.Index, "op", t.unit.Op, "reason", res.Error)
+		s.w.metrics.observe(true, false, res.Queued, 0)
 		return res
 	}
 	out, err := runOp(t.unit)
@@ -353,6 +359,7 @@ func (s *session) run(t task) wire.Result {
 		}
 	}
 	s.observe(res.Compute)
+	s.w.metrics.observe(false, err != nil, res.Queued, res.Compute)
 	res.QueueDepth = len(s.queue)
 	if e := s.ewmaNS.Load(); e > 0 {
 		lease, _ := s.w.lender.current(s.loan)

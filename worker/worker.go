@@ -56,6 +56,9 @@ type Config struct {
 	// InfoListen is the HTTP address serving GET /v1/info (default
 	// 127.0.0.1:0).
 	InfoListen string
+	// MetricsListen is the HTTP address serving GET /metrics, the
+	// worker's Prometheus metrics (docs/metrics.md). Empty: not served.
+	MetricsListen string
 	// Secret is the cluster secret. Required.
 	Secret []byte
 	// Ops limits the operations this worker runs (default: all built-in).
@@ -142,6 +145,9 @@ type Worker struct {
 	infoLn  net.Listener
 	wg      sync.WaitGroup
 
+	metrics   *workerMetrics
+	metricsLn net.Listener // nil without Config.MetricsListen
+
 	drainOnce    sync.Once
 	drainStarted chan struct{} // closed when a graceful stop begins
 
@@ -186,7 +192,15 @@ func New(cfg Config) (*Worker, error) {
 		ln.Close()
 		return nil, fmt.Errorf("worker: %w", err)
 	}
+	if cfg.MetricsListen != "" {
+		if w.metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			ln.Close()
+			infoLn.Close()
+			return nil, fmt.Errorf("worker: metrics: %w", err)
+		}
+	}
 	w.ln, w.infoLn = ln, infoLn
+	w.metrics = newWorkerMetrics(w)
 	return w, nil
 }
 
@@ -266,6 +280,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	var regs sync.WaitGroup
 	hs := &http.Server{Handler: w.infoHandler(), ReadHeaderTimeout: 5 * time.Second}
 	w.wg.Go(func() { _ = hs.Serve(w.infoLn) })
+	ms := &http.Server{Handler: w.metricsHandler(), ReadHeaderTimeout: 5 * time.Second}
+	if w.metricsLn != nil {
+		w.wg.Go(func() { _ = ms.Serve(w.metricsLn) })
+		w.log.Info("serving metrics", "url", "http://"+w.metricsLn.Addr().String()+"/metrics")
+	}
 	w.wg.Go(func() { w.acceptLoop(life) })
 	rejected := make(chan *RejectedError, len(w.cfg.Servers))
 	for _, url := range w.cfg.Servers {
@@ -290,6 +309,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.ln.Close()
 	stop()
 	_ = hs.Close()
+	_ = ms.Close()
 	w.waitGoroutines()
 	w.lender.stop()
 	w.log.Info("worker stopped")

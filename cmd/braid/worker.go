@@ -20,6 +20,7 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	threads := fs.Int("threads", 0, fmt.Sprintf("processing threads, 1 to %d (default: number of CPUs)", transport.MaxStreams))
 	listen := fs.String("listen", "127.0.0.1:0", "data-plane address to listen on")
 	infoListen := fs.String("info-listen", "127.0.0.1:0", "HTTP address serving GET /v1/info")
+	metricsAddr := fs.String("metrics-addr", "", "HTTP address serving GET /metrics, the worker's Prometheus metrics (docs/metrics.md), e.g. 127.0.0.1:9101; off when empty")
 	tname := fs.String("transport", transports.Default, "data-plane transport: "+strings.Join(transports.Names, ", "))
 	name := fs.String("name", "", "worker name (default: hostname-pid)")
 	opsList := fs.String("ops", "", "comma-separated operations this worker runs (default: all)")
@@ -73,7 +74,7 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 		opNames = strings.Split(*opsList, ",")
 	}
 	w, err := worker.New(worker.Config{Name: *name, Servers: servers, Threads: *threads, Transport: t,
-		Listen: *listen, Advertise: *advertise, InfoListen: *infoListen, Secret: secret, Ops: opNames, Logger: log,
+		Listen: *listen, Advertise: *advertise, InfoListen: *infoListen, MetricsListen: *metricsAddr, Secret: secret, Ops: opNames, Logger: log,
 		DrainTimeout: *drain, LeaseIdle: *leaseIdle, Liveness: *liveness})
 	if err != nil {
 		return err

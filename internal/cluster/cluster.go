@@ -27,6 +27,9 @@ type WorkerSpec struct {
 	// Secret overrides the cluster's secret for this worker (to test a
 	// worker that does not know it).
 	Secret []byte
+	// MetricsListen is the worker's Prometheus metrics address (empty:
+	// none).
+	MetricsListen string
 }
 
 // Config describes a cluster.
@@ -133,7 +136,7 @@ func (c *Cluster) startWorker(ctx context.Context, i int, ws WorkerSpec, cfg Con
 		secret = ws.Secret
 	}
 	w, err := worker.New(worker.Config{Name: ws.Name, Servers: []string{c.Server.URL()}, Threads: ws.Threads,
-		Transport: t, Secret: secret, Logger: cfg.Logger.With("role", "worker", "worker", ws.Name)})
+		Transport: t, Secret: secret, MetricsListen: ws.MetricsListen, Logger: cfg.Logger.With("role", "worker", "worker", ws.Name)})
 	if err != nil {
 		return err
 	}

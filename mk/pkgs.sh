@@ -1,0 +1,17 @@
+#!/bin/sh
+# Installs the system packages `make test` needs, when they are missing and
+# this runs as root (CI, a fresh container); otherwise it only says what is
+# missing, and the tests that need it skip with the same message.
+#   promtool (Debian's prometheus package): the /metrics lint in
+#   server/metrics_test.go runs `promtool check metrics`.
+set -eu
+need_pkgs=""
+command -v promtool >/dev/null || need_pkgs="$need_pkgs prometheus"
+[ -z "$need_pkgs" ] && exit 0
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+	echo "test-deps: missing$need_pkgs (not root or no apt-get: install it yourself; the tests that need it skip)"
+	exit 0
+fi
+echo "test-deps: installing$need_pkgs"
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need_pkgs >/dev/null

@@ -1,0 +1,195 @@
+package server
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/internal/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// serverMetrics are the server's Prometheus metrics (docs/metrics.md).
+// Events (units finished, requeued, liveness failures, latencies) are
+// counted where they happen, by the dispatch loop; state (jobs, units,
+// workers, associations, the store) is read at scrape time by
+// stateCollector.
+type serverMetrics struct {
+	reg     *prometheus.Registry
+	traffic *metrics.Traffic
+
+	unitsSent        prometheus.Counter
+	unitsDone        prometheus.Counter
+	unitsFailed      prometheus.Counter
+	requeuedDown     prometheus.Counter
+	requeuedReturned prometheus.Counter
+	livenessAssoc    prometheus.Counter
+	livenessBeat     prometheus.Counter
+	queued           prometheus.Histogram
+	compute          prometheus.Histogram
+	transit          prometheus.Histogram
+}
+
+func newServerMetrics(s *Server) *serverMetrics {
+	m := &serverMetrics{reg: metrics.NewRegistry(), traffic: metrics.NewTraffic(slices.Sorted(maps.Keys(s.cfg.Transports))...)}
+	m.unitsSent = prometheus.NewCounter(prometheus.CounterOpts{Name: "braid_units_sent_total",
+		Help: "Copies of units sent to workers: first attempts, retries and speculative duplicates."})
+	finished := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "braid_units_finished_total",
+		Help: "Unit results accepted for their job, by outcome (done, failed)."}, []string{"outcome"})
+	m.unitsDone, m.unitsFailed = finished.WithLabelValues("done"), finished.WithLabelValues("failed")
+	requeued := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "braid_units_requeued_total",
+		Help: "Units taken back from a worker to be placed again, by reason: worker_down (its association ended or it missed its heartbeats with the units in flight), handed_back (the worker returned them unrun)."},
+		[]string{"reason"})
+	m.requeuedDown, m.requeuedReturned = requeued.WithLabelValues("worker_down"), requeued.WithLabelValues("handed_back")
+	liveness := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "braid_liveness_failures_total",
+		Help: "Workers taken for dead, by check: association (silent on the data plane for the liveness bound), heartbeat (no HTTP heartbeat for the heartbeat timeout)."},
+		[]string{"check"})
+	m.livenessAssoc, m.livenessBeat = liveness.WithLabelValues("association"), liveness.WithLabelValues("heartbeat")
+	hist := func(name, help string) prometheus.Histogram {
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: metrics.LatencyBuckets})
+	}
+	m.queued = hist("braid_unit_queued_seconds", "Time accepted units waited in a worker's queue before a thread ran them, as the worker measured it.")
+	m.compute = hist("braid_unit_compute_seconds", "Time a worker thread spent running accepted units, as the worker measured it.")
+	m.transit = hist("braid_unit_transit_seconds", "Round trip of accepted units less the worker's queued and compute time: the send queue, both transfers and the result's wait for the dispatch loop.")
+	m.reg.MustRegister(m.traffic, m.unitsSent, finished, requeued, liveness, m.queued, m.compute, m.transit,
+		newStateCollector(s))
+	return m
+}
+
+// observeUnit records an accepted unit's latencies.
+func (m *serverMetrics) observeUnit(f flight, r resultMsg) {
+	queued, compute := r.res.Queued, r.res.Compute
+	m.queued.Observe(queued.Seconds())
+	m.compute.Observe(compute.Seconds())
+	m.transit.Observe(max(r.returned.Sub(f.sent)-queued-compute, 0).Seconds())
+}
+
+// handleMetrics serves the server's metrics in the Prometheus formats.
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	s.metricsHandler.ServeHTTP(w, r)
+}
+
+// stateCollector reads the server's state when scraped.
+type stateCollector struct {
+	s                                                       *Server
+	jobs, units, workers, assocs, streams, objects, storeBy *prometheus.Desc
+	workerDone, workerInFlight, workerLease                 *prometheus.Desc
+}
+
+func newStateCollector(s *Server) *stateCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &stateCollector{s: s,
+		jobs:           d("braid_jobs", "Jobs the server holds (running or retained), by state.", "state"),
+		units:          d("braid_units", "Units of the jobs not yet finished (queued or running), by state.", "state"),
+		workers:        d("braid_workers", "Registered workers, by state.", "state"),
+		assocs:         d("braid_associations", "Open data-plane associations to workers, by transport.", "transport"),
+		streams:        d("braid_streams", "Streams of the open associations, by transport.", "transport"),
+		objects:        d("braid_store_objects", "Objects in the server's store."),
+		storeBy:        d("braid_store_bytes", "Total size of the objects in the server's store."),
+		workerDone:     d("braid_worker_units_completed_total", "Units a worker ran whose result was accepted, since it registered with this server.", "worker"),
+		workerInFlight: d("braid_worker_units_in_flight", "Units sent to a worker and not yet answered.", "worker"),
+		workerLease:    d("braid_worker_leased_streams", "Streams (threads) a worker lends this server now.", "worker"),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.jobs, c.units, c.workers, c.assocs, c.streams, c.objects, c.storeBy,
+		c.workerDone, c.workerInFlight, c.workerLease} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	c.collectJobs(gauge)
+	objects, size := c.s.store.Usage()
+	gauge(c.objects, float64(objects))
+	gauge(c.storeBy, float64(size))
+	c.collectWorkers(ch, gauge)
+}
+
+func (c *stateCollector) collectJobs(gauge func(*prometheus.Desc, float64, ...string)) {
+	jobs := map[string]int{api.JobQueued: 0, api.JobRunning: 0, api.JobDone: 0, api.JobFailed: 0, api.JobCancelled: 0}
+	var units api.Progress
+	c.s.jobsMu.RLock()
+	for _, j := range c.s.jobs {
+		j.mu.Lock()
+		jobs[j.state]++
+		if j.state == api.JobQueued || j.state == api.JobRunning {
+			p := j.progress
+			units.Pending += p.Pending
+			units.Running += p.Running
+			units.Done += p.Done
+			units.Failed += p.Failed
+		}
+		j.mu.Unlock()
+	}
+	c.s.jobsMu.RUnlock()
+	for state, n := range jobs {
+		gauge(c.jobs, float64(n), state)
+	}
+	// The core's Running is every unit in flight (api.Progress.Sent).
+	gauge(c.units, float64(units.Pending), "pending")
+	gauge(c.units, float64(units.Running), "in_flight")
+	gauge(c.units, float64(units.Done), "done")
+	gauge(c.units, float64(units.Failed), "failed")
+}
+
+// workerFigures is one worker's state, copied on the dispatch loop.
+type workerFigures struct {
+	name, state, transport string
+	streams, lease         int
+	done, inFlight         int
+}
+
+// collectWorkers copies the workers' state on the dispatch loop; a loop
+// that does not answer within a second (a stopping server) leaves them out.
+func (c *stateCollector) collectWorkers(ch chan<- prometheus.Metric, gauge func(*prometheus.Desc, float64, ...string)) {
+	var figs []workerFigures
+	d := c.s.disp
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err := d.do(ctx, func() {
+		for name, w := range d.workers {
+			f := workerFigures{name: name, state: w.state, done: w.unitsDone, inFlight: d.core.InFlight(name)}
+			if w.assoc != nil {
+				f.transport, f.streams, f.lease = w.transport, w.assoc.Streams(), w.lease
+			}
+			figs = append(figs, f)
+		}
+	})
+	if err != nil {
+		return
+	}
+	states := map[string]int{api.WorkerConnecting: 0, api.WorkerUp: 0, api.WorkerDown: 0}
+	assocs, streams := map[string]int{}, map[string]int{}
+	for name := range c.s.cfg.Transports {
+		assocs[name], streams[name] = 0, 0
+	}
+	for _, f := range figs {
+		states[f.state]++
+		if f.transport != "" {
+			assocs[f.transport]++
+			streams[f.transport] += f.streams
+		}
+		ch <- prometheus.MustNewConstMetric(c.workerDone, prometheus.CounterValue, float64(f.done), f.name)
+		gauge(c.workerInFlight, float64(f.inFlight), f.name)
+		gauge(c.workerLease, float64(f.lease), f.name)
+	}
+	for state, n := range states {
+		gauge(c.workers, float64(n), state)
+	}
+	for name, n := range assocs {
+		gauge(c.assocs, float64(n), name)
+		gauge(c.streams, float64(streams[name]), name)
+	}
+}
