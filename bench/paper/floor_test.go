@@ -23,8 +23,13 @@ func TestFloorCPUWithinWall(t *testing.T) {
 
 // procCPU reads what getrusage reports for the same process, to a tick.
 func TestProcCPU(t *testing.T) {
-	before := procCPU(os.Getpid())
-	for t0 := time.Now(); time.Since(t0) < 200*time.Millisecond; {
+	// Spin until getrusage has counted 200 ms more (not for 200 ms of wall
+	// time: on a loaded machine this thread gets less than that).
+	before, self0 := procCPU(os.Getpid()), selfCPU()
+	for t0 := time.Now(); selfCPU()-self0 < 200*time.Millisecond; {
+		if time.Since(t0) > 20*time.Second {
+			t.Fatal("200 ms of CPU not had in 20 s")
+		}
 	}
 	p, s := procCPU(os.Getpid()), selfCPU()
 	if p-before < 100*time.Millisecond {
