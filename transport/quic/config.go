@@ -55,8 +55,16 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// preAuthWindow is the initial receive window of a connection and of each
+// stream: all a peer that has not authenticated can make a listener buffer
+// (the listener lets the connection window grow only after the braid
+// handshake; see Listener). quic-go's auto-tuning grows the windows of an
+// authenticated connection, as its data is read, to StreamWindow and
+// ConnWindow.
+const preAuthWindow = 512 << 10
+
 // quicConfig is the quic-go configuration for one side whose configured
-// liveness is liveness: large windows for bulk data, room for MaxStreams
+// liveness is liveness: windows that start small and grow for bulk data, room for MaxStreams
 // streams plus the control stream, and keep-alive PINGs after a third of
 // the liveness without a packet from the peer. The idle timeout is the rest
 // of the liveness, because quic-go starts it at the first ack-eliciting
@@ -70,9 +78,9 @@ func (c Config) quicConfig(liveness time.Duration) *quicgo.Config {
 		HandshakeIdleTimeout:           c.HandshakeTimeout,
 		MaxIdleTimeout:                 l - keepAlive,
 		KeepAlivePeriod:                keepAlive,
-		InitialStreamReceiveWindow:     min(c.StreamWindow, 2<<20),
+		InitialStreamReceiveWindow:     min(c.StreamWindow, preAuthWindow),
 		MaxStreamReceiveWindow:         c.StreamWindow,
-		InitialConnectionReceiveWindow: min(c.ConnWindow, 32<<20),
+		InitialConnectionReceiveWindow: min(c.ConnWindow, preAuthWindow),
 		MaxConnectionReceiveWindow:     c.ConnWindow,
 		MaxIncomingStreams:             transport.MaxStreams + 1,
 		MaxIncomingUniStreams:          -1,
