@@ -55,12 +55,14 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// preAuthWindow is the initial receive window of a connection and of each
-// stream: all a peer that has not authenticated can make a listener buffer
-// (the listener lets the connection window grow only after the braid
-// handshake; see Listener). quic-go's auto-tuning grows the windows of an
-// authenticated connection, as its data is read, to StreamWindow and
-// ConnWindow.
+// preAuthWindow is the initial receive window of each stream: all a peer
+// that has not authenticated can make a listener buffer on the control
+// stream, the only one it may open (see Listener). quic-go's auto-tuning
+// grows the windows of an authenticated connection's streams, as their data
+// is read, up to StreamWindow. The connection window starts at 32 MiB, well
+// above the 1.5 stream windows quic-go keeps it at, so that unread streams
+// cannot starve the others; the listener lets it grow only once the peer
+// has authenticated.
 const preAuthWindow = 512 << 10
 
 // quicConfig is the quic-go configuration for one side whose configured
@@ -80,7 +82,7 @@ func (c Config) quicConfig(liveness time.Duration) *quicgo.Config {
 		KeepAlivePeriod:                keepAlive,
 		InitialStreamReceiveWindow:     min(c.StreamWindow, preAuthWindow),
 		MaxStreamReceiveWindow:         c.StreamWindow,
-		InitialConnectionReceiveWindow: min(c.ConnWindow, preAuthWindow),
+		InitialConnectionReceiveWindow: min(c.ConnWindow, 32<<20),
 		MaxConnectionReceiveWindow:     c.ConnWindow,
 		MaxIncomingStreams:             transport.MaxStreams + 1,
 		MaxIncomingUniStreams:          -1,

@@ -22,18 +22,19 @@ var _ transport.Listener = (*Listener)(nil)
 // Listener accepts QUIC associations.
 //
 // Until a peer has passed the braid handshake it may use only the control
-// stream: a stream opened before that ends the connection, and the
-// connection's receive window stays at its small initial size (quicConfig);
-// it grows only once the peer is in authed. Such connections are bounded by
+// stream: a stream opened before that ends the connection, the control
+// stream's receive window is small (quicConfig), and the connection's
+// window grows only once the peer is in authed. Such connections are bounded by
 // a preauth.Gate, in total and per source, the oldest evicted first and the
 // silent ones after a second.
 type Listener struct {
-	t      *Transport
-	cfg    transport.ListenConfig
-	ql     *quicgo.Listener
-	ready  chan *Association
-	gate   preauth.Gate
-	authed sync.Map // *quicgo.Conn -> struct{}: connections whose peer authenticated
+	t         *Transport
+	cfg       transport.ListenConfig
+	ql        *quicgo.Listener
+	ready     chan *Association
+	gate      preauth.Gate
+	evictions preauth.Tally // logged as a summary, not a line per peer
+	authed    sync.Map      // *quicgo.Conn -> struct{}: connections whose peer authenticated
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -122,8 +123,11 @@ func (l *Listener) serve(ctx context.Context, qc *quicgo.Conn, slot *preauth.Slo
 	defer cancel()
 	a, err := l.establish(ctx, qc, slot)
 	if err != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, errEvicted) {
-			err = fmt.Errorf("%w (%v)", cause, err)
+		if errors.Is(context.Cause(ctx), errEvicted) {
+			if n := l.evictions.Note(time.Now()); n > 0 {
+				l.logf("quic: dropped %d unauthenticated peers, the latest %s: %v", n, qc.RemoteAddr(), errEvicted)
+			}
+			return
 		}
 		l.logf("quic: association from %s failed: %v", qc.RemoteAddr(), err)
 		if errors.Is(err, transport.ErrRefused) { // let the dialer read why

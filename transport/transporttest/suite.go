@@ -43,6 +43,16 @@
 // that a loaded machine's stall is not taken for silence). A transport's test
 // binary therefore must call Run from a top-level test whose subtests it
 // does not rename.
+//
+// # Strangers
+//
+// Handshake/ForgedMAC runs the dialer's side of the handshake by hand over
+// Options.Channel with a tampered MAC, which only the listener's check of
+// the dialer's proof can catch. The DoS cases attack a listener with the
+// transport's own attackers (Options.Attacks: TCPAttacks for tcp and tcpn)
+// and require that a legitimate dial still associates within 1 s and the
+// heap stays within a stated bound (dos_cases.go). A transport that supplies
+// no Channel or attacker has those cases skip, saying so.
 package transporttest
 
 import (

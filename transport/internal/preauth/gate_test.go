@@ -71,3 +71,12 @@ func TestQuiet(t *testing.T) {
 		t.Errorf("Len %d, want 1", g.Len())
 	}
 }
+
+func TestTally(t *testing.T) {
+	var tl Tally
+	t0 := time.Unix(1000, 0)
+	got := []int{tl.Note(t0), tl.Note(t0.Add(time.Millisecond)), tl.Note(t0.Add(2 * time.Millisecond)), tl.Note(t0.Add(1100 * time.Millisecond))}
+	if want := []int{1, 0, 0, 3}; got[0] != want[0] || got[1] != want[1] || got[2] != want[2] || got[3] != want[3] {
+		t.Errorf("Note gave %v, want %v", got, want)
+	}
+}

@@ -6,7 +6,6 @@ package tcpconn
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -31,6 +30,7 @@ type Listener struct {
 	setup   SetupFunc
 
 	gate      preauth.Gate
+	evictions preauth.Tally // logged as a summary, not a line per peer
 	ready     chan transport.Association
 	closed    chan struct{}
 	ctx       context.Context // cancelled by Close
@@ -116,8 +116,11 @@ func (l *Listener) handshake(ctx context.Context, c *net.TCPConn, slot *preauth.
 		return
 	}
 	if err != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, errEvicted) {
-			err = fmt.Errorf("%w (%v)", cause, err)
+		if errors.Is(context.Cause(ctx), errEvicted) {
+			if n := l.evictions.Note(time.Now()); n > 0 {
+				l.logf("dropped %d unauthenticated peers, the latest %s: %v", n, remote, errEvicted)
+			}
+			return
 		}
 		l.logf("dropped peer %s: %v", remote, err)
 		return
