@@ -55,8 +55,18 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// preAuthWindow is the initial receive window of each stream: all a peer
+// that has not authenticated can make a listener buffer on the control
+// stream, the only one it may open (see Listener). quic-go's auto-tuning
+// grows the windows of an authenticated connection's streams, as their data
+// is read, up to StreamWindow. The connection window starts at 32 MiB, well
+// above the 1.5 stream windows quic-go keeps it at, so that unread streams
+// cannot starve the others; the listener lets it grow only once the peer
+// has authenticated.
+const preAuthWindow = 512 << 10
+
 // quicConfig is the quic-go configuration for one side whose configured
-// liveness is liveness: large windows for bulk data, room for MaxStreams
+// liveness is liveness: windows that start small and grow for bulk data, room for MaxStreams
 // streams plus the control stream, and keep-alive PINGs after a third of
 // the liveness without a packet from the peer. The idle timeout is the rest
 // of the liveness, because quic-go starts it at the first ack-eliciting
@@ -70,7 +80,7 @@ func (c Config) quicConfig(liveness time.Duration) *quicgo.Config {
 		HandshakeIdleTimeout:           c.HandshakeTimeout,
 		MaxIdleTimeout:                 l - keepAlive,
 		KeepAlivePeriod:                keepAlive,
-		InitialStreamReceiveWindow:     min(c.StreamWindow, 2<<20),
+		InitialStreamReceiveWindow:     min(c.StreamWindow, preAuthWindow),
 		MaxStreamReceiveWindow:         c.StreamWindow,
 		InitialConnectionReceiveWindow: min(c.ConnWindow, 32<<20),
 		MaxConnectionReceiveWindow:     c.ConnWindow,

@@ -8,8 +8,16 @@
 // stream per logical stream; its first two bytes name the logical index.
 // Messages on a stream are a 4-byte big-endian length and the payload.
 // QUIC's own per-stream flow control keeps the streams independent; the
-// connection window is set large enough that a few unread streams cannot
+// connection window may grow large enough that a few unread streams cannot
 // use it up.
+//
+// Before the braid handshake has authenticated the dialer, the listener
+// grants it only the control stream (a stream opened earlier ends the
+// connection), with a 512 KiB window; the windows grow (quic-go's
+// auto-tuning, up to Config.StreamWindow and Config.ConnWindow) only
+// afterwards; and it holds at
+// most 256 such connections, 32 per source address, evicting the oldest
+// first and any that sends no handshake message within a second.
 //
 // # TLS
 //

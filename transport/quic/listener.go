@@ -9,20 +9,32 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/preauth"
 	quicgo "github.com/quic-go/quic-go"
 )
 
 var _ transport.Listener = (*Listener)(nil)
 
 // Listener accepts QUIC associations.
+//
+// Until a peer has passed the braid handshake it may use only the control
+// stream: a stream opened before that ends the connection, the control
+// stream's receive window is small (quicConfig), and the connection's
+// window grows only once the peer is in authed. Such connections are bounded by
+// a preauth.Gate, in total and per source, the oldest evicted first and the
+// silent ones after a second.
 type Listener struct {
-	t     *Transport
-	cfg   transport.ListenConfig
-	ql    *quicgo.Listener
-	ready chan *Association
+	t         *Transport
+	cfg       transport.ListenConfig
+	ql        *quicgo.Listener
+	ready     chan *Association
+	gate      preauth.Gate
+	evictions preauth.Tally // logged as a summary, not a line per peer
+	authed    sync.Map      // *quicgo.Conn -> struct{}: connections whose peer authenticated
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -40,11 +52,17 @@ func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.L
 		cert = &c
 	}
 	tc := &tls.Config{Certificates: []tls.Certificate{*cert}, NextProtos: []string{alpn}, MinVersion: tls.VersionTLS13}
-	ql, err := quicgo.ListenAddr(addr, tc, t.cfg.quicConfig(cfg.Liveness))
+	l := &Listener{t: t, cfg: cfg, ready: make(chan *Association)}
+	qcfg := t.cfg.quicConfig(cfg.Liveness)
+	qcfg.AllowConnectionWindowIncrease = func(qc *quicgo.Conn, _ uint64) bool {
+		_, ok := l.authed.Load(qc)
+		return ok
+	}
+	ql, err := quicgo.ListenAddr(addr, tc, qcfg)
 	if err != nil {
 		return nil, fmt.Errorf("quic: listen %s: %w", addr, err)
 	}
-	l := &Listener{t: t, cfg: cfg, ql: ql, ready: make(chan *Association)}
+	l.ql = ql
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.wg.Go(l.acceptLoop)
 	return l, nil
@@ -80,16 +98,37 @@ func (l *Listener) acceptLoop() {
 		if err != nil {
 			return
 		}
-		l.wg.Go(func() { l.serve(qc) })
+		ctx, cancel := context.WithCancelCause(l.ctx)
+		slot := l.gate.Enter(preauth.Source(qc.RemoteAddr()), func() {
+			cancel(errEvicted)
+			_ = qc.CloseWithError(codeAbort, errEvicted.Error())
+		})
+		l.wg.Go(func() {
+			defer cancel(nil)
+			defer slot.Leave()
+			l.serve(ctx, qc, slot)
+		})
 	}
 }
 
+// errEvicted ends the handshake of a connection pushed out of the gate.
+var errEvicted = errors.New("unauthenticated for too long, or evicted by newer connections (a flood of unauthenticated peers?)")
+
+// errEarlyStream is a stream opened before the peer authenticated.
+var errEarlyStream = fmt.Errorf("%w: a stream other than the control stream opened before authentication", transport.ErrProtocol)
+
 // serve handshakes one connection and hands it to Accept.
-func (l *Listener) serve(qc *quicgo.Conn) {
-	ctx, cancel := context.WithTimeout(l.ctx, l.t.cfg.HandshakeTimeout)
+func (l *Listener) serve(ctx context.Context, qc *quicgo.Conn, slot *preauth.Slot) {
+	ctx, cancel := context.WithTimeout(ctx, l.t.cfg.HandshakeTimeout)
 	defer cancel()
-	a, err := l.establish(ctx, qc)
+	a, err := l.establish(ctx, qc, slot)
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errEvicted) {
+			if n := l.evictions.Note(time.Now()); n > 0 {
+				l.logf("quic: dropped %d unauthenticated peers, the latest %s: %v", n, qc.RemoteAddr(), errEvicted)
+			}
+			return
+		}
 		l.logf("quic: association from %s failed: %v", qc.RemoteAddr(), err)
 		if errors.Is(err, transport.ErrRefused) { // let the dialer read why
 			select {
@@ -108,21 +147,31 @@ func (l *Listener) serve(qc *quicgo.Conn) {
 }
 
 // establish runs the listener's handshake and accepts the data streams.
-func (l *Listener) establish(ctx context.Context, qc *quicgo.Conn) (*Association, error) {
+func (l *Listener) establish(ctx context.Context, qc *quicgo.Conn, slot *preauth.Slot) (*Association, error) {
 	ctl, err := qc.AcceptStream(ctx)
 	if err != nil {
 		return nil, ctxErr(ctx, peerErr(err))
 	}
 	stop := context.AfterFunc(ctx, func() { ctl.CancelRead(quicgo.StreamErrorCode(codeAbort)) })
 	defer stop()
-	res, release, err := transport.ListenHandshake(ctx, hsConn{ctl}, l.cfg)
+	w := l.watchStreams(ctx, qc)
+	defer w.stop()
+	cfg := slot.Config(l.cfg, func() {
+		w.authed.Store(true)
+		l.authed.Store(qc, struct{}{})
+		context.AfterFunc(qc.Context(), func() { l.authed.Delete(qc) })
+	})
+	res, release, err := transport.ListenHandshake(ctx, slot.Conn(hsConn{ctl}), cfg)
 	if err != nil {
 		if errors.Is(err, transport.ErrRefused) {
 			_ = ctl.Close() // let the reject message out before the close
 		}
+		if w.early.Load() {
+			err = errEarlyStream
+		}
 		return nil, ctxErr(ctx, err)
 	}
-	streams, err := acceptStreams(ctx, qc, res.Streams)
+	streams, err := acceptStreams(ctx, w.next, res.Streams)
 	if err != nil {
 		release()
 		return nil, ctxErr(ctx, err)
@@ -130,11 +179,70 @@ func (l *Listener) establish(ctx context.Context, qc *quicgo.Conn) (*Association
 	return newAssociation(&l.t.cfg, qc, ctl, streams, res, transport.NormLiveness(l.cfg.Liveness), release, l.logf), nil
 }
 
+// streamWatch accepts the data streams while the handshake runs, so that a
+// peer opening one before it authenticated is cut off at once.
+type streamWatch struct {
+	authed atomic.Bool // set once the peer's MAC checked out
+	early  atomic.Bool // a stream came before that; the connection is closed
+	ch     chan *quicgo.Stream
+	errc   chan error // the accept loop's end, buffered
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (l *Listener) watchStreams(ctx context.Context, qc *quicgo.Conn) *streamWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &streamWatch{ch: make(chan *quicgo.Stream), errc: make(chan error, 1), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for {
+			st, err := qc.AcceptStream(ctx)
+			if err == nil && !w.authed.Load() {
+				w.early.Store(true)
+				err = errEarlyStream
+				_ = qc.CloseWithError(codeAbort, err.Error())
+			}
+			if err != nil {
+				w.errc <- err
+				return
+			}
+			select {
+			case w.ch <- st:
+			case <-ctx.Done():
+				st.CancelRead(quicgo.StreamErrorCode(codeAbort))
+				st.CancelWrite(quicgo.StreamErrorCode(codeAbort))
+				w.errc <- ctx.Err()
+				return
+			}
+		}
+	}()
+	return w
+}
+
+// next returns the next data stream accepted.
+func (w *streamWatch) next(ctx context.Context) (*quicgo.Stream, error) {
+	select {
+	case st := <-w.ch:
+		return st, nil
+	case err := <-w.errc:
+		w.errc <- err
+		return nil, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// stop ends the watch and waits for its goroutine.
+func (w *streamWatch) stop() {
+	w.cancel()
+	<-w.done
+}
+
 // acceptStreams accepts n data streams and orders them by their index.
-func acceptStreams(ctx context.Context, qc *quicgo.Conn, n int) ([]*quicgo.Stream, error) {
+func acceptStreams(ctx context.Context, next func(context.Context) (*quicgo.Stream, error), n int) ([]*quicgo.Stream, error) {
 	streams := make([]*quicgo.Stream, n)
 	for range n {
-		st, err := qc.AcceptStream(ctx)
+		st, err := next(ctx)
 		if err != nil {
 			return nil, peerErr(err)
 		}

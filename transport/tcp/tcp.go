@@ -27,6 +27,7 @@ import (
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/internal/frame"
 	"github.com/braidhq/braid/transport/internal/mux"
+	"github.com/braidhq/braid/transport/internal/preauth"
 	"github.com/braidhq/braid/transport/internal/tcpconn"
 )
 
@@ -34,6 +35,10 @@ import (
 type Config struct {
 	// HandshakeTimeout bounds connecting plus the braid handshake, so that
 	// a silent peer cannot hold a goroutine. Zero means 10 s.
+	// Listeners bound unauthenticated connections more tightly: one that
+	// sends nothing for a second, or is the oldest of too many (256 in
+	// all, 32 per source address), is dropped (see
+	// transport/internal/preauth).
 	HandshakeTimeout time.Duration
 	// CloseTimeout bounds how long Close waits for the peer to acknowledge.
 	// Zero means 5 s.
@@ -108,9 +113,9 @@ func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux
 
 // Listen binds addr and accepts tcp associations.
 func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
-	setup := func(ctx context.Context, c *net.TCPConn) (transport.Association, error) {
+	setup := func(ctx context.Context, c *net.TCPConn, slot *preauth.Slot) (transport.Association, error) {
 		stop := tcpconn.InterruptOn(ctx, c)
-		res, release, err := transport.ListenHandshake(ctx, frame.HandshakeConn{C: c}, cfg)
+		res, release, err := transport.ListenHandshake(ctx, slot.Conn(frame.HandshakeConn{C: c}), slot.Config(cfg, nil))
 		if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
 			release()
 			return nil, err

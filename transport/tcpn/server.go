@@ -11,6 +11,7 @@ import (
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/internal/frame"
 	"github.com/braidhq/braid/transport/internal/mux"
+	"github.com/braidhq/braid/transport/internal/preauth"
 	"github.com/braidhq/braid/transport/internal/tcpconn"
 )
 
@@ -47,17 +48,19 @@ func (r *replayConn) ReadMsg() ([]byte, error) {
 }
 
 // setup handles one accepted connection: a join, or a new association.
-func (s *server) setup(ctx context.Context, c *net.TCPConn) (transport.Association, error) {
+// A join carries its own proof (its MAC), checked at once; a handshake
+// leaves the gate once the dialer's MAC checks out (slot.Config).
+func (s *server) setup(ctx context.Context, c *net.TCPConn, slot *preauth.Slot) (transport.Association, error) {
 	stop := tcpconn.InterruptOn(ctx, c)
 	hc := frame.HandshakeConn{C: c}
-	first, err := hc.ReadMsg()
+	first, err := slot.Conn(hc).ReadMsg()
 	if err == nil && isJoin(first) {
 		return nil, s.handOff(ctx, c, hc, stop, first)
 	}
 	var res transport.HandshakeResult
 	release := func() {}
 	if err == nil {
-		res, release, err = transport.ListenHandshake(ctx, &replayConn{first, hc}, s.cfg)
+		res, release, err = transport.ListenHandshake(ctx, &replayConn{first, hc}, slot.Config(s.cfg, nil))
 	}
 	var conns []mux.Conn
 	if err == nil {

@@ -34,6 +34,10 @@ import (
 type Config struct {
 	// HandshakeTimeout bounds connecting, the handshake and the joining of
 	// all the association's connections. Zero means 10 s.
+	// Listeners bound unauthenticated connections more tightly: one that
+	// sends nothing for a second, or is the oldest of too many (256 in
+	// all, 32 per source address), is dropped (see
+	// transport/internal/preauth).
 	HandshakeTimeout time.Duration
 	// CloseTimeout bounds how long Close waits for the peer. Zero means 5 s.
 	CloseTimeout time.Duration

@@ -11,7 +11,11 @@ import (
 func TestConformance(t *testing.T) {
 	transporttest.Run(t, func(t *testing.T) transport.Transport {
 		return tcpn.New(tcpn.Config{})
-	}, "127.0.0.1:0", transporttest.Options{Garbage: transporttest.TCPGarbage})
+	}, "127.0.0.1:0", transporttest.Options{
+		Garbage: transporttest.TCPGarbage,
+		Channel: transporttest.TCPChannel,
+		Attacks: transporttest.TCPAttacks,
+	})
 }
 
 func BenchmarkTransport(b *testing.B) {

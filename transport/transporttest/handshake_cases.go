@@ -171,3 +171,54 @@ func waitCount(t testing.TB, c *atomic.Int64, want int64, what string) {
 		t.Errorf("%s: %d, want %d", what, got, want)
 	}
 }
+
+// testForgedMAC runs the dialer's side of the handshake by hand, with the
+// right secret but a tampered MAC in its auth message: the dialer checks
+// the listener's proof and passes, so only the listener's check of the
+// dialer's proof (the one before Admit) stands between a peer that cannot
+// compute the MAC and the worker. It must reject the peer, log ErrAuth, and
+// never call Admit or return an association.
+func testForgedMAC(t *testing.T, s *suite) {
+	if s.opts.Channel == nil {
+		t.Skipf("transport %s supplies no Options.Channel: cannot run a forged handshake", s.tr.Name())
+	}
+	lc, lg := listenCfg(t, 2, 2)
+	var admits atomic.Int64
+	lc.Admit = func(_ transport.PeerInfo, n int) (int, func(), error) {
+		admits.Add(1)
+		return n, nil, nil
+	}
+	ln := s.listen(t, lc)
+	accepted := make(chan transport.Association, 1)
+	actx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		a, err := ln.Accept(actx)
+		if err == nil {
+			accepted <- a
+		}
+		close(accepted)
+	}()
+	ctx := timeoutCtx(t, 10*time.Second)
+	hc, closeCh, err := s.opts.Channel(ctx, ln.Addr().String())
+	if err != nil {
+		t.Fatalf("Channel: %v", err)
+	}
+	_, err = transport.DialHandshake(ctx, &forgeAuth{HandshakeConn: hc}, dialCfg(2, 2))
+	if err == nil {
+		t.Error("the listener accepted a handshake whose dialer MAC was forged")
+	}
+	if !lg.waitFor(transport.ErrAuth.Error(), 3*time.Second) {
+		t.Errorf("listener did not log an error wrapping ErrAuth")
+	}
+	closeCh()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	if a, ok := <-accepted; ok {
+		a.Abort(errTestDone)
+		t.Error("Accept returned an association whose dialer forged its MAC")
+	}
+	if admits.Load() != 0 {
+		t.Errorf("Admit called %d times for a dialer with a forged MAC", admits.Load())
+	}
+}

@@ -43,6 +43,16 @@
 // that a loaded machine's stall is not taken for silence). A transport's test
 // binary therefore must call Run from a top-level test whose subtests it
 // does not rename.
+//
+// # Strangers
+//
+// Handshake/ForgedMAC runs the dialer's side of the handshake by hand over
+// Options.Channel with a tampered MAC, which only the listener's check of
+// the dialer's proof can catch. The DoS cases attack a listener with the
+// transport's own attackers (Options.Attacks: TCPAttacks for tcp and tcpn)
+// and require that a legitimate dial still associates within 1 s and the
+// heap stays within a stated bound (dos_cases.go). A transport that supplies
+// no Channel or attacker has those cases skip, saying so.
 package transporttest
 
 import (
@@ -75,6 +85,15 @@ type Options struct {
 	// and then cuts. Zero means RelayPath: internal/relay between the
 	// ends, which carries transports over TCP or UDP.
 	BlackHole func(t testing.TB, tr transport.Transport, listenAddr string) Path
+	// Channel, if set, opens the transport's first channel to a listener
+	// at addr (the one the braid handshake runs on) without running the
+	// handshake, and returns it with a func that closes it. The
+	// Handshake/ForgedMAC case runs a handshake with a tampered MAC over
+	// it; without Channel that case skips.
+	Channel func(ctx context.Context, addr string) (transport.HandshakeConn, func(), error)
+	// Attacks are the DoS cases' attackers, expressed for this transport
+	// (dos_cases.go); a nil one makes its case skip, saying so.
+	Attacks Attacks
 }
 
 var testSecret = []byte("transporttest cluster secret")
@@ -99,6 +118,7 @@ func cases() []testCase {
 		{"Handshake/AdmitCaps", testAdmitCaps},
 		{"Handshake/AdmitRefuses", testAdmitRefuses},
 		{"Handshake/WrongSecret", testWrongSecret},
+		{"Handshake/ForgedMAC", testForgedMAC},
 		{"MessageBoundaries", testBoundaries},
 		{"OrderWithinStream", testOrder},
 		{"IndependentStreams", testIndependence},
@@ -119,6 +139,8 @@ func cases() []testCase {
 		{"Liveness/Frozen", testFrozen},
 		{"Liveness/IdleIsAlive", testIdleIsAlive},
 		{"Liveness/StalledReaderIsAlive", testStalledReaderIsAlive},
+		{"DoS/SilentPeers", testSilentPeers},
+		{"DoS/UnauthenticatedPeers", testUnauthenticatedPeers},
 	}
 }
 
@@ -139,6 +161,10 @@ func Run(t *testing.T, newT func(t *testing.T) transport.Transport, addr string,
 		if x.BlackHole != nil {
 			o.BlackHole = x.BlackHole
 		}
+		if x.Channel != nil {
+			o.Channel = x.Channel
+		}
+		o.Attacks = o.Attacks.merge(x.Attacks)
 	}
 	if o.Timeout == 0 {
 		o.Timeout = 20 * time.Second

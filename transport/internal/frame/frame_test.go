@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
 
 	"github.com/braidhq/braid/transport"
@@ -118,4 +119,20 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestGrowsWithArrivals checks that a frame announcing a maximum-size
+// message allocates for the bytes that came, not for the announcement.
+func TestGrowsWithArrivals(t *testing.T) {
+	wire := append(Header{Type: Data, Len: 1, MsgLen: transport.MaxMessageSize}.Append(nil), 'x')
+	r := NewReader(bytes.NewReader(wire), 1)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, msg, err := r.Next(); err != nil || msg != nil {
+		t.Fatalf("Next = %q, %v", msg, err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("allocated %d bytes for a 1-byte frame of a %d-byte message", got, transport.MaxMessageSize)
+	}
 }

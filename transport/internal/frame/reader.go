@@ -14,9 +14,29 @@ import (
 // free.
 const maxPrealloc = 4 << 20
 
+// MaxPartialBytes bounds the announced lengths of the messages one
+// association's receivers reassemble at once, summed over its streams. A
+// sender must not have more in progress (see transport/internal/mux); a
+// receiver told of more either waits for messages under way to complete
+// (one connection per stream) or aborts (one connection for all).
+const MaxPartialBytes = 256 << 20
+
+// Budget accounts the messages an association is reassembling, by their
+// announced length. A Reader reserves a message's length when its first
+// frame arrives (unless that frame is the whole message) and releases it
+// when the message completes. Reserve may wait, or fail with an error that
+// ends the Reader.
+type Budget interface {
+	Reserve(n uint32) error
+	Release(n uint32)
+}
+
 // Reader reads frames from a connection and reassembles messages. It is
 // used by one goroutine.
 type Reader struct {
+	// Budget, if set, bounds the messages under reassembly.
+	Budget Budget
+
 	r       *bufio.Reader
 	streams int
 	hdr     [HeaderLen]byte
@@ -59,6 +79,11 @@ func (r *Reader) Next() (h Header, msg []byte, err error) {
 func (r *Reader) data(h Header) ([]byte, error) {
 	s := h.Stream
 	buf := r.partial[s]
+	if buf == nil && !h.End() && r.Budget != nil {
+		if err := r.Budget.Reserve(h.MsgLen); err != nil {
+			return nil, err
+		}
+	}
 	if buf == nil {
 		// Reserve for the first frame and a little more, not for the
 		// announced length: a peer could start a huge message on every
@@ -81,6 +106,9 @@ func (r *Reader) data(h Header) ([]byte, error) {
 	if !complete {
 		r.partial[s] = buf
 		return nil, nil
+	}
+	if r.partial[s] != nil && r.Budget != nil {
+		r.Budget.Release(h.MsgLen)
 	}
 	r.partial[s] = nil
 	return buf, nil

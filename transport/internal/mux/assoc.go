@@ -22,7 +22,9 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/frame"
 	"github.com/braidhq/braid/transport/internal/msgq"
+	"golang.org/x/sync/semaphore"
 )
 
 // Conn is a link's connection; TCP connections qualify.
@@ -46,6 +48,10 @@ type Config struct {
 	// Liveness is the negotiated liveness bound (see liveness.go). Zero
 	// turns pings and the silence clock off.
 	Liveness time.Duration
+	// PartialBytes bounds the messages under way (budget.go). Zero means
+	// frame.MaxPartialBytes, which the transports use: both ends must
+	// agree, so only tests set it.
+	PartialBytes int64
 }
 
 // Assoc implements transport.Association over links.
@@ -65,6 +71,9 @@ type Assoc struct {
 	closeStarted atomic.Bool
 
 	lv liveness // keep-alive state, see liveness.go
+
+	recvBudget *recvBudget         // messages being reassembled, see budget.go
+	sendBudget *semaphore.Weighted // multi-frame messages being sent on a shared link; nil with a link per stream
 
 	mu          sync.Mutex // guards err and localClosed
 	err         error      // why the association ended (first cause)
@@ -92,6 +101,15 @@ func New(conns []Conn, cfg Config) *Assoc {
 	}
 	for _, c := range conns {
 		a.links = append(a.links, &link{conn: c, wsem: make(chan struct{}, 1)})
+	}
+	shared := len(conns) == 1 && cfg.Streams > 1
+	if cfg.PartialBytes <= 0 {
+		cfg.PartialBytes = frame.MaxPartialBytes
+		a.cfg.PartialBytes = cfg.PartialBytes
+	}
+	a.recvBudget = newRecvBudget(cfg.PartialBytes, !shared, a.stop)
+	if shared {
+		a.sendBudget = semaphore.NewWeighted(cfg.PartialBytes)
 	}
 	a.live.Store(int32(len(conns)))
 	a.startLiveness()

@@ -41,6 +41,7 @@ func (a *Assoc) readLoop(i int) {
 func (a *Assoc) demux(i int) error {
 	l := a.links[i]
 	r := frame.NewReader(stampConn{Conn: l.conn, clock: &a.lv.clock}, a.cfg.Streams)
+	r.Budget = a.recvBudget
 	for {
 		h, msg, err := r.Next()
 		if err != nil {

@@ -112,6 +112,11 @@ func (a *Assoc) Send(ctx context.Context, s int, p []byte) error {
 		return err
 	}
 	defer func() { <-a.ssem[s] }()
+	release, err := a.reserveSend(ctx, len(p))
+	if err != nil {
+		return err
+	}
+	defer release()
 	l := a.linkOf(s)
 	h := frame.Header{Type: frame.Data, Stream: uint16(s), MsgLen: uint32(len(p))}
 	for off := 0; ; {

@@ -11,19 +11,26 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/preauth"
 )
 
 // Listener accepts associations for a transport built on TCP: it runs an
 // accept loop and one handshake goroutine per connection, and hands out the
 // associations that pass. Handshake errors are logged through Logf and the
 // connection dropped.
+//
+// Connections whose peer has not authenticated yet are bounded by a
+// preauth.Gate: in total and per source address, the oldest evicted when a
+// newcomer would exceed a bound, and each given about a second to send its
+// first handshake message.
 type Listener struct {
 	ln      *net.TCPListener
 	logf    func(string, ...any)
 	timeout time.Duration
 	setup   SetupFunc
 
-	slots     chan struct{} // one per handshake under way, at most maxPending
+	gate      preauth.Gate
+	evictions preauth.Tally // logged as a summary, not a line per peer
 	ready     chan transport.Association
 	closed    chan struct{}
 	ctx       context.Context // cancelled by Close
@@ -34,18 +41,20 @@ type Listener struct {
 
 var _ transport.Listener = (*Listener)(nil)
 
-// maxPending bounds concurrent handshakes, so that a flood of silent
-// connections costs at most this many goroutines until they time out.
-const maxPending = 256
+// errEvicted ends the handshake of a connection pushed out of the gate.
+var errEvicted = errors.New("unauthenticated for too long, or evicted by newer connections (a flood of unauthenticated peers?)")
 
 // ErrHandedOff is returned by a SetupFunc that passed its connection to
 // another association's setup (tcpn's extra connections); nothing is logged.
 var ErrHandedOff = errors.New("tcpconn: connection handed off")
 
 // SetupFunc turns an accepted connection into an association; it must
-// honour ctx (cancelled at the handshake timeout or when the listener
-// closes) and close c when it fails.
-type SetupFunc func(ctx context.Context, c *net.TCPConn) (transport.Association, error)
+// honour ctx (cancelled at the handshake timeout, on eviction from the
+// gate, or when the listener closes) and close c when it fails. It reads
+// the handshake through slot.Conn and passes slot.Config's ListenConfig to
+// transport.ListenHandshake, so that the slot learns when the peer spoke
+// and when it authenticated.
+type SetupFunc func(ctx context.Context, c *net.TCPConn, slot *preauth.Slot) (transport.Association, error)
 
 // Listen binds addr and starts accepting with setup.
 func Listen(name, addr string, timeout time.Duration, logf func(string, ...any), setup SetupFunc) (*Listener, error) {
@@ -62,7 +71,6 @@ func Listen(name, addr string, timeout time.Duration, logf func(string, ...any),
 	}
 	prefixed := func(format string, args ...any) { logf(name+": "+format, args...) }
 	l := &Listener{ln: ln, logf: prefixed, timeout: timeout, setup: setup,
-		slots: make(chan struct{}, maxPending),
 		ready: make(chan transport.Association), closed: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.wg.Go(l.acceptLoop)
@@ -87,31 +95,33 @@ func (l *Listener) acceptLoop() {
 			continue
 		}
 		backoff = 5 * time.Millisecond
-		select {
-		case l.slots <- struct{}{}:
-		default:
-			l.logf("dropped peer %s: %d handshakes already under way", c.RemoteAddr(), maxPending)
-			c.Close()
-			continue
-		}
 		tune(c)
+		ctx, cancel := context.WithCancelCause(l.ctx)
+		slot := l.gate.Enter(preauth.Source(c.RemoteAddr()), func() { cancel(errEvicted) })
 		l.wg.Go(func() {
-			defer func() { <-l.slots }()
-			l.handshake(c)
+			defer cancel(nil)
+			defer slot.Leave()
+			l.handshake(ctx, c, slot)
 		})
 	}
 }
 
 // handshake sets up one association and waits for Accept to take it.
-func (l *Listener) handshake(c *net.TCPConn) {
-	ctx, cancel := context.WithTimeout(l.ctx, l.timeout)
+func (l *Listener) handshake(ctx context.Context, c *net.TCPConn, slot *preauth.Slot) {
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	remote := c.RemoteAddr()
-	a, err := l.setup(ctx, c)
+	a, err := l.setup(ctx, c, slot)
 	if errors.Is(err, ErrHandedOff) {
 		return
 	}
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errEvicted) {
+			if n := l.evictions.Note(time.Now()); n > 0 {
+				l.logf("dropped %d unauthenticated peers, the latest %s: %v", n, remote, errEvicted)
+			}
+			return
+		}
 		l.logf("dropped peer %s: %v", remote, err)
 		return
 	}
