@@ -61,8 +61,9 @@ type Config struct {
 	// MaxHalfOpen caps the associations a Listener holds mid-handshake,
 	// an eighth of them per source address. Default 64. A peer that has not
 	// echoed its state cookie within a second is dropped, and an INIT
-	// beyond either bound evicts the oldest such unproven handshake (see
-	// mux.go), so that forged INITs cannot lock real peers out.
+	// beyond either bound evicts the oldest unproven handshake, or else the
+	// oldest one (see mux.go), so that forged INITs and silent peers cannot
+	// lock real peers out.
 	MaxHalfOpen int
 	// AcceptBacklog is how many handshaken associations wait for Accept.
 	// Default 16.

@@ -35,10 +35,11 @@ func newMux(pc *net.UDPConn, maxHalf int, onNew func(*pconn), log func(string, .
 // for long: a peer that has not echoed its state cookie (COOKIE-ECHO,
 // which needs the INIT-ACK sent to its address) within proofWait is
 // dropped. When a bound is reached a new INIT evicts the oldest such
-// unproven handshake, of its source if that bound was hit, rather than
-// being refused, so that a flood of INITs cannot lock a real peer out; it
-// is dropped only when every slot holds a proven handshake (which the
-// braid handshake's timeout bounds).
+// unproven handshake, of its source if that bound was hit, or if there is
+// none the oldest proven one (a peer that has not finished the braid
+// handshake yet), rather than being refused, so that neither a flood of
+// forged INITs nor peers that associate and stay silent lock a real peer
+// out.
 const (
 	proofWait = time.Second
 	// maxHalfPerSource is the share of MaxHalfOpen one source address may
@@ -114,12 +115,14 @@ func (m *mux) makeRoomLocked(src netip.Addr) (victim *pconn, ok bool) {
 		return nil, true
 	}
 	var oldest time.Time
+	var unproven bool
 	for c, born := range m.half {
-		if c.proven.Load() || (fromSrc >= perSource && c.raddr.Addr() != src) {
+		if fromSrc >= perSource && c.raddr.Addr() != src {
 			continue
 		}
-		if victim == nil || born.Before(oldest) {
-			victim, oldest = c, born
+		u := !c.proven.Load()
+		if victim == nil || (u && !unproven) || (u == unproven && born.Before(oldest)) {
+			victim, oldest, unproven = c, born, u
 		}
 	}
 	if victim == nil {

@@ -1,21 +1,26 @@
 package sctp_test
 
 import (
+	"context"
 	"crypto/rand"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/sctp"
 	"github.com/braidhq/braid/transport/transporttest"
+	"github.com/pion/logging"
+	pion "github.com/pion/sctp"
 )
 
 func newTransport(testing.TB) transport.Transport { return sctp.New(sctp.Config{}) }
 
 func TestConformance(t *testing.T) {
 	transporttest.Run(t, func(t *testing.T) transport.Transport { return newTransport(t) },
-		"127.0.0.1:0", transporttest.Options{Garbage: udpGarbage, Timeout: 60 * time.Second})
+		"127.0.0.1:0", transporttest.Options{Garbage: udpGarbage, Timeout: 60 * time.Second,
+			Attacks: transporttest.Attacks{Silent: sctpSilent}})
 }
 
 func BenchmarkTransport(b *testing.B) {
@@ -40,4 +45,52 @@ func udpGarbage(addr string) error {
 		c.Close()
 	}
 	return nil
+}
+
+// sctpSilent starts n peers that finish SCTP's four-way handshake (so the
+// listener holds an association for each) and send nothing more; the
+// listener may drop them.
+func sctpSilent(ctx context.Context, addr string, n int) (func(), error) {
+	var mu sync.Mutex
+	var peers []*pion.Association
+	stop := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, pa := range peers {
+			pa.Abort("attack over")
+			_ = pa.Close()
+		}
+		peers = nil
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 16)
+	for range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			uc, err := net.Dial("udp", addr)
+			if err != nil {
+				errs <- err
+				return
+			}
+			hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			pa, err := pion.ClientContext(hctx, pion.WithNetConn(uc), pion.WithLoggerFactory(logging.NewDefaultLoggerFactory()))
+			if err != nil {
+				_ = uc.Close()
+				return // dropped by the listener to make room: fine
+			}
+			mu.Lock()
+			peers = append(peers, pa)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
 }
