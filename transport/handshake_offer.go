@@ -75,6 +75,14 @@ func appendOffer(b []byte, typ byte, o Offer) []byte {
 	return append(b, o.ID...)
 }
 
+// IsAccept reports whether p is a handshake's accept message, the one a
+// listener sends once the dialer has proved it knows the secret. A
+// transport that holds back what a peer sends before that point uses it to
+// tell when the point is reached.
+func IsAccept(p []byte) bool {
+	return len(p) > len(hsMagic) && string(p[:len(hsMagic)]) == hsMagic && p[len(hsMagic)] == hsAccept
+}
+
 // parseHeader checks magic and type and returns the body.
 func parseHeader(p []byte, want byte) ([]byte, error) {
 	if len(p) >= len(hsMagicV1) && string(p[:len(hsMagicV1)]) == hsMagicV1 {

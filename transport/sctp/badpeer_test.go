@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/transporttest"
 	"github.com/pion/sctp"
 )
 
@@ -287,5 +288,43 @@ func TestAnnouncedSizeNotAllocated(t *testing.T) {
 	}
 	if la.Err() != nil {
 		t.Fatalf("association ended: %v", la.Err())
+	}
+}
+
+// TestDataBeforeAuthAborted: a peer that sends on a data stream before the
+// listener has accepted it (before it could know the secret) is aborted at
+// once, instead of having pion buffer what it sends until the handshake
+// times out.
+func TestDataBeforeAuthAborted(t *testing.T) {
+	tr := New(Config{})
+	logs := &logLines{}
+	ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, RecStreams: 2, MaxStreams: 2, Logf: logs.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	uc, err := net.Dial("udp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts []sctp.ClientOption
+	for _, o := range tr.options(uc, &garbageHook{}, nil) {
+		opts = append(opts, o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pa, err := sctp.ClientContext(ctx, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pa.Abort("test over")
+	ctl, _ := pa.OpenStream(0, ppi)
+	_, _ = ctl.WriteSCTP(transporttest.Hello()[2:], ppi) // a message: no length prefix
+	st, _ := pa.OpenStream(1, ppi)
+	_, _ = st.WriteSCTP(make([]byte, 64<<10), ppi)
+	for deadline := time.Now().Add(2 * time.Second); !logs.has("before authentication"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not aborted within 2 s; logged %q", logs.lines)
+		}
 	}
 }

@@ -25,11 +25,16 @@ func (a *Association) sendPing() {
 // hsConn runs the braid handshake over the control stream.
 type hsConn struct {
 	st *sctp.Stream
+	// gate, on a listener, learns when the accept message leaves.
+	gate *streamGate
 }
 
 var _ transport.HandshakeConn = hsConn{}
 
 func (c hsConn) WriteMsg(p []byte) error {
+	if c.gate != nil && transport.IsAccept(p) {
+		c.gate.authenticated() // before the dialer can know
+	}
 	if _, err := c.st.WriteSCTP(p, ppi); err != nil {
 		return fmt.Errorf("%w: %v", transport.ErrPeerClosed, err)
 	}
@@ -54,11 +59,20 @@ func (c hsConn) ReadMsg() ([]byte, error) {
 // once n is negotiated. pion announces a new incoming stream on a small
 // channel and drops its data while that channel is full, so acceptLoop
 // drains it for the association's whole life.
+//
+// On a listener (strict) a dialer may use no stream but the control stream
+// before the listener has accepted it: pion would buffer whatever a peer
+// that does not know the secret sends there, up to its whole receive
+// window, so such a peer is aborted at once.
 type streamGate struct {
-	mu    sync.Mutex // guards n, early, fail
-	n     int
-	early []uint16
-	fail  func(error)
+	strict bool
+	mu     sync.Mutex // guards the fields below
+	authed bool       // the accept message has been sent
+	// violation is why a strict gate aborted the association.
+	violation error
+	n         int
+	early     []uint16
+	fail      func(error)
 }
 
 func (g *streamGate) acceptLoop(pa *sctp.Association) {
@@ -67,18 +81,45 @@ func (g *streamGate) acceptLoop(pa *sctp.Association) {
 		if err != nil {
 			return
 		}
-		g.seen(st.StreamIdentifier())
+		if id := st.StreamIdentifier(); !g.seen(id) {
+			err := fmt.Errorf("%w: data on stream %d before authentication", transport.ErrProtocol, id)
+			g.mu.Lock()
+			g.violation = err
+			g.mu.Unlock()
+			pa.Abort(err.Error())
+			return
+		}
 	}
 }
 
-func (g *streamGate) seen(id uint16) {
+// abortedFor is why the gate aborted the association, or nil.
+func (g *streamGate) abortedFor() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.violation
+}
+
+// authenticated records that the listener is sending its accept.
+func (g *streamGate) authenticated() {
+	g.mu.Lock()
+	g.authed = true
+	g.mu.Unlock()
+}
+
+// seen checks a stream the peer opened; false means a strict gate saw a
+// data stream before authentication.
+func (g *streamGate) seen(id uint16) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.n == 0 {
+		if g.strict && !g.authed && id != 0 {
+			return false
+		}
 		g.early = append(g.early, id)
-		return
+		return true
 	}
 	g.checkLocked(id)
+	return true
 }
 
 func (g *streamGate) checkLocked(id uint16) {

@@ -129,7 +129,7 @@ func (l *Listener) establish(c *pconn) (*Association, error) {
 		_ = c.Close()
 		return nil, ctxErr(ctx, err)
 	}
-	return l.t.handshake(ctx, pa, c, pr, l.logf, func(hc transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
+	return l.t.handshake(ctx, pa, c, pr, true, l.logf, func(hc transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
 		return transport.ListenHandshake(ctx, hc, l.cfg)
 	})
 }

@@ -20,7 +20,7 @@ func newTransport(testing.TB) transport.Transport { return sctp.New(sctp.Config{
 func TestConformance(t *testing.T) {
 	transporttest.Run(t, func(t *testing.T) transport.Transport { return newTransport(t) },
 		"127.0.0.1:0", transporttest.Options{Garbage: udpGarbage, Timeout: 60 * time.Second,
-			Attacks: transporttest.Attacks{Silent: sctpSilent}})
+			Attacks: transporttest.Attacks{Silent: sctpSilent, Unauthenticated: sctpUnauthenticated}})
 }
 
 func BenchmarkTransport(b *testing.B) {
@@ -51,15 +51,50 @@ func udpGarbage(addr string) error {
 // listener holds an association for each) and send nothing more; the
 // listener may drop them.
 func sctpSilent(ctx context.Context, addr string, n int) (func(), error) {
+	return sctpPeers(ctx, addr, n, nil)
+}
+
+// sctpUnauthenticated starts n peers that associate, send a well-formed
+// hello on the control stream (and never answer the challenge), then write
+// 64 KiB on each of 4 data streams: pion would hold all of it in its
+// receive window.
+func sctpUnauthenticated(ctx context.Context, addr string, n int) (func(), error) {
+	junk := make([]byte, 64<<10)
+	return sctpPeers(ctx, addr, n, func(pa *pion.Association) {
+		ctl, err := pa.OpenStream(0, pion.PayloadTypeWebRTCBinary)
+		if err != nil {
+			return
+		}
+		_, _ = ctl.WriteSCTP(transporttest.Hello()[2:], pion.PayloadTypeWebRTCBinary) // a message: no length prefix
+		for s := range 4 {
+			if st, err := pa.OpenStream(uint16(s+1), pion.PayloadTypeWebRTCBinary); err == nil {
+				_, _ = st.WriteSCTP(junk, pion.PayloadTypeWebRTCBinary)
+			}
+		}
+	})
+}
+
+// sctpPeers associates n raw pion peers with the listener at addr, 16 at a
+// time, and runs act on each; stop aborts them. Peers the listener drops
+// to make room are fine.
+func sctpPeers(ctx context.Context, addr string, n int, act func(*pion.Association)) (func(), error) {
+	type peer struct {
+		pa *pion.Association
+		uc net.Conn
+	}
 	var mu sync.Mutex
-	var peers []*pion.Association
+	var peers []peer
 	stop := func() {
 		mu.Lock()
 		defer mu.Unlock()
-		for _, pa := range peers {
-			pa.Abort("attack over")
-			_ = pa.Close()
+		var wg sync.WaitGroup
+		for _, p := range peers {
+			wg.Go(func() {
+				_ = p.uc.Close() // first, so that nothing waits to be sent
+				p.pa.Abort("attack over")
+			})
 		}
+		wg.Wait()
 		peers = nil
 	}
 	var wg sync.WaitGroup
@@ -79,11 +114,14 @@ func sctpSilent(ctx context.Context, addr string, n int) (func(), error) {
 			pa, err := pion.ClientContext(hctx, pion.WithNetConn(uc), pion.WithLoggerFactory(logging.NewDefaultLoggerFactory()))
 			if err != nil {
 				_ = uc.Close()
-				return // dropped by the listener to make room: fine
+				return
 			}
 			mu.Lock()
-			peers = append(peers, pa)
+			peers = append(peers, peer{pa, uc})
 			mu.Unlock()
+			if act != nil {
+				act(pa)
+			}
 		})
 	}
 	wg.Wait()

@@ -75,7 +75,7 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 		_ = conn.Close()
 		return nil, fmt.Errorf("sctp: dial %s: %w", addr, ctxErr(ctx, err))
 	}
-	a, err := t.handshake(ctx, pa, conn, pr, t.logf, func(c transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
+	a, err := t.handshake(ctx, pa, conn, pr, false, t.logf, func(c transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
 		res, err := transport.DialHandshake(ctx, c, cfg)
 		return res, nil, err
 	})
@@ -107,9 +107,9 @@ type hsFunc func(transport.HandshakeConn) (transport.HandshakeResult, func(), er
 
 // handshake runs the braid handshake on stream 0 of an established pion
 // association and builds the Association. On failure pa is aborted.
-func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn assocConn, pr *prober, logf func(string, ...any), run hsFunc) (*Association, error) {
+func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn assocConn, pr *prober, listener bool, logf func(string, ...any), run hsFunc) (*Association, error) {
 	hook := conn.garbage()
-	gate := &streamGate{}
+	gate := &streamGate{strict: listener}
 	go gate.acceptLoop(pa)
 	hook.set(func(error) { go pa.Abort("malformed packet during handshake") })
 	stop := context.AfterFunc(ctx, func() { pa.Abort("handshake timed out") })
@@ -117,7 +117,11 @@ func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn as
 	var res transport.HandshakeResult
 	var release func()
 	if err == nil {
-		res, release, err = run(hsConn{st: ctl})
+		hc := hsConn{st: ctl}
+		if listener {
+			hc.gate = gate
+		}
+		res, release, err = run(hc)
 	}
 	if !stop() && err == nil {
 		err = ctx.Err()
@@ -128,6 +132,9 @@ func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn as
 	if err != nil {
 		if ctx.Err() != nil {
 			err = ctxErr(ctx, err)
+		}
+		if v := gate.abortedFor(); v != nil {
+			err = v
 		}
 		t.drop(pa, conn, err)
 		return nil, err
