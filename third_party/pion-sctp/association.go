@@ -70,6 +70,7 @@ var (
 
 const (
 	receiveMTU            uint32 = 65536 // MTU for inbound packet (from DTLS); braid patch 11: was 8192
+	sackEveryPacketAbove  uint32 = 16384 // braid patch 11: see SetMTU
 	initialMTU            uint32 = 1191  // initial MTU for outgoing packets (to DTLS)
 	initialRecvBufSize    uint32 = 1024 * 1024
 	commonHeaderSize      uint32 = packetHeaderSize
@@ -1964,6 +1965,14 @@ func (a *Association) SetMTU(mtu uint32) error {
 	defer a.lock.Unlock()
 	atomic.StoreUint32(&a.mtu, mtu)
 	atomic.StoreUint32(&a.maxPayloadSize, maxPayloadSizeForMTU(mtu, a.useInterleaving))
+	// With packets this big a window holds a few of them, and a lone
+	// packet whose SACK is delayed (200 ms) outlasts the sender's tail-loss
+	// probe, which then cuts cwnd: 200-600 ms stalls on loopback at 32 KiB
+	// and up. Every packet is acknowledged instead; per byte that is still
+	// far fewer SACKs than every second packet at an Ethernet MTU.
+	if mtu > sackEveryPacketAbove {
+		a.ackMode = ackModeNoDelay
+	}
 
 	return nil
 }
