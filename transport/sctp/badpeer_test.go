@@ -34,6 +34,22 @@ func rawPeer(t *testing.T, tr *Transport, addr string) (*sctp.Association, net.C
 // rawPeerN is rawPeer asking for n streams.
 func rawPeerN(t *testing.T, tr *Transport, addr string, n int) (*sctp.Association, net.Conn) {
 	t.Helper()
+	pa, uc := pionClient(t, tr, addr)
+	t.Cleanup(func() { _ = pa.Close() })
+	pa.SetMaxMessageSize(1 << 20) // lets it send oversize fragments
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ctl, _ := pa.OpenStream(0, ppi)
+	if _, err := transport.DialHandshake(ctx, hsConn{st: ctl}, transport.DialConfig{Secret: secret, RecStreams: n, MaxStreams: n}); err != nil {
+		t.Fatal(err)
+	}
+	return pa, uc
+}
+
+// pionClient associates a raw pion client with the listener at addr (the
+// SCTP handshake only) and returns it with its UDP socket.
+func pionClient(t *testing.T, tr *Transport, addr string) (*sctp.Association, net.Conn) {
+	t.Helper()
 	uc, err := net.Dial("udp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -46,12 +62,6 @@ func rawPeerN(t *testing.T, tr *Transport, addr string, n int) (*sctp.Associatio
 	defer cancel()
 	pa, err := sctp.ClientContext(ctx, opts...)
 	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pa.Close() })
-	pa.SetMaxMessageSize(1 << 20) // lets it send oversize fragments
-	ctl, _ := pa.OpenStream(0, ppi)
-	if _, err := transport.DialHandshake(ctx, hsConn{st: ctl}, transport.DialConfig{Secret: secret, RecStreams: n, MaxStreams: n}); err != nil {
 		t.Fatal(err)
 	}
 	return pa, uc
@@ -303,20 +313,7 @@ func TestDataBeforeAuthAborted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	uc, err := net.Dial("udp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var opts []sctp.ClientOption
-	for _, o := range tr.options(uc, &garbageHook{}, nil) {
-		opts = append(opts, o)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	pa, err := sctp.ClientContext(ctx, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pa, _ := pionClient(t, tr, ln.Addr().String())
 	defer pa.Abort("test over")
 	ctl, _ := pa.OpenStream(0, ppi)
 	_, _ = ctl.WriteSCTP(transporttest.Hello()[2:], ppi) // a message: no length prefix

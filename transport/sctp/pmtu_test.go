@@ -9,39 +9,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/internal/relay"
-	"github.com/braidhq/braid/transport"
 )
-
-// mtuPair returns an association dialed to addr (the listener's own address
-// or a relay's) and its accepted peer.
-func mtuPair(t *testing.T, tr *Transport, ln transport.Listener, addr string) (d, l *Association) {
-	t.Helper()
-	ch := make(chan transport.Association, 1)
-	go func() {
-		a, _ := ln.Accept(context.Background())
-		ch <- a
-	}()
-	da, err := tr.Dial(context.Background(), addr, transport.DialConfig{Secret: secret, RecStreams: 1, MaxStreams: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	la := <-ch
-	if la == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { da.Abort(nil); la.Abort(nil) })
-	return da.(*Association), la.(*Association)
-}
-
-func listen(t *testing.T, tr *Transport) transport.Listener {
-	t.Helper()
-	ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, RecStreams: 1, MaxStreams: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	return ln
-}
 
 // settledMTU waits until a's probe has finished and returns its MTU.
 func settledMTU(t *testing.T, a *Association, want int) int {
@@ -77,8 +45,8 @@ func roundTrip(t *testing.T, d, l *Association, n int) {
 // route's 64 KiB once their probes are answered, and data still flows.
 func TestProbeRaisesMTU(t *testing.T) {
 	tr := New(Config{})
-	ln := listen(t, tr)
-	d, l := mtuPair(t, tr, ln, ln.Addr().String())
+	ln := listen(t, tr, 1)
+	d, l := dialPair(t, tr, ln, ln.Addr().String(), 1)
 	want := routeMTU(d.conn.RemoteAddr()) &^ 3
 	if want <= legacyDatagram {
 		t.Skipf("loopback route MTU %d: nothing to probe", want)
@@ -97,14 +65,14 @@ func TestProbeRaisesMTU(t *testing.T) {
 // is lost.
 func TestProbeUnansweredKeepsMTU(t *testing.T) {
 	tr := New(Config{probeWait: 50 * time.Millisecond})
-	ln := listen(t, tr)
+	ln := listen(t, tr, 1)
 	r, err := relay.New(ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	r.DropUDPAbove(9000)
-	d, l := mtuPair(t, tr, ln, r.Addr())
+	d, l := dialPair(t, tr, ln, r.Addr(), 1)
 	time.Sleep(2 * probeTries * tr.cfg.probeWait)
 	for name, a := range map[string]*Association{"dialer": d, "listener": l} {
 		if got := int(a.pa.MTU()); got != legacyDatagram {
@@ -117,8 +85,8 @@ func TestProbeUnansweredKeepsMTU(t *testing.T) {
 // TestFixedMTUNoProbe: a configured MTU is kept.
 func TestFixedMTUNoProbe(t *testing.T) {
 	tr := New(Config{MTU: 1452})
-	ln := listen(t, tr)
-	d, l := mtuPair(t, tr, ln, ln.Addr().String())
+	ln := listen(t, tr, 1)
+	d, l := dialPair(t, tr, ln, ln.Addr().String(), 1)
 	roundTrip(t, d, l, 256<<10)
 	time.Sleep(100 * time.Millisecond)
 	for name, a := range map[string]*Association{"dialer": d, "listener": l} {

@@ -16,12 +16,25 @@ import (
 func testPair(t *testing.T) (d, l *Association) {
 	t.Helper()
 	tr := New(Config{})
-	secret := []byte("sched test")
-	ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, RecStreams: 2, MaxStreams: 2})
+	ln := listen(t, tr, 2)
+	return dialPair(t, tr, ln, ln.Addr().String(), 2)
+}
+
+// listen starts a listener for n streams on loopback.
+func listen(t *testing.T, tr *Transport, n int) transport.Listener {
+	t.Helper()
+	ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, RecStreams: n, MaxStreams: n})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// dialPair returns an association with n streams dialed to addr (ln's
+// own address or a relay's) and its accepted peer.
+func dialPair(t *testing.T, tr *Transport, ln transport.Listener, addr string, n int) (d, l *Association) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ch := make(chan transport.Association, 1)
@@ -29,7 +42,7 @@ func testPair(t *testing.T) (d, l *Association) {
 		a, _ := ln.Accept(ctx)
 		ch <- a
 	}()
-	da, err := tr.Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret, RecStreams: 2, MaxStreams: 2})
+	da, err := tr.Dial(ctx, addr, transport.DialConfig{Secret: secret, RecStreams: n, MaxStreams: n})
 	if err != nil {
 		t.Fatal(err)
 	}
