@@ -31,8 +31,7 @@ func TestINITFlood(t *testing.T) {
 	binary.LittleEndian.PutUint32(init[8:], crc32.Checksum(init, castagnoli))
 	// The flood comes from another address than the dialer's, as forged
 	// INITs would: what one address may hold is bounded (an eighth of
-	// MaxHalfOpen),
-	// so it evicts its own handshakes, not the dialer's.
+	// MaxHalfOpen), so it evicts its own handshakes, not the dialer's.
 	attacker := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 2)}
 	ctx, cancel := context.WithCancel(context.Background())
 	flooded := make(chan int)
