@@ -30,20 +30,19 @@ func newMux(pc *net.UDPConn, maxHalf int, onNew func(*pconn), log func(string, .
 
 // Half-open associations cost a pion association each, and an INIT costs
 // its sender nothing (its source address may be forged), so a listener
-// bounds them, in total (Config.MaxHalfOpen) and per source address
-// (maxHalfPerSource), and keeps none whose peer has not proved its address
+// bounds them, in total (Config.MaxHalfOpen) and per source address (an
+// eighth of that), and keeps none whose peer has not proved its address
 // for long: a peer that has not echoed its state cookie (COOKIE-ECHO,
 // which needs the INIT-ACK sent to its address) within proofWait is
-// dropped. When a bound is reached a new INIT evicts the oldest such
-// unproven handshake, of its source if that bound was hit, or if there is
-// none the oldest proven one (a peer that has not finished the braid
-// handshake yet), rather than being refused, so that neither a flood of
-// forged INITs nor peers that associate and stay silent lock a real peer
-// out.
+// dropped. When a bound is reached a new INIT evicts the oldest unproven
+// handshake, of its source if that bound was hit, or if there is none the
+// oldest proven one (a peer that has not finished the braid handshake
+// yet), rather than being refused, so that neither a flood of forged INITs
+// nor peers that associate and stay silent lock a real peer out.
 const (
 	proofWait = time.Second
-	// maxHalfPerSource is the share of MaxHalfOpen one source address may
-	// hold (at least one slot).
+	// One source address may hold MaxHalfOpen / maxHalfPerSourceDiv
+	// handshakes (at least one).
 	maxHalfPerSourceDiv = 8
 )
 
@@ -81,7 +80,7 @@ func (m *mux) route(from netip.AddrPort, p packet) {
 		}
 		m.mu.Unlock()
 		if victim != nil {
-			m.log("sctp: dropped an unproven handshake for a new INIT", "peer", victim.raddr, "new", from)
+			m.log("sctp: dropped a handshake to make room for a new INIT", "peer", victim.raddr, "new", from)
 			_ = victim.Close()
 		}
 		if c == nil {
