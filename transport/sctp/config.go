@@ -31,10 +31,11 @@ type Config struct {
 	// the association starts at 8192 to a loopback peer and at 1452 to any
 	// other (a 1500-byte Ethernet MTU less IPv6 and UDP headers, or less
 	// when the route's MTU is smaller), so that datagrams are not
-	// IP-fragmented; then, when the route allows bigger packets (loopback:
-	// 64 KiB, jumbo frames: 9000 bytes), it probes the path and the peer
-	// with one padded HEARTBEAT and moves up if that is answered (pmtu.go).
-	// Bigger packets cost much less CPU per byte.
+	// IP-fragmented; then, to a loopback peer, it probes for 64 KiB with
+	// one padded HEARTBEAT and moves up if that is answered (pmtu.go).
+	// Bigger packets cost much less CPU per byte. On a jumbo-frame network
+	// set it (to at most 8192 while older braid releases, which read no
+	// more, are in the cluster).
 	MTU int
 	// ReceiveBuffer is pion's per-association receive window in bytes.
 	// Default 8 MiB.

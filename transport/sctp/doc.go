@@ -20,12 +20,11 @@
 //
 // Packet size (pmtu.go): an association starts with packets of 8192 bytes
 // to a loopback peer and 1452 to any other (less if the route's MTU is
-// smaller), sizes every braid peer reads. When the route allows bigger
-// ones (loopback 64 KiB, jumbo frames 9000), it sends one HEARTBEAT padded
-// to that size, and uses that size once the HEARTBEAT-ACK comes back: the
-// path and the peer have carried it both ways (RFC 8899's probing, for a
-// path that drops IP fragments and a peer that reads less). Bigger packets
-// cost less CPU per byte. Config.MTU fixes the size and turns probing off.
+// smaller), sizes every braid peer reads. To a loopback peer it then sends
+// one HEARTBEAT padded to 64 KiB, and uses that size once the
+// HEARTBEAT-ACK comes back: the peer has read it (RFC 8899's probing).
+// Bigger packets cost less CPU per byte. Config.MTU fixes the size and
+// turns probing off.
 //
 // Layout of an association:
 //

@@ -18,13 +18,18 @@ import (
 // packet bigger than the path or the peer takes is lost without a word:
 // IP fragments are dropped by some paths, and braid releases before this
 // one read at most 8192 bytes per packet. So an association starts at a
-// size every peer reads (Config.mtuFor) and, when its route's MTU is
-// bigger, sends one HEARTBEAT padded to that size. The peer, pion or a
+// size every peer reads (Config.mtuFor) and, to a loopback peer, sends
+// one HEARTBEAT padded to the route's MTU (64 KiB). The peer, pion or a
 // kernel stack, echoes its Heartbeat Info in a HEARTBEAT-ACK of the same
 // size; if that comes back the path carried the size both ways and the
 // peer read it, and the association sends packets that big from then on.
-// If it does not, after a few tries, the association tries 8192 and then
-// keeps what it has. Each side probes for its own sends.
+// If it does not, after a few tries, it keeps what it has. Each side
+// probes for its own sends.
+//
+// Only loopback peers are probed: a braid release before this one takes a
+// packet over 8192 bytes for garbage and aborts the association, and while
+// a cluster is upgraded host by host such a release may run on the other
+// end of a jumbo-frame path; on one host, both ends run one install.
 //
 // Only pion peers are probed. The Linux kernel's stack (6.1, over UDP, on
 // loopback in make vm-test) answers a 64 KiB HEARTBEAT but then drops DATA
@@ -149,39 +154,36 @@ const (
 	probeWait  = time.Second // Config.probeWait
 )
 
-// probe raises the MTU of a's pion association to the biggest of the
-// candidate sizes (the route's MTU, then 8192) that is bigger than the
-// current one and answered. It returns when done or when a ends.
+// probe raises the MTU of a's pion association to the route's MTU if that
+// is bigger than the current one and a probe of it is answered. It returns
+// when done or when a ends.
 func (a *Association) probe(p *prober) {
 	defer a.readers.Done()
-	if p.foreign.Load() {
+	if p.foreign.Load() || !isLoopback(a.conn.RemoteAddr()) {
 		return
 	}
-	route := routeMTU(a.conn.RemoteAddr())
-	for _, size := range []int{route, legacyDatagram} {
-		size &^= 3
-		if size <= int(a.pa.MTU()) || size > maxDatagram {
-			continue
+	size := routeMTU(a.conn.RemoteAddr()) &^ 3
+	if size <= int(a.pa.MTU()) {
+		return
+	}
+	for range probeTries {
+		b := p.packet(size)
+		if b == nil {
+			return
 		}
-		for range probeTries {
-			b := p.packet(size)
-			if b == nil {
-				return
+		if _, err := p.w.Write(b); err != nil {
+			return
+		}
+		if a.awaitProbe(p, size) {
+			if err := a.pa.SetMTU(uint32(size)); err == nil {
+				a.cfg.Logger.Debug("path MTU raised", "peer", a.conn.RemoteAddr().String(), "mtu", size)
 			}
-			if _, err := p.w.Write(b); err != nil {
-				return
-			}
-			if a.awaitProbe(p, size) {
-				if err := a.pa.SetMTU(uint32(size)); err == nil {
-					a.cfg.Logger.Debug("path MTU raised", "peer", a.conn.RemoteAddr().String(), "mtu", size)
-				}
-				return
-			}
-			select {
-			case <-a.done:
-				return
-			default:
-			}
+			return
+		}
+		select {
+		case <-a.done:
+			return
+		default:
 		}
 	}
 }
