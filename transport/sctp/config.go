@@ -116,8 +116,9 @@ func (c Config) validate() error {
 }
 
 // mtuFor is the MTU an association towards addr starts with: c.MTU if
-// set, else a size every braid peer reads that the route carries unsplit.
-func (c Config) mtuFor(addr net.Addr) int {
+// set, else a size every braid peer reads that the route carries unsplit
+// (route is routeMTU(addr), 0 if unknown).
+func (c Config) mtuFor(addr net.Addr, route int) int {
 	if c.MTU != 0 {
 		return c.MTU
 	}
@@ -125,7 +126,7 @@ func (c Config) mtuFor(addr net.Addr) int {
 	if isLoopback(addr) {
 		start = legacyDatagram
 	}
-	if route := routeMTU(addr); route > 0 {
+	if route > 0 {
 		start = max(min(start, route), minMTU)
 	}
 	return start

@@ -42,6 +42,7 @@ import (
 // concurrent use; a nil *prober does nothing.
 type prober struct {
 	w     net.Conn      // pion's packets are written to this conn
+	route int           // routeMTU of the peer, 0 if unknown
 	hdr   atomic.Uint64 // ports and verification tag of pion's packets, once known
 	token [8]byte       // tells this side's probes from any other HEARTBEAT-ACK
 	acks  chan int      // sizes of answered probes
@@ -162,7 +163,7 @@ func (a *Association) probe(p *prober) {
 	if p.foreign.Load() || !isLoopback(a.conn.RemoteAddr()) {
 		return
 	}
-	size := routeMTU(a.conn.RemoteAddr()) &^ 3
+	size := p.route &^ 3
 	if size <= int(a.pa.MTU()) {
 		return
 	}

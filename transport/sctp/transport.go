@@ -34,13 +34,17 @@ func (*Transport) Name() string { return "sctp" }
 // through conn.
 func (t *Transport) options(conn net.Conn, hook *garbageHook, pr *prober) []sctp.AssociationOption {
 	logs := pionLogs{log: func(m string) { t.cfg.Logger.Debug(m) }, hook: hook}
+	route := 0
+	if t.cfg.MTU == 0 {
+		route = routeMTU(conn.RemoteAddr()) // once per association: it opens a socket
+	}
 	if pr != nil {
-		pr.w = conn
+		pr.w, pr.route = conn, route
 	}
 	return []sctp.AssociationOption{
 		sctp.WithNetConn(kernelConn{Conn: conn, pr: pr}),
 		sctp.WithLoggerFactory(logs),
-		sctp.WithMTU(uint32(t.cfg.mtuFor(conn.RemoteAddr()))),
+		sctp.WithMTU(uint32(t.cfg.mtuFor(conn.RemoteAddr(), route))),
 		sctp.WithMaxReceiveBufferSize(uint32(t.cfg.ReceiveBuffer)),
 		sctp.WithMaxMessageSize(uint32(fragHeaderLen + maxFragment)),
 		sctp.WithEnableZeroChecksum(t.cfg.ZeroChecksum || isLoopback(conn.RemoteAddr())),
