@@ -60,18 +60,20 @@ func newAssoc(c *conn, res transport.HandshakeResult, early []earlyPiece, releas
 		creditK:  make(chan struct{}, 1),
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
-	for range res.Streams {
-		st := newStream()
-		st.grantLocked(true) // announce the window: see creditLoop
-		a.streams = append(a.streams, st)
-	}
+	window := uint64(minWindow) // if the socket is already gone
 	c.control(func(fd int) error {
 		a.frag = fragSize(fd)
+		window = recvWindow(fd)
 		la, _ := unix.Getsockname(fd)
 		ra, _ := unix.Getpeername(fd)
 		a.local, a.remote = addrOf(la), addrOf(ra)
 		return nil
 	})
+	for range res.Streams {
+		st := newStream(window)
+		st.grantLocked(true) // announce the window: see creditLoop
+		a.streams = append(a.streams, st)
+	}
 	a.clock.Start()
 	a.loops.Go(a.creditLoop)
 	wake(a.creditK)

@@ -3,19 +3,45 @@ package ksctp
 import (
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/braidhq/braid/transport/internal/sctpwire"
 )
 
-// window is the per-stream credit a receiver grants beyond what its
-// application has consumed (sctpwire's flow control, counted in fragment
-// bytes with their headers). Per stream a receiver thus holds at most one
-// window plus one message. A grant goes out each time a quarter window has
-// been released. Grants are what bounds the window from below: in the test
-// VM a 64 MiB message took 14-23 s with a 4 MiB window (a grant per MiB)
-// against 4-6 s with 16 MiB, the old per-message credit's speed (each
-// grant sent against a bulk transfer costs far more than its syscalls
-// there; the cause is not pinned down).
-const window = 16 << 20
+// maxWindow is the most per-stream credit a receiver grants beyond what
+// its application has consumed (sctpwire's flow control, counted in
+// fragment bytes with their headers); recvWindow picks the window for a
+// socket. Per stream a receiver thus holds at most one window plus one
+// message. A grant goes out each time a quarter window has been released.
+const maxWindow = 16 << 20
+
+// recvWindow is the per-stream window for a socket: maxWindow, but no more
+// than three quarters of the kernel's receive window, which Linux makes
+// half of SO_RCVBUF as getsockopt reports it (that value is doubled). We
+// ask for 4 MiB; Debian's rmem_max of 208 KiB leaves a 208 KiB kernel
+// window and a 156 KiB braid window.
+//
+// Credit beyond the kernel's window does not make a stream faster, since
+// the kernel stops the sender there anyway, but it lets a sender outrun a
+// busy receiver: the kernel's buffer fills, the sender probes the closed
+// window with a chunk, the receiver discards it, and every stream waits for
+// the retransmission timer, at least RTO.Min (1 s). This was the cost the
+// old fixed 16 MiB window paid in the test VM: about two chunks discarded
+// per 2 s of bulk (SctpInDataChunkDiscards), bulk held to 3-4 MB/s and
+// 100-byte round trips beside it at a p99 of 1.05 s. Within the kernel's
+// window nothing was discarded, bulk ran at 34-39 MB/s and the round trips'
+// p99 was 12-16 ms. Several streams busy at once can still overrun a
+// receiver that stops reading; that costs a stall, not data.
+func recvWindow(fd int) uint64 {
+	rb, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+	if err != nil || rb <= 0 {
+		return minWindow
+	}
+	return min(max(uint64(rb)/2*3/4, minWindow), maxWindow)
+}
+
+// minWindow is the least window recvWindow picks, about two fragments.
+const minWindow = 128 << 10
 
 // qmsg is a finished message waiting for Recv and the cost its
 // consumption releases.
@@ -42,6 +68,9 @@ type stream struct {
 	mu sync.Mutex // guards the fields below
 	// Sending: cost put on the stream and the peer's latest limit.
 	sent, limit uint64
+	// window is the credit this end grants beyond what it has released
+	// (recvWindow).
+	window uint64
 	// Receiving: finished messages; cost received, released back to the
 	// peer and granted (the limit last announced); cost of the partial
 	// message not yet released; whether a grant is waiting for the credit
@@ -59,8 +88,9 @@ type stream struct {
 	total uint32
 }
 
-func newStream() *stream {
+func newStream(window uint64) *stream {
 	return &stream{
+		window:  window,
 		sendSem: make(chan struct{}, 1),
 		creditc: make(chan struct{}, 1),
 		ready:   make(chan struct{}, 1),
@@ -80,8 +110,8 @@ func wake(c chan struct{}) {
 // quarter window of credit has built up (or, forced, any at all), and
 // reports whether it did. The caller holds st.mu.
 func (st *stream) grantLocked(force bool) bool {
-	l := st.released + window
-	if l <= st.granted || (!force && l-st.granted < window/4) {
+	l := st.released + st.window
+	if l <= st.granted || (!force && l-st.granted < st.window/4) {
 		return false
 	}
 	st.granted, st.grantDue = l, true
