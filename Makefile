@@ -55,6 +55,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzControl -fuzztime 30s ./transport/internal/sctpwire/
 	$(GO) test -run '^$$' -fuzz FuzzStripInitParams -fuzztime 30s ./transport/sctp/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./internal/netem/
+	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 30s ./cmd/braid/
 
 clean:
 	rm -rf bin demo-out

@@ -36,6 +36,7 @@ const (
 	CodeNotFound      = "not_found"
 	CodeConflict      = "conflict"
 	CodeUnauthorized  = "unauthorized"
+	CodeForbidden     = "forbidden"
 	CodeUnavailable   = "unavailable"
 	CodeInternal      = "internal"
 )
@@ -51,6 +52,9 @@ type Object struct {
 	// Existing, in the answer to an upload, says the bytes were already
 	// stored (content addressing): nothing new was written.
 	Existing bool `json:"existing,omitempty"`
+	// Owner is the id of the token that first uploaded the bytes, on a
+	// server that checks tokens; empty for objects the server wrote.
+	Owner string `json:"owner,omitempty"`
 }
 
 // Operation is one entry of the operations catalogue.
@@ -137,7 +141,10 @@ type Job struct {
 	// Result is the output object: the unit's output for a job of one unit
 	// (no repeat, or repeat 1), the stitched image for a tiled job, a
 	// Manifest for a repeat job of several units.
-	Result     string     `json:"result,omitempty"`
+	Result string `json:"result,omitempty"`
+	// Owner is the id of the token that submitted the job, on a server
+	// that checks tokens.
+	Owner      string     `json:"owner,omitempty"`
 	ReceivedAt time.Time  `json:"received_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	// MakespanMS is the time from receiving the job to receiving its last
@@ -263,3 +270,36 @@ func WorkerToken(secret []byte) string {
 	h.Write([]byte("braid worker control v1"))
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// Token roles, from least to most: read sees everything and changes
+// nothing (dashboards, Prometheus); submit uploads objects and submits
+// jobs, and sees and cancels its own jobs; admin does everything,
+// tokens included.
+const (
+	RoleRead   = "read"
+	RoleSubmit = "submit"
+	RoleAdmin  = "admin"
+)
+
+// TokenSpec asks for a new token (POST /v1/tokens).
+type TokenSpec struct {
+	Role string `json:"role"`
+	Name string `json:"name,omitempty"`
+	// ExpiresIn is a duration such as "720h" or "30d"; empty: never.
+	ExpiresIn string `json:"expires_in,omitempty"`
+}
+
+// Token describes a token. The secret (Token) is in the answer to its
+// creation only: the server keeps a hash of it.
+type Token struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name,omitempty"`
+	Role      string     `json:"role"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	Token     string     `json:"token,omitempty"`
+}
+
+// AdminTokenFile is the file in a server's data directory where it writes
+// the first admin token it makes (mode 0600).
+const AdminTokenFile = "admin.token"

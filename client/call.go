@@ -102,6 +102,9 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, error) 
 		hr.Header.Set("Content-Type", req.ctype)
 	}
 	hr.Header.Set("User-Agent", userAgent)
+	if c.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	if c.workerToken != "" {
 		hr.Header.Set(api.WorkerTokenHeader, c.workerToken)
 	}

@@ -15,14 +15,16 @@ const DefaultServer = "http://127.0.0.1:7070"
 type Client struct {
 	base        string
 	http        *http.Client
+	token       string // the bearer token sent with every call
 	workerToken string // sent with worker-registry calls
 	retry       Retry
 }
 
 // New returns a client for the server at base (e.g. http://127.0.0.1:7070).
-// An empty base means $BRAID_SERVER, else DefaultServer. Its calls ride
-// through a server that cannot be reached for up to DefaultRetryFor (see
-// Retry and WithRetry).
+// An empty base means $BRAID_SERVER, else DefaultServer. It sends the token
+// in $BRAID_TOKEN, if set (see WithToken). Its calls ride through a server
+// that cannot be reached for up to DefaultRetryFor (see Retry and
+// WithRetry).
 func New(base string) *Client {
 	if base == "" {
 		base = os.Getenv("BRAID_SERVER")
@@ -33,7 +35,17 @@ func New(base string) *Client {
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
-	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{}}
+	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{}, token: os.Getenv("BRAID_TOKEN")}
+}
+
+// WithToken returns a copy of c that sends token (braid token create makes
+// one) as its bearer token; "" sends none. A server that checks tokens
+// refuses calls without one with api.CodeUnauthorized, and calls beyond the
+// token's role with api.CodeForbidden.
+func (c *Client) WithToken(token string) *Client {
+	cp := *c
+	cp.token = strings.TrimSpace(token)
+	return &cp
 }
 
 // URL is the server's base URL.

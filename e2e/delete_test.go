@@ -104,6 +104,7 @@ func cliExit(t *testing.T, c *client.Client, args ...string) (int, string, strin
 	t.Helper()
 	args = append(args[:1:1], append([]string{"--server", c.URL()}, args[1:]...)...)
 	cmd := exec.Command(braidBin, args...)
+	withToken(cmd, args)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -111,6 +111,36 @@ func (p *proc) waitLog(t *testing.T, re *regexp.Regexp) string {
 	return ""
 }
 
+// adminTokens holds each test server's first admin token, by URL, for the
+// client commands the tests run against it.
+var adminTokens sync.Map
+
+// connect waits for srv (data directory dir) to listen and returns a
+// client that shows its first admin token.
+func connect(t *testing.T, srv *proc, dir string) *client.Client {
+	t.Helper()
+	url := srv.waitLog(t, regexp.MustCompile(`msg="server listening" url=(\S+)`))
+	tok, err := os.ReadFile(filepath.Join(dir, api.AdminTokenFile))
+	if err != nil {
+		t.Fatalf("the server's admin token: %v", err)
+	}
+	adminTokens.Store(url, strings.TrimSpace(string(tok)))
+	return client.New(url).WithToken(string(tok))
+}
+
+// withToken gives a client command (args hold --server URL) the admin
+// token of that server in $BRAID_TOKEN.
+func withToken(cmd *exec.Cmd, args []string) {
+	cmd.Env = os.Environ()
+	for i, a := range args[:max(len(args)-1, 0)] {
+		if a == "--server" {
+			if tok, ok := adminTokens.Load(args[i+1]); ok {
+				cmd.Env = append(cmd.Env, "BRAID_TOKEN="+tok.(string))
+			}
+		}
+	}
+}
+
 func startServer(t *testing.T) (*proc, *client.Client) {
 	t.Helper()
 	return startServerAt(t, "127.0.0.1:0", t.TempDir())
@@ -225,7 +255,13 @@ func TestKillWorkerMidJob(t *testing.T) {
 
 // TestCLI drives the client commands as a user would.
 func TestCLI(t *testing.T) {
-	_, c := startServer(t)
+	srv, c := startServer(t)
+	if log := srv.logText(); !strings.Contains(log, "wrote it to ") || !strings.Contains(log, "export BRAID_TOKEN=$(cat ") {
+		t.Errorf("a new server's log does not say where its first admin token is:\n%s", log)
+	}
+	if code, _, stderr := cliExitNoToken(t, c, "jobs"); code != 1 || !strings.Contains(stderr, "needs a token") {
+		t.Errorf("jobs without a token: exit %d, stderr %q", code, stderr)
+	}
 	start(t, "worker", "--server", c.URL(), "--threads", "2", "--name", "w1", "--transport", "tcp")
 	waitWorkersUp(t, c, 1)
 	dir := t.TempDir()
@@ -261,6 +297,7 @@ func TestCLI(t *testing.T) {
 		t.Errorf("workers:\n%s", s)
 	}
 	cmd := exec.Command(braidBin, "submit", "--server", c.URL(), "--op", "nope", "--input", id)
+	withToken(cmd, cmd.Args[1:])
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "unknown operation") {
@@ -268,10 +305,26 @@ func TestCLI(t *testing.T) {
 	}
 }
 
+// cliExitNoToken runs a client command against c's server without a token.
+func cliExitNoToken(t *testing.T, c *client.Client, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(braidBin, append(args[:1:1], append([]string{"--server", c.URL()}, args[1:]...)...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BRAID_TOKEN=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	_ = cmd.Run()
+	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+}
+
 func cli(t *testing.T, c *client.Client, args ...string) string {
 	t.Helper()
 	args = append(args[:1:1], append([]string{"--server", c.URL()}, args[1:]...)...)
 	cmd := exec.Command(braidBin, args...)
+	withToken(cmd, args)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, io.MultiWriter(&stderr)
 	if err := cmd.Run(); err != nil {

@@ -21,7 +21,17 @@ import (
 // is missing.
 func sample(t *testing.T, url, series string) float64 {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminTokens.Range(func(server, tok any) bool { // a server's /metrics needs a token
+		if strings.HasPrefix(url, server.(string)+"/") {
+			req.Header.Set("Authorization", "Bearer "+tok.(string))
+		}
+		return true
+	})
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

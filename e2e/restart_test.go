@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net"
 	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -33,8 +32,7 @@ func freeAddr(t *testing.T) string {
 func startServerAt(t *testing.T, addr, dir string) (*proc, *client.Client) {
 	t.Helper()
 	srv := start(t, "server", "--listen", addr, "--data", dir, "--heartbeat-timeout", "2s")
-	url := srv.waitLog(t, regexp.MustCompile(`msg="server listening" url=(\S+)`))
-	return srv, client.New(url)
+	return srv, connect(t, srv, dir)
 }
 
 // background is a client command running on its own, its output kept.
@@ -47,6 +45,7 @@ type background struct {
 func startCLI(t *testing.T, args ...string) *background {
 	t.Helper()
 	b := &background{cmd: exec.Command(braidBin, args...), done: make(chan error, 1)}
+	withToken(b.cmd, args)
 	b.cmd.Stdout, b.cmd.Stderr = &b.stdout, &b.stderr
 	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)

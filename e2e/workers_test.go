@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +18,9 @@ import (
 // is in use, and w1 keeps it; w1 killed with -9 and started again at once
 // is back long before the server's 30 s heartbeat timeout.
 func TestWorkerNameInUse(t *testing.T) {
-	srv := start(t, "server", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--heartbeat-timeout", "30s")
-	c := client.New(srv.waitLog(t, regexp.MustCompile(`msg="server listening" url=(\S+)`)))
+	dir := t.TempDir()
+	srv := start(t, "server", "--listen", "127.0.0.1:0", "--data", dir, "--heartbeat-timeout", "30s")
+	c := connect(t, srv, dir)
 	args := []string{"worker", "--server", c.URL(), "--threads", "1", "--name", "w1", "--transport", "tcp"}
 	w1 := start(t, args...)
 	waitWorkersUp(t, c, 1)

@@ -21,7 +21,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	j, err := s.submit(spec)
+	j, err := s.submit(spec, callerOf(r).id)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -33,6 +33,9 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 func (s *Server) lookupJob(w http.ResponseWriter, r *http.Request) *jobRun {
 	id := r.PathValue("id")
 	j := s.job(id)
+	if j != nil && !callerOf(r).sees(j.owner) {
+		j = nil // as if it did not exist: ids do not leak
+	}
 	if j == nil {
 		writeError(w, &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("no job %q", id)})
 	}
@@ -81,10 +84,13 @@ func (j *jobRun) summary() api.Job {
 }
 
 func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
+	c := callerOf(r)
 	s.jobsMu.RLock()
 	out := make([]api.Job, 0, len(s.jobs))
 	for _, j := range s.jobs {
-		out = append(out, j.summary())
+		if c.sees(j.owner) {
+			out = append(out, j.summary())
+		}
 	}
 	s.jobsMu.RUnlock()
 	ptrs := make([]*api.Job, len(out))

@@ -59,37 +59,44 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 	}
 	obj := objectOf(info)
 	if info.Existing {
-		// Answer with the first upload's time, already on disk.
-		if first, ok, err := s.uploadedAt(info.ID); err != nil {
+		// Answer with the first upload's time and owner, already on disk.
+		if up, ok, err := s.uploadOf(info.ID); err != nil {
 			writeError(w, fmt.Errorf("reading the upload record: %w", err))
 			return
 		} else if ok {
-			obj.Created = first
+			obj.Created, obj.Owner = up.at, up.owner
 			writeJSON(w, http.StatusCreated, obj)
 			return
 		}
 	}
 	// Clients' objects are never collected: say so on disk before the 201.
-	if err := s.db.w.sync(putUpload(info.ID, obj.Created)); err != nil {
+	obj.Owner = callerOf(r).id
+	if err := s.db.w.sync(putUpload(info.ID, obj.Created, obj.Owner)); err != nil {
 		writeError(w, fmt.Errorf("recording the upload: %w", err))
 		return
 	}
 	writeJSON(w, http.StatusCreated, obj)
 }
 
-// uploadedAt returns when a client first uploaded object id, if one did
-// (state.db's uploads bucket; a second upload of the same bytes does not
-// rewrite the record).
-func (s *Server) uploadedAt(id string) (time.Time, bool, error) {
-	var at time.Time
+// upload is state.db's record of a client's upload.
+type upload struct {
+	at    time.Time
+	owner string // the id of the uploader's token
+}
+
+// uploadOf returns the record of object id's first upload by a client, if
+// one uploaded it (state.db's uploads bucket; a second upload of the same
+// bytes does not rewrite the record).
+func (s *Server) uploadOf(id string) (upload, bool, error) {
+	var up upload
 	var ok bool
 	err := s.db.db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(uploadsBucket).Get([]byte(id)); len(v) == 8 {
-			at, ok = time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(), true
+		if v := tx.Bucket(uploadsBucket).Get([]byte(id)); len(v) >= 8 {
+			up.at, up.owner, ok = time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(), string(v[8:]), true
 		}
 		return nil
 	})
-	return at, ok, err
+	return up, ok, err
 }
 
 // handleDeleteObject deletes an object (204), unless a job that is not
@@ -99,6 +106,20 @@ func (s *Server) handleDeleteObject(w http.ResponseWriter, r *http.Request) {
 	if !store.ValidID(id) {
 		writeError(w, badRequest(api.CodeBadRequest, "%q is not an object id (64 lowercase hex digits)", id))
 		return
+	}
+	if c := callerOf(r); c.role == api.RoleSubmit {
+		if up, ok, err := s.uploadOf(id); err != nil {
+			writeError(w, fmt.Errorf("reading the upload record: %w", err))
+			return
+		} else if !ok || up.owner != c.id {
+			if _, err := s.store.Stat(id); errors.Is(err, store.ErrNotFound) {
+				writeError(w, &apiError{status: 404, code: api.CodeNoObject, msg: "no object " + id})
+				return
+			}
+			writeError(w, &apiError{status: http.StatusForbidden, code: api.CodeForbidden,
+				msg: fmt.Sprintf("object %s was not uploaded with token %s: only its uploader or an admin may delete it", id, c.id)})
+			return
+		}
 	}
 	s.refsMu.Lock()
 	defer s.refsMu.Unlock()

@@ -21,8 +21,9 @@ import (
 // it visible. From then on the unit statistics live only in state.db (units
 // is nil) and the job costs a few hundred bytes until retention removes it.
 type jobRun struct {
-	id   string
-	spec api.JobSpec
+	id    string
+	spec  api.JobSpec
+	owner string // the id of the token that submitted it (auth.go)
 	// Set by split; read by the loop, which drops them when the job ends.
 	input  []byte     // repeat jobs: every unit's input
 	tiles  []ops.Tile // tiled jobs: unit i's input is tiles[i].Data
@@ -106,7 +107,7 @@ func isTerminal(state string) bool {
 func (j *jobRun) snapshot(withUnits bool) (api.Job, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	out := api.Job{ID: j.id, Spec: j.spec, State: j.state, Progress: j.progress,
+	out := api.Job{ID: j.id, Spec: j.spec, Owner: j.owner, State: j.state, Progress: j.progress,
 		Waiting: j.waiting, Error: j.errText, Result: j.result, ReceivedAt: j.receivedAt,
 		UnitsPerWorker: maps.Clone(j.perWorker)}
 	if !isTerminal(j.state) {
@@ -141,7 +142,7 @@ func (j *jobRun) snapshot(withUnits bool) (api.Job, bool) {
 func (j *jobRun) record(state, errText, result string, finished time.Time) jobRecord {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	rec := jobRecord{ID: j.id, Spec: j.spec, State: state, Error: errText, Result: result,
+	rec := jobRecord{ID: j.id, Spec: j.spec, Owner: j.owner, State: state, Error: errText, Result: result,
 		ReceivedAt: j.receivedAt, Progress: j.progress, PerWorker: maps.Clone(j.perWorker)}
 	if isTerminal(state) {
 		rec.Progress = terminalProgress(rec.Progress)
@@ -171,7 +172,7 @@ func (j *jobRun) publish(rec jobRecord) {
 
 // restoredJob is a finished job read back from state.db.
 func restoredJob(rec jobRecord) *jobRun {
-	j := &jobRun{id: rec.ID, spec: rec.Spec, end: rec.State, state: rec.State, errText: rec.Error, result: rec.Result,
+	j := &jobRun{id: rec.ID, spec: rec.Spec, owner: rec.Owner, end: rec.State, state: rec.State, errText: rec.Error, result: rec.Result,
 		receivedAt: rec.ReceivedAt, progress: terminalProgress(rec.Progress), perWorker: rec.PerWorker,
 		notify: make(chan struct{})}
 	if rec.FinishedAt != nil {

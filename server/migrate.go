@@ -24,7 +24,7 @@ func (s *stateDB) migrate(objects []string) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		now := time.Now()
 		for _, id := range objects {
-			if err := putUpload(id, now)(tx); err != nil {
+			if err := putUpload(id, now, "")(tx); err != nil {
 				return err
 			}
 		}

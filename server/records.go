@@ -18,6 +18,7 @@ import (
 type jobRecord struct {
 	ID         string         `json:"id"`
 	Spec       api.JobSpec    `json:"spec"`
+	Owner      string         `json:"owner,omitempty"`
 	State      string         `json:"state"`
 	Error      string         `json:"error,omitempty"`
 	Result     string         `json:"result,omitempty"`
@@ -73,10 +74,12 @@ func deleteJob(job string) func(tx *bolt.Tx) error {
 	}
 }
 
-// putUpload and deleteUpload record and forget an object a client uploaded.
-func putUpload(id string, at time.Time) func(tx *bolt.Tx) error {
+// putUpload and deleteUpload record and forget an object a client uploaded
+// (owner: the id of its token, "" without tokens).
+func putUpload(id string, at time.Time, owner string) func(tx *bolt.Tx) error {
 	return func(tx *bolt.Tx) error {
-		return tx.Bucket(uploadsBucket).Put([]byte(id), binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano())))
+		v := binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano()))
+		return tx.Bucket(uploadsBucket).Put([]byte(id), append(v, owner...))
 	}
 }
 

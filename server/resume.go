@@ -54,6 +54,7 @@ func (s *Server) resumeJob(rec jobRecord) {
 		s.failResumed(rec, err)
 		return
 	}
+	j.owner = rec.Owner
 	done := s.restoreUnits(j, stored)
 	s.addVisible(j)
 	if !s.disp.post(func() { s.disp.addJob(j) }) {

@@ -99,6 +99,12 @@ type Config struct {
 	// negative: never). A forgotten worker that comes back registers
 	// again.
 	ForgetWorkersAfter time.Duration
+	// Auth makes every endpoint but /healthz and the workers' registry
+	// calls need a bearer token (auth.go); a server with no admin token
+	// makes one at start and writes it to DataDir/admin.token. Off, anyone
+	// who reaches the server may do anything: `braid server` turns it on
+	// unless told --auth=false.
+	Auth bool
 	// Logger receives the server's logs (default: discard).
 	Logger *slog.Logger
 }
@@ -188,6 +194,8 @@ type Server struct {
 
 	metrics        *serverMetrics
 	metricsHandler http.Handler // GET /metrics
+
+	tokens *tokens // nil without Config.Auth
 }
 
 // New opens the data directory and binds the HTTP listener.
@@ -213,12 +221,26 @@ func New(cfg Config) (*Server, error) {
 		db.close()
 		return nil, err
 	}
+	var toks *tokens
+	if cfg.Auth {
+		if toks, err = loadTokens(db); err == nil {
+			var path string
+			if path, err = toks.bootstrap(cfg.DataDir, time.Now()); path != "" {
+				cfg.Logger.Warn("this server had no admin token: it made one and wrote it to "+path+
+					" (mode 0600); use it with: export BRAID_TOKEN=$(cat "+path+")", "file", path)
+			}
+		}
+		if err != nil {
+			db.close()
+			return nil, fmt.Errorf("server: tokens: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		db.close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: st, db: db, ln: ln,
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, db: db, ln: ln, tokens: toks,
 		stopped: make(chan struct{}), jobs: map[string]*jobRun{}}
 	s.disp = newDispatcher(s)
 	s.metrics = newServerMetrics(s)

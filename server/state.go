@@ -23,8 +23,10 @@ import (
 //	jobs     job id → jobRecord (JSON), without units
 //	units    job id "/" index (uint32) → unit record (binary, unitrec.go);
 //	         only units whose result was accepted have one
-//	uploads  object id → upload time (int64 ns): objects clients uploaded,
-//	         which the collector never deletes
+//	uploads  object id → upload time (int64 ns), then the id of the token
+//	         that uploaded it if any: objects clients uploaded, which the
+//	         collector never deletes
+//	tokens   token id → tokenRecord (JSON, auth.go)
 //
 // Every change goes through the group-commit writer (writer.go).
 type stateDB struct {
@@ -46,6 +48,7 @@ var (
 	jobsBucket    = []byte("jobs")
 	unitsBucket   = []byte("units")
 	uploadsBucket = []byte("uploads")
+	tokensBucket  = []byte("tokens")
 
 	schemaKey   = []byte("schema")
 	serverIDKey = []byte("server_id")
@@ -72,7 +75,7 @@ func openState(path string, log *slog.Logger) (*stateDB, error) {
 // init creates the buckets, reads the schema version, and takes the
 // server id (made on the first start) and a new epoch.
 func (s *stateDB) init(tx *bolt.Tx) error {
-	for _, name := range [][]byte{metaBucket, jobsBucket, unitsBucket, uploadsBucket} {
+	for _, name := range [][]byte{metaBucket, jobsBucket, unitsBucket, uploadsBucket, tokensBucket} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}

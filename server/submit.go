@@ -184,7 +184,7 @@ var errDraining = &apiError{status: 503, code: api.CodeUnavailable,
 // lost: validate → split → record on disk → visible in the jobs map →
 // handed to the dispatch loop (unconditionally: a client that goes away
 // now does not take the job with it) → the caller answers 201.
-func (s *Server) submit(spec api.JobSpec) (*jobRun, error) {
+func (s *Server) submit(spec api.JobSpec, owner string) (*jobRun, error) {
 	if s.draining.Load() {
 		return nil, errDraining
 	}
@@ -202,6 +202,7 @@ func (s *Server) submit(spec api.JobSpec) (*jobRun, error) {
 	if err != nil {
 		return nil, err
 	}
+	j.owner = owner
 	if err := s.db.w.sync(putJob(j.record(api.JobQueued, "", "", time.Time{}))); err != nil {
 		return nil, fmt.Errorf("saving the job: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -17,6 +18,7 @@ import (
 type cluster struct {
 	cfg     *Config
 	url     string
+	token   string // the server's first admin token
 	server  *proc
 	workers []*proc
 	relays  []*relay.Relay
@@ -44,6 +46,10 @@ func startCluster(cfg *Config) (*cluster, error) {
 		"--data", filepath.Join(cfg.Dir, "data"), "--heartbeat-timeout", "30s", "--liveness", live,
 		"--drain-timeout", drainTimeout.String())
 	if err := c.server.start(); err != nil {
+		return nil, err
+	}
+	if c.token, err = readToken(filepath.Join(cfg.Dir, "data", api.AdminTokenFile), 15*time.Second); err != nil {
+		c.close()
 		return nil, err
 	}
 	for i := range cfg.Workers {
@@ -112,4 +118,20 @@ func logTail(p *proc, n int) string {
 		b = b[len(b)-n:]
 	}
 	return string(b)
+}
+
+// readToken waits up to d for the server to write its first admin token to
+// path, and returns it.
+func readToken(path string, d time.Duration) (string, error) {
+	deadline := time.Now().Add(d)
+	for {
+		b, err := os.ReadFile(path)
+		if tok := strings.TrimSpace(string(b)); err == nil && tok != "" {
+			return tok, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("chaos: the server wrote no admin token to %s within %v: %v", path, d, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

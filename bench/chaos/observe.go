@@ -23,8 +23,8 @@ type observer struct {
 
 const pollEvery = 50 * time.Millisecond
 
-func newObserver(url string) *observer {
-	c := client.New(url).WithRetry(client.Retry{For: -1}).WithHTTPClient(&http.Client{Timeout: time.Second})
+func newObserver(url, token string) *observer {
+	c := client.New(url).WithToken(token).WithRetry(client.Retry{For: -1}).WithHTTPClient(&http.Client{Timeout: time.Second})
 	return &observer{c: c, view: map[string]api.Worker{}, changed: make(chan struct{})}
 }
 

@@ -38,7 +38,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	obsCtx, stopObs := context.WithCancel(ctx)
-	o := newObserver(c.url)
+	o := newObserver(c.url, c.token)
 	var bg sync.WaitGroup
 	bg.Go(func() { o.run(obsCtx) })
 	defer func() {
@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Violations = append(rep.Violations, err.Error()) // keeps the logs
 		return rep, err
 	}
-	cl := client.New(c.url).WithRetry(client.Retry{For: math.MaxInt64}).WithHTTPClient(&http.Client{Timeout: time.Minute})
+	cl := client.New(c.url).WithToken(c.token).WithRetry(client.Retry{For: math.MaxInt64}).WithHTTPClient(&http.Client{Timeout: time.Minute})
 	if err := upload(ctx, cl); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,20 +20,26 @@ import (
 
 // clientFlags are the flags every client command shares.
 type clientFlags struct {
-	server  string
-	json    bool
-	timeout timeoutFlag
+	server string
+	token  string
+	// envToken is the token of $BRAID_TOKEN or the configuration file.
+	envToken string
+	json     bool
+	timeout  timeoutFlag
+	cfgErr   error // the configuration file could not be read
 }
 
 // defaultTimeout is a client command's --timeout unless it waits for a job.
 const defaultTimeout = time.Minute
 
 func (c *clientFlags) register(fs *flag.FlagSet, e *env) {
-	def := e.getenv("BRAID_SERVER")
-	if def == "" {
-		def = client.DefaultServer
-	}
-	fs.StringVar(&c.server, "server", def, "server URL ($BRAID_SERVER)")
+	cfg, err := loadConfig(e.getenv)
+	c.cfgErr = err
+	def := cmp.Or(e.getenv("BRAID_SERVER"), cfg.server, client.DefaultServer)
+	fs.StringVar(&c.server, "server", def, "server URL ($BRAID_SERVER, else the configuration file's server)")
+	// The token is not the flag's default: --help would print it.
+	c.envToken = cmp.Or(e.getenv("BRAID_TOKEN"), cfg.token)
+	fs.StringVar(&c.token, "token", "", "the `token` to show the server (default $BRAID_TOKEN, else the configuration file's token)")
 	fs.BoolVar(&c.json, "json", false, "print JSON for scripts; errors too, on stderr: {\"error\": ..., \"code\": ...}")
 	e.json = &c.json
 	fs.Var(&c.timeout, "timeout", "give up after this `duration` (e.g. 30s, 10m; 0 means never); until then ride through\n"+
@@ -56,7 +63,10 @@ func (c *clientFlags) run(ctx context.Context, e *env, def time.Duration, body f
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	cl := client.New(c.server)
+	if c.cfgErr != nil {
+		return c.cfgErr
+	}
+	cl := client.New(c.server).WithToken(cmp.Or(c.token, c.envToken))
 	line := newStatusLine(e.stderr, cl.URL())
 	cl = cl.WithRetry(client.Retry{For: math.MaxInt64, Notify: line.notify, Recovered: line.recovered})
 	err := body(ctx, session{cl, line})

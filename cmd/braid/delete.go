@@ -7,7 +7,7 @@ import (
 
 // deleted is the outcome of deleting one job or object, as --json prints it.
 type deleted struct {
-	Kind  string `json:"kind"` // job or object
+	Kind  string `json:"kind"` // job, object, worker or token
 	ID    string `json:"id"`
 	Error string `json:"error,omitempty"`
 }

@@ -45,7 +45,9 @@ func runDemo(ctx context.Context, args []string, e *env) error {
 	}
 	fmt.Fprintf(e.stdout, "starting a server and 2 workers (2 threads each) on loopback over %s%s...\n", *tname, stack)
 	topts.Logger = log
-	cl, err := cluster.Start(ctx, cluster.Config{Logger: log, Secret: []byte(randomSecret()), Transports: topts,
+	// Auth as `braid server` has it by default: the demo's client shows
+	// the first admin token the server wrote to its data directory.
+	cl, err := cluster.Start(ctx, cluster.Config{Logger: log, Secret: []byte(randomSecret()), Transports: topts, Auth: true,
 		Workers: []cluster.WorkerSpec{{Name: "w1", Threads: 2, Transport: *tname}, {Name: "w2", Threads: 2, Transport: *tname}}})
 	if err != nil {
 		return err

@@ -52,7 +52,7 @@ func runWorkers(ctx context.Context, args []string, e *env) error {
 
 // runWorkersRm removes workers that are down from the server's list. The
 // registry is guarded by the cluster secret, so it takes the secret as a
-// worker does.
+// worker does, or else an admin token.
 func runWorkersRm(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("workers rm", "NAME...  (workers that are down; stop a live one instead)", e)
 	var cf clientFlags
@@ -70,15 +70,18 @@ func runWorkersRm(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	if secret == nil {
-		return errors.New("removing a worker needs the cluster secret: --secret, --secret-file or $BRAID_SECRET")
+	if secret == nil && cf.token == "" && cf.envToken == "" {
+		return errors.New("removing a worker needs the cluster secret (--secret, --secret-file or $BRAID_SECRET) or an admin token (--token or $BRAID_TOKEN)")
 	}
 	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
-		c := s.WithSecret(secret)
+		c := s.Client
+		if secret != nil {
+			c = c.WithSecret(secret)
+		}
 		return eachRemoved(e, cf.json, "removed", fs.Args(), printRemoved, func(name string) deleted {
 			d := deleted{Kind: "worker", ID: name}
 			if err := c.RemoveWorker(ctx, name); err != nil {
-				d.Error = removeError(err)
+				d.Error = removeError(err, secret != nil)
 			}
 			return d
 		})
@@ -86,16 +89,21 @@ func runWorkersRm(ctx context.Context, args []string, e *env) error {
 }
 
 // removeError is the server's message, without the code before it, or a
-// hint for a wrong secret.
-func removeError(err error) string {
+// hint for a wrong secret (withSecret: the call showed one).
+func removeError(err error, withSecret bool) string {
 	var ae *api.Error
-	switch {
-	case !errors.As(err, &ae):
-		return err.Error()
-	case ae.Code == api.CodeUnauthorized:
+	if withSecret && errors.As(err, &ae) && ae.Code == api.CodeUnauthorized {
 		return "wrong cluster secret: give the server's (--secret, --secret-file or $BRAID_SECRET)"
 	}
-	return ae.Message
+	return apiMessage(err)
+}
+
+// apiMessage is the server's message, without the code before it.
+func apiMessage(err error) string {
+	if ae := (*api.Error)(nil); errors.As(err, &ae) {
+		return ae.Message
+	}
+	return err.Error()
 }
 
 func printRemoved(e *env, d deleted) {

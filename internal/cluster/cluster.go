@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -55,6 +56,10 @@ type Config struct {
 	RetainJobs   int
 	GCGrace      time.Duration
 	DrainTimeout time.Duration
+	// Auth makes the server check tokens (server.Config.Auth); Client then
+	// shows the first admin token, which the server wrote to its data
+	// directory.
+	Auth bool
 }
 
 // Cluster is a running server and its workers.
@@ -93,13 +98,25 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	srv, err := server.New(server.Config{Listen: "127.0.0.1:0", DataDir: cfg.DataDir, Secret: cfg.Secret,
 		Transports: ts, Window: cfg.Window, MaxObjectSize: cfg.MaxObjectSize,
 		UploadIdleTimeout: cfg.UploadIdleTimeout, RetainFor: cfg.RetainFor, RetainJobs: cfg.RetainJobs,
-		GCGrace: cfg.GCGrace, DrainTimeout: cfg.DrainTimeout, Logger: cfg.Logger.With("role", "server")})
+		GCGrace: cfg.GCGrace, DrainTimeout: cfg.DrainTimeout, Auth: cfg.Auth, Logger: cfg.Logger.With("role", "server")})
 	if err != nil {
 		c.cleanup()
 		return nil, err
 	}
+	cl := client.New(srv.URL()).WithToken("")
+	if cfg.Auth {
+		tok, err := os.ReadFile(filepath.Join(cfg.DataDir, api.AdminTokenFile))
+		if err != nil {
+			stopped, stop := context.WithCancel(context.Background())
+			stop()
+			_ = srv.Run(stopped) // releases the listener and the data directory
+			c.cleanup()
+			return nil, fmt.Errorf("cluster: the admin token: %w", err)
+		}
+		cl = cl.WithToken(string(tok))
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	c.Server, c.Client, c.cancel = srv, client.New(srv.URL()), cancel
+	c.Server, c.Client, c.cancel = srv, cl, cancel
 	c.goRun(func() error { return srv.Run(runCtx) })
 	for i, ws := range cfg.Workers {
 		if err := c.startWorker(runCtx, i, ws, cfg); err != nil {
@@ -112,6 +129,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		if ws.Secret == nil {
 			good++
 		}
+	}
+	if good == 0 {
+		return c, nil
 	}
 	if err := c.WaitWorkers(ctx, good); err != nil {
 		c.Close()

@@ -1,0 +1,385 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/braidhq/braid/api"
+)
+
+// Client authentication. With Config.Auth set, every endpoint but /healthz
+// and the workers' own registry calls (which prove the cluster secret
+// instead, workerAuth) needs a bearer token, and a token's role says what
+// it may do (api.RoleRead, RoleSubmit, RoleAdmin). A token is
+// "braid_" + id + "_" + secret: state.db keeps the id, the role and a
+// SHA-256 of the secret, never the secret. Jobs and uploads record the id
+// of the token that made them; a submit token sees and changes only its
+// own jobs (others' are "not found", so ids do not leak), read and admin
+// tokens see every job.
+//
+// A server with no admin token that may still be used makes one when it
+// starts and writes it to DATA/admin.token (mode 0600): on a fresh server
+// that is how the first admin gets in, and whoever can read the data
+// directory could take over the server anyway.
+
+// tokenRecord is a token as state.db keeps it (tokens bucket, JSON).
+type tokenRecord struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name,omitempty"`
+	Role      string     `json:"role"`
+	Hash      string     `json:"hash"` // SHA-256 of the secret, hex
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+func (t *tokenRecord) expired(now time.Time) bool {
+	return t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)
+}
+
+func (t *tokenRecord) api() api.Token {
+	return api.Token{ID: t.ID, Name: t.Name, Role: t.Role, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt}
+}
+
+const (
+	tokenPrefix = "braid_"
+	tokenIDLen  = 12 // hex digits
+	maxNameLen  = 64
+)
+
+// roleRank orders the roles; an unknown role ranks 0.
+func roleRank(role string) int {
+	switch role {
+	case api.RoleRead:
+		return 1
+	case api.RoleSubmit:
+		return 2
+	case api.RoleAdmin:
+		return 3
+	}
+	return 0
+}
+
+// tokens is the server's token table: the tokens bucket, cached.
+type tokens struct {
+	db *stateDB
+	mu sync.RWMutex // guards byID
+	// byID holds every token on disk.
+	byID map[string]tokenRecord
+}
+
+func loadTokens(db *stateDB) (*tokens, error) {
+	t := &tokens{db: db, byID: map[string]tokenRecord{}}
+	err := db.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(tokensBucket).ForEach(func(k, v []byte) error {
+			var rec tokenRecord
+			if err := json.Unmarshal(v, &rec); err != nil || rec.ID != string(k) {
+				return fmt.Errorf("token record %q is damaged: %v", k, err)
+			}
+			t.byID[rec.ID] = rec
+			return nil
+		})
+	})
+	return t, err
+}
+
+// create makes a token and stores its record; the answer carries the
+// secret, which is never seen again.
+func (t *tokens) create(role, name string, ttl time.Duration, now time.Time) (api.Token, error) {
+	var b [6 + 32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return api.Token{}, err
+	}
+	id, secret := hex.EncodeToString(b[:6]), hex.EncodeToString(b[6:])
+	sum := sha256.Sum256([]byte(secret))
+	rec := tokenRecord{ID: id, Name: name, Role: role, Hash: hex.EncodeToString(sum[:]), CreatedAt: now.UTC()}
+	if ttl > 0 {
+		exp := rec.CreatedAt.Add(ttl)
+		rec.ExpiresAt = &exp
+	}
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return api.Token{}, err
+	}
+	if err := t.db.w.sync(func(tx *bolt.Tx) error { return tx.Bucket(tokensBucket).Put([]byte(id), v) }); err != nil {
+		return api.Token{}, fmt.Errorf("saving the token: %w", err)
+	}
+	t.mu.Lock()
+	t.byID[id] = rec
+	t.mu.Unlock()
+	out := rec.api()
+	out.Token = tokenPrefix + id + "_" + secret
+	return out, nil
+}
+
+// errLastAdmin refuses to revoke the last admin token that still works.
+var errLastAdmin = errors.New("last admin token")
+
+// revoke deletes token id's record. It refuses to remove the last admin
+// token that has not expired: nobody could then make tokens until the
+// server restarts and makes a new one.
+func (t *tokens) revoke(id string, now time.Time) (bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rec, ok := t.byID[id]
+	if !ok {
+		return false, nil
+	}
+	if rec.Role == api.RoleAdmin && !rec.expired(now) && t.adminsLocked(now) == 1 {
+		return true, errLastAdmin
+	}
+	if err := t.db.w.sync(func(tx *bolt.Tx) error { return tx.Bucket(tokensBucket).Delete([]byte(id)) }); err != nil {
+		return true, fmt.Errorf("deleting the token: %w", err)
+	}
+	delete(t.byID, id)
+	return true, nil
+}
+
+// adminsLocked counts admin tokens that have not expired; the caller holds
+// t.mu.
+func (t *tokens) adminsLocked(now time.Time) int {
+	n := 0
+	for _, rec := range t.byID {
+		if rec.Role == api.RoleAdmin && !rec.expired(now) {
+			n++
+		}
+	}
+	return n
+}
+
+func (t *tokens) list() []api.Token {
+	t.mu.RLock()
+	out := make([]api.Token, 0, len(t.byID))
+	for _, rec := range t.byID {
+		out = append(out, rec.api())
+	}
+	t.mu.RUnlock()
+	slices.SortFunc(out, func(a, b api.Token) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// check returns the record of the token s, or why it is refused.
+func (t *tokens) check(s string, now time.Time) (tokenRecord, error) {
+	rest, ok := strings.CutPrefix(s, tokenPrefix)
+	id, secret, ok2 := strings.Cut(rest, "_")
+	if !ok || !ok2 || len(id) != tokenIDLen {
+		return tokenRecord{}, errors.New("that is not a braid token (they look like braid_<12 hex digits>_<secret>)")
+	}
+	t.mu.RLock()
+	rec, found := t.byID[id]
+	t.mu.RUnlock()
+	sum := sha256.Sum256([]byte(secret))
+	want, _ := hex.DecodeString(rec.Hash)
+	if !found || subtle.ConstantTimeCompare(sum[:], want) != 1 {
+		return tokenRecord{}, fmt.Errorf("token %s is not known here: it was revoked, or it belongs to another server", id)
+	}
+	if rec.expired(now) {
+		return tokenRecord{}, fmt.Errorf("token %s expired at %s", id, rec.ExpiresAt.Format(time.RFC3339))
+	}
+	return rec, nil
+}
+
+// bootstrap makes an admin token if there is none that works, and writes
+// it to dir/api.AdminTokenFile. It returns the file's path, "" if there
+// was an admin token already.
+func (t *tokens) bootstrap(dir string, now time.Time) (string, error) {
+	t.mu.RLock()
+	n := t.adminsLocked(now)
+	t.mu.RUnlock()
+	if n > 0 {
+		return "", nil
+	}
+	tok, err := t.create(api.RoleAdmin, "first admin", 0, now)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, api.AdminTokenFile)
+	tmp := path + ".tmp"
+	os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		_, err = f.WriteString(tok.Token + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("server: writing the first admin token: %w", err)
+	}
+	return path, nil
+}
+
+// caller is who made a request: the token's id and role. Without
+// Config.Auth every caller is an anonymous admin.
+type caller struct {
+	id, role string
+}
+
+type callerKey struct{}
+
+func callerOf(r *http.Request) caller {
+	if c, ok := r.Context().Value(callerKey{}).(caller); ok {
+		return c
+	}
+	return caller{role: api.RoleAdmin}
+}
+
+// sees reports whether c may see and change what the token owner made:
+// admins and read tokens see everything (read tokens change nothing, by
+// their routes' role), submit tokens their own.
+func (c caller) sees(owner string) bool {
+	return c.role != api.RoleSubmit || c.id == owner
+}
+
+// need admits requests whose token has at least role, and records the
+// caller for the handler.
+func (s *Server) need(role string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.tokens == nil {
+			h(w, r)
+			return
+		}
+		c, err := s.authenticate(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="braid"`)
+			writeError(w, err)
+			return
+		}
+		if roleRank(c.role) < roleRank(role) {
+			writeError(w, &apiError{status: http.StatusForbidden, code: api.CodeForbidden,
+				msg: fmt.Sprintf("this needs a token with role %s or above; token %s has role %s", role, c.id, c.role)})
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+	}
+}
+
+// authenticate reads the bearer token of r.
+func (s *Server) authenticate(r *http.Request) (caller, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return caller{}, &apiError{status: http.StatusUnauthorized, code: api.CodeUnauthorized,
+			msg: "this server needs a token: pass --token, set $BRAID_TOKEN or put token = ... in ~/.config/braid/config " +
+				"(an admin makes one with `braid token create`; a new server writes the first admin token to DATA/" + api.AdminTokenFile + ")"}
+	}
+	scheme, tok, _ := strings.Cut(h, " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return caller{}, &apiError{status: http.StatusUnauthorized, code: api.CodeUnauthorized,
+			msg: fmt.Sprintf("Authorization scheme %q: want Bearer", scheme)}
+	}
+	rec, err := s.tokens.check(strings.TrimSpace(tok), time.Now())
+	if err != nil {
+		return caller{}, &apiError{status: http.StatusUnauthorized, code: api.CodeUnauthorized, msg: err.Error()}
+	}
+	return caller{id: rec.ID, role: rec.Role}, nil
+}
+
+// workerOrAdmin admits the worker token (the cluster secret) or an admin
+// bearer token: `braid workers rm` may come from either.
+func (s *Server) workerOrAdmin(h http.HandlerFunc) http.HandlerFunc {
+	worker, admin := s.workerAuth(h), s.need(api.RoleAdmin, h)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(api.WorkerTokenHeader) != "" || s.tokens == nil {
+			worker(w, r)
+			return
+		}
+		admin(w, r)
+	}
+}
+
+func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
+	var spec api.TokenSpec
+	if err := readJSON(w, r, &spec); err != nil {
+		writeError(w, err)
+		return
+	}
+	if roleRank(spec.Role) == 0 {
+		writeError(w, badRequest(api.CodeBadParameter, "role %q: want %s, %s or %s", spec.Role, api.RoleAdmin, api.RoleSubmit, api.RoleRead))
+		return
+	}
+	if len(spec.Name) > maxNameLen || strings.ContainsFunc(spec.Name, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		writeError(w, badRequest(api.CodeBadParameter, "name: at most %d bytes, no control characters", maxNameLen))
+		return
+	}
+	var ttl time.Duration
+	if spec.ExpiresIn != "" {
+		d, err := ParseTTL(spec.ExpiresIn)
+		if err != nil {
+			writeError(w, badRequest(api.CodeBadParameter, "expires_in: %v", err))
+			return
+		}
+		ttl = d
+	}
+	tok, err := s.tokens.create(spec.Role, spec.Name, ttl, time.Now())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s.log.Info("token created", "token", tok.ID, "role", tok.Role, "name", tok.Name, "by", callerOf(r).id)
+	writeJSON(w, http.StatusCreated, tok)
+}
+
+func (s *Server) handleListTokens(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, 200, s.tokens.list())
+}
+
+func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	found, err := s.tokens.revoke(id, time.Now())
+	switch {
+	case !found:
+		writeError(w, &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("no token %q (braid token list shows them)", id)})
+	case errors.Is(err, errLastAdmin):
+		writeError(w, conflict("token %s is the last admin token that works; make another admin token first", id))
+	case err != nil:
+		writeError(w, err)
+	default:
+		s.log.Info("token revoked", "token", id, "by", callerOf(r).id)
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// ParseTTL reads a token lifetime: a Go duration ("36h", "90m") or a
+// number of days ("30d"); it must be positive and under 100 years.
+func ParseTTL(s string) (time.Duration, error) {
+	var d time.Duration
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.ParseFloat(n, 64)
+		if err != nil || days <= 0 || days > 36500 {
+			return 0, fmt.Errorf("%q: want a positive number of days such as 30d, or a duration such as 36h", s)
+		}
+		d = time.Duration(days * 24 * float64(time.Hour))
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, fmt.Errorf("%q: want a duration such as 36h, or days such as 30d", s)
+		}
+	}
+	if d <= 0 || d > 36500*24*time.Hour {
+		return 0, fmt.Errorf("%q: want more than nothing and under 100 years", s)
+	}
+	return d, nil
+}
