@@ -225,10 +225,10 @@ class Transport:
             try:
                 resp = self.send(conn, req, upload)
             except _BROKEN as e:
-                err = self.lost(e)
+                lost = self.lost(e)
                 if req.repeatable:
-                    raise _Retry(err) from e
-                raise err from e
+                    raise _Retry(lost) from e
+                raise lost from e
             except (socket.timeout, TimeoutError) as e:
                 raise BraidTimeoutError(0, "", f"braid server {self.base}: no answer within the timeout") from e
             if 200 <= resp.status < 300:
@@ -333,7 +333,7 @@ def _reason(e: BaseException) -> str:
     if isinstance(e, http.client.RemoteDisconnected):
         return "closed by the server"
     if isinstance(e, http.client.IncompleteRead):
-        return f"answer cut off after {len(e.partial)} bytes"
+        return f"answer cut off {e.expected} bytes short" if e.expected else "answer cut off"
     return str(e) or type(e).__name__
 
 

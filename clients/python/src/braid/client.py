@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import socket
@@ -130,7 +131,11 @@ class Client:
             n = 0
             while True:
                 try:
-                    chunk = resp.read1(_CHUNK) if hasattr(resp, "read1") else resp.read(_CHUNK)
+                    chunk = resp.read(_CHUNK)
+                    if not chunk and resp.length:
+                        # http.client ends a body cut short of its
+                        # Content-Length quietly; say it broke off.
+                        raise http.client.IncompleteRead(b"", resp.length)
                 except _BROKEN as e:
                     if n > 0:
                         raise final(self._t.lost(e)) from e
