@@ -6,15 +6,18 @@ it is cancelled: the tests that need a job that does not finish use one.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
 import json
+import os
 import tempfile
 import time
 import unittest
 from pathlib import Path
 from typing import Any, Dict, List, Optional
+from unittest import mock
 
 import braid
 from braid import models
@@ -357,6 +360,35 @@ class TestJobs(ClusterTest):
         self.assertEqual(json.loads(json.dumps(job.spec.to_json()))["params"], {"radius": "1"})
         for j in (job, again):
             self.assertEqual(self.client.wait(j, timeout=JOB_TIMEOUT).state, "done")
+
+
+class TestReadme(ClusterTest):
+    def test_blur_a_folder(self) -> None:
+        """The README's example runs as written and blurs every PNG of photos/ into blurred/."""
+        readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+        _, found, rest = readme.partition("<!-- example: blur a folder -->\n```python\n")
+        self.assertTrue(found, "README.md has no marked example")
+        code = rest.split("```", 1)[0]
+        self.assertLessEqual(len([line for line in code.splitlines() if line.strip()]), 10)
+        photos = self.tmp / "photos"
+        photos.mkdir()
+        sizes = {"a.png": (30, 20), "b.png": (17, 41), "c.png": (64, 64)}
+        for name, (w, h) in sizes.items():
+            (photos / name).write_bytes(make_png(w, h, seed=w))
+        env = {"BRAID_SERVER": self.cluster.url, "BRAID_TOKEN": self.cluster.token or ""}
+        cwd = os.getcwd()
+        out = io.StringIO()
+        try:
+            os.chdir(self.tmp)
+            with mock.patch.dict(os.environ, env), contextlib.redirect_stdout(out):
+                exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
+        finally:
+            os.chdir(cwd)
+        for name, size in sizes.items():
+            got = (self.tmp / "blurred" / name).read_bytes()
+            self.assertEqual(png_header(got)[:2], size, name)
+            self.assertNotEqual(got, (photos / name).read_bytes(), name)
+            self.assertIn(f"{name}: 1/1", out.getvalue())
 
 
 if __name__ == "__main__":
