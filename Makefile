@@ -53,6 +53,7 @@ test-python:
 	$(PYTHON) -m venv "$$tmp/venv"; \
 	cp -R clients/python "$$tmp/src"; rm -rf "$$tmp/src/build" "$$tmp/src/src/"*.egg-info; \
 	"$$tmp/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$$tmp/src"; \
+	"$$tmp/venv/bin/python" -c 'import braid; print("testing braid", braid.__version__, "installed at", braid.__file__)'; \
 	BRAID_BIN="$$tmp/braid" "$$tmp/venv/bin/python" -m unittest discover -s clients/python/tests -v
 
 ## bench: a short smoke run of every Go benchmark

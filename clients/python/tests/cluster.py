@@ -44,6 +44,16 @@ def braid_binary(tmp: Path) -> str:
     return str(out)
 
 
+def _die_with_parent() -> None:
+    """Has Linux stop the child when the test process dies, even by SIGKILL, so that no server outlives a killed run."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: stop() is the only cleanup
+
+
 class Cluster:
     """A braid server and workers. Use start(), then stop() (also after a failed start)."""
 
@@ -80,7 +90,8 @@ class Cluster:
         self.logs.append(log)
         self.names.append(name)
         with open(log, "wb") as out:
-            self.procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
+            self.procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                               preexec_fn=_die_with_parent))
 
     def until(self, ok: Callable[[], bool], what: str) -> None:
         deadline = time.monotonic() + START_TIMEOUT

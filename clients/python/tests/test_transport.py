@@ -293,6 +293,14 @@ class TestEvents(ScriptTest):
         self.assertEqual(got, [("a", "1\n2"), ("message", "x")])
 
 
+class TestPackage(unittest.TestCase):
+    def test_typed(self) -> None:
+        self.assertTrue((Path(braid.__file__).parent / "py.typed").is_file())
+        self.assertRegex(braid.__version__, r"^\d+\.\d+\.\d+")
+        for name in braid.__all__:
+            self.assertTrue(hasattr(braid, name), name)
+
+
 class TestTimes(unittest.TestCase):
     def test_parse_time(self) -> None:
         t = parse_time("2026-11-25T08:45:31.318433852Z")
