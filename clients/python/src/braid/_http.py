@@ -133,13 +133,13 @@ class Outage:
     def failed(self, err: BraidError) -> None:
         """Waits before the next attempt, or raises err (or a timeout) if the call gives up."""
         if self.retry_for <= 0:
-            raise err
+            raise err from err.__cause__
         now = time.monotonic()
         if self.since is None:
             self.since = now
         left = self.retry_for - (now - self.since)
         if left <= 0:
-            raise err
+            raise err from err.__cause__
         wait = min(self.next / 2 + random.random() * self.next / 2, left)
         if self.deadline is not None:
             if now + wait >= self.deadline:
@@ -196,10 +196,13 @@ class Transport:
                 raise f.err from None
             except _Retry as r:
                 if upload is not None and not upload.replayable():
-                    raise r.err from None
+                    raise r.err from r.err.__cause__
                 outage.failed(r.err)
+            except BraidError:
+                raise
             except _BROKEN as e:  # from read
                 err = self.lost(e)
+                err.__cause__ = e
                 if not req.repeatable:
                     raise err from e
                 outage.failed(err)
@@ -221,11 +224,11 @@ class Transport:
             except socket.gaierror as e:
                 raise NoServerError(0, "", f"no braid server at {self.base} ({e.strerror or e})") from e
             except OSError as e:
-                raise _Retry(NoServerError(0, "", f"no braid server at {self.base} ({_reason(e)})")) from e
+                raise _Retry(caused(NoServerError(0, "", f"no braid server at {self.base} ({_reason(e)})"), e)) from e
             try:
                 resp = self.send(conn, req, upload)
             except _BROKEN as e:
-                lost = self.lost(e)
+                lost = caused(self.lost(e), e)
                 if req.repeatable:
                     raise _Retry(lost) from e
                 raise lost from e
@@ -324,6 +327,15 @@ class _Retry(Exception):
     def __init__(self, err: BraidError) -> None:
         super().__init__(err)
         self.err = err
+
+
+E = TypeVar("E", bound=BaseException)
+
+
+def caused(err: E, cause: BaseException) -> E:
+    """err, with cause as its __cause__ (for the traceback of an error raised after retrying)."""
+    err.__cause__ = cause
+    return err
 
 
 def _reason(e: BaseException) -> str:

@@ -313,6 +313,9 @@ class Client:
                 err = ConnectionLostError(0, "", f"braid server {self.url}: the event stream ended before job {job_id} was done")
             except _BROKEN as e:
                 err = self._t.lost(e)
+                err.__cause__ = e
+            except ValueError as e:  # a line over the limit, or not UTF-8
+                raise NotBraidError(resp.status, "", f"{self.url}: bad event stream of job {job_id}: {e}") from e
             except (socket.timeout, TimeoutError) as e:
                 raise BraidTimeoutError(0, "", f"the event stream of job {job_id} has not ended within the timeout") from e
             finally:
