@@ -66,14 +66,16 @@ class Cluster:
         self.names: List[str] = []
         self.logs: List[Path] = []
         self.url = ""
+        self.server_argv: List[str] = []
         self.token: Optional[str] = None
 
     def start(self) -> None:
         binary = braid_binary(self.tmp)
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        self.spawn("server", [binary, "server", "--listen", f"127.0.0.1:{port}", "--data", str(self.data),
-                              "--secret", SECRET, "--drain-timeout", "1s", "--log-level", "warn", *self.server_args])
+        self.server_argv = [binary, "server", "--listen", f"127.0.0.1:{port}", "--data", str(self.data),
+                            "--secret", SECRET, "--drain-timeout", "1s", "--log-level", "warn", *self.server_args]
+        self.spawn("server", self.server_argv)
         self.until(self.healthy, "the server answers /healthz")
         # Forward compatibility with client authentication: a server that
         # makes an admin token writes it into its data directory.
@@ -85,13 +87,28 @@ class Cluster:
                                           "--drain-timeout", "1s", "--log-level", "warn", *args])
         self.until(self.workers_up, f"{len(self.worker_args)} workers are up")
 
+    def stop_server(self) -> None:
+        """Stops the server (SIGTERM) and waits for it to exit."""
+        p = self.procs[0]
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=10)
+
+    def start_server(self) -> None:
+        """Starts the server again, on its address and data directory, once stop_server has stopped it."""
+        self.procs[0] = self.spawn_process("server", self.server_argv)
+        self.until(self.healthy, "the restarted server answers /healthz")
+
     def spawn(self, name: str, argv: List[str]) -> None:
-        log = self.tmp / f"{name}.log"
-        self.logs.append(log)
+        self.procs.append(self.spawn_process(name, argv))
         self.names.append(name)
-        with open(log, "wb") as out:
-            self.procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                               preexec_fn=_die_with_parent))
+
+    def spawn_process(self, name: str, argv: List[str]) -> "subprocess.Popen[bytes]":
+        log = self.tmp / f"{name}.log"
+        if log not in self.logs:
+            self.logs.append(log)
+        with open(log, "ab") as out:
+            return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    preexec_fn=_die_with_parent)
 
     def until(self, ok: Callable[[], bool], what: str) -> None:
         deadline = time.monotonic() + START_TIMEOUT
