@@ -1,9 +1,10 @@
 # braid — see README.md. `make demo` runs the main job; `make test` runs the checks CI runs.
 GO      ?= go
+PYTHON  ?= python3
 BIN     := bin/braid
 PKGS    := ./...
 
-.PHONY: all build demo test test-deps vet lint fmt-check tidy-check unit bench fuzz clean
+.PHONY: all build demo test test-deps vet lint fmt-check tidy-check unit test-python bench fuzz clean
 
 all: build
 
@@ -16,8 +17,8 @@ build:
 demo: build
 	./$(BIN) demo
 
-## test: gofmt, vet, lint, go.mod tidiness, then every test with the race detector
-test: test-deps fmt-check vet lint tidy-check unit
+## test: gofmt, vet, lint, go.mod tidiness, every Go test with the race detector, the Python client's tests
+test: test-deps fmt-check vet lint tidy-check unit test-python
 
 ## test-deps: install the system packages the tests use (promtool), as root, when missing
 test-deps:
@@ -42,6 +43,18 @@ tidy-check:
 
 unit:
 	$(GO) test -race -timeout 20m $(PKGS)
+
+## test-python: install the Python client (clients/python) into a new venv, as a user
+## would (pip fetches the pinned build backend, setuptools, from PyPI), and run its
+## tests against a real server and workers built from this tree
+test-python:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(GO) build -o "$$tmp/braid" ./cmd/braid; \
+	$(PYTHON) -m venv "$$tmp/venv"; \
+	cp -R clients/python "$$tmp/src"; rm -rf "$$tmp/src/build" "$$tmp/src/src/"*.egg-info; \
+	"$$tmp/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$$tmp/src"; \
+	"$$tmp/venv/bin/python" -c 'import braid; print("testing braid", braid.__version__, "installed at", braid.__file__)'; \
+	BRAID_BIN="$$tmp/braid" "$$tmp/venv/bin/python" -m unittest discover -s clients/python/tests -v
 
 ## bench: a short smoke run of every Go benchmark
 bench:

@@ -1,0 +1,334 @@
+"""The objects of braid's API, as in the server's OpenAPI document.
+
+Each dataclass is one schema of ``components.schemas`` (the schema's name
+is the class's, its properties the fields, with the same names). Fields
+without a default are the schema's required properties; optional ones
+default to ``None`` (or to empty collections). Times are timezone-aware
+:class:`datetime.datetime` values in UTC. Properties a newer server adds are
+ignored, so an older client keeps working.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+import typing
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Dict, List, Optional, Type, TypeVar
+
+__all__ = [
+    "Object",
+    "Parameter",
+    "Operation",
+    "JobSpec",
+    "Progress",
+    "UnitStat",
+    "Job",
+    "Manifest",
+    "ManifestUnit",
+    "Endpoint",
+    "WorkerInfo",
+    "Worker",
+    "Event",
+    "Health",
+    "TERMINAL_STATES",
+]
+
+#: The job states after which nothing changes.
+TERMINAL_STATES = frozenset({"done", "failed", "cancelled"})
+
+
+@dataclass
+class Object:
+    """A stored, content-addressed object; ``id`` is the SHA-256 of its bytes in hex."""
+
+    id: str
+    size: int
+    created: datetime
+    existing: bool = False
+
+
+@dataclass
+class Parameter:
+    """One parameter of an operation. Values are passed as strings in ``JobSpec.params``."""
+
+    name: str
+    type: str
+    doc: str
+    default: Optional[str] = None
+
+
+@dataclass
+class Operation:
+    """One entry of the operations catalogue."""
+
+    name: str
+    summary: str
+    params: List[Parameter]
+    tileable: bool
+
+
+@dataclass
+class JobSpec:
+    """What a client submits: an operation on one input object.
+
+    At most one of ``repeat`` (run the op that many times on the whole
+    input; the result is a :class:`Manifest`) and ``tiles`` ("RxC": cut the
+    image into tiles; the result is the stitched image) may be set.
+    ``policy`` is one of equal, threads, speed, dynamic (the server's
+    default).
+    """
+
+    op: str
+    input: str
+    params: Dict[str, str] = field(default_factory=dict)
+    repeat: Optional[int] = None
+    tiles: Optional[str] = None
+    policy: Optional[str] = None
+    speculate: Optional[bool] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The spec as the server takes it: unset fields left out."""
+        out: Dict[str, Any] = {"op": self.op, "input": self.input}
+        if self.params:
+            out["params"] = {str(k): str(v) for k, v in self.params.items()}
+        for name in ("repeat", "tiles", "policy", "speculate"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+
+@dataclass
+class Progress:
+    """Counts of a job's units."""
+
+    total: int
+    done: int
+    running: int
+    sent: int
+    failed: int
+    pending: int
+    cancelled: int
+
+
+@dataclass
+class UnitStat:
+    """One unit's statistics."""
+
+    index: int
+    state: str
+    stream: int
+    attempts: int
+    queued_ms: float
+    compute_ms: float
+    worker: Optional[str] = None
+    sent: Optional[datetime] = None
+    returned: Optional[datetime] = None
+    output: Optional[str] = None
+    error: Optional[str] = None
+
+
+@dataclass
+class Job:
+    """A job's status. ``state`` is queued, running, done, failed or cancelled."""
+
+    id: str
+    spec: JobSpec
+    state: str
+    progress: Progress
+    received_at: datetime
+    waiting: Optional[str] = None
+    error: Optional[str] = None
+    result: Optional[str] = None
+    finished_at: Optional[datetime] = None
+    makespan_ms: Optional[float] = None
+    avg_unit_ms: Optional[float] = None
+    units_per_worker: Dict[str, int] = field(default_factory=dict)
+    units: List[UnitStat] = field(default_factory=list)
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the job is done, failed or cancelled."""
+        return self.state in TERMINAL_STATES
+
+    @property
+    def has_manifest(self) -> bool:
+        """Whether the result is a :class:`Manifest` (a repeat job of two or more units)."""
+        return (self.spec.repeat or 0) > 1
+
+
+@dataclass
+class ManifestUnit:
+    """One unit's output object."""
+
+    index: int
+    output: str
+    size: int
+
+
+@dataclass
+class Manifest:
+    """The result object of a repeat job of two or more units."""
+
+    job: str
+    op: str
+    input: str
+    units: List[ManifestUnit]
+
+
+@dataclass
+class Endpoint:
+    """A data-plane address and the transport that serves it."""
+
+    transport: str
+    addr: str
+
+
+@dataclass
+class WorkerInfo:
+    """What a worker tells servers about itself."""
+
+    name: str
+    cores: int
+    clock_mhz: int
+    ram_bytes: int
+    disk_free_bytes: int
+    max_threads: int
+    free_threads: int
+    ops: List[str]
+    endpoints: List[Endpoint]
+    leased_threads: Optional[int] = None
+    info_url: Optional[str] = None
+    epoch: Optional[int] = None
+    version: Optional[str] = None
+
+
+@dataclass
+class Worker:
+    """A registered worker as the server sees it; ``state`` is connecting, up or down."""
+
+    info: WorkerInfo
+    state: str
+    streams: int
+    units_done: int
+    registered_at: datetime
+    last_seen: datetime
+    transport: Optional[str] = None
+    lease: Optional[int] = None
+    error: Optional[str] = None
+
+
+@dataclass
+class Event:
+    """One server-sent event of a job's stream: ``type`` is progress or done."""
+
+    type: str
+    job: Job
+
+
+@dataclass
+class Health:
+    """The answer of /healthz."""
+
+    status: str
+    version: str
+
+
+T = TypeVar("T")
+
+_TIME = re.compile(r"(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|z|[+-]\d\d:\d\d)$")
+
+
+def parse_time(s: str) -> datetime:
+    """Parses an RFC 3339 time as Go writes it (nanoseconds, Z), to microseconds."""
+    m = _TIME.match(s)
+    if m is None:
+        raise ValueError(f"not an RFC 3339 time: {s!r}")
+    day, clock, frac, zone = m.groups()
+    t = datetime.strptime(f"{day}T{clock}", "%Y-%m-%dT%H:%M:%S")
+    if frac:
+        t = t.replace(microsecond=int(frac[:6].ljust(6, "0")))
+    if zone in ("Z", "z"):
+        return t.replace(tzinfo=timezone.utc)
+    sign = 1 if zone[0] == "+" else -1
+    offset = timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
+    return t.replace(tzinfo=timezone(sign * offset)).astimezone(timezone.utc)
+
+
+def decode(cls: Type[T], value: Any) -> T:
+    """Builds a ``cls`` from decoded JSON, checking the types on the way.
+
+    Raises ValueError (or a subclass) if a required property is missing or
+    a value has the wrong type.
+    """
+    return typing.cast(T, _decode(cls, value, cls.__name__))
+
+
+def _decode(tp: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin is typing.Union:  # Optional[X]
+        if value is None:
+            return None
+        (inner,) = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _decode(inner, value, where)
+    if origin in (list, List):
+        (item,) = typing.get_args(tp)
+        _expect(value, list, where)
+        return [_decode(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin in (dict, Dict):
+        _, item = typing.get_args(tp)
+        _expect(value, dict, where)
+        return {str(k): _decode(item, v, f"{where}.{k}") for k, v in value.items()}
+    if dataclasses.is_dataclass(tp):
+        return _decode_class(tp, value, where)
+    if tp is datetime:
+        _expect(value, str, where)
+        return parse_time(value)
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{where}: want a number, got {value!r}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{where}: want an integer, got {value!r}")
+        return value
+    if tp is Any:
+        return value
+    _expect(value, tp, where)
+    return value
+
+
+def _decode_class(cls: Any, value: Any, where: str) -> Any:
+    _expect(value, dict, where)
+    hints = _hints(cls)
+    kwargs: Dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in value or (value[f.name] is None and _optional(hints[f.name])):
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ValueError(f"{where}: no {f.name!r}")
+            continue
+        kwargs[f.name] = _decode(hints[f.name], value[f.name], f"{where}.{f.name}")
+    return cls(**kwargs)
+
+
+_HINTS: Dict[Any, Dict[str, Any]] = {}
+
+
+def _hints(cls: Any) -> Dict[str, Any]:
+    h = _HINTS.get(cls)
+    if h is None:
+        h = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+        _HINTS[cls] = h
+    return h
+
+
+def _optional(tp: Any) -> bool:
+    return typing.get_origin(tp) is typing.Union and type(None) in typing.get_args(tp)
+
+
+def _expect(value: Any, tp: Any, where: str) -> None:
+    if not isinstance(value, tp) or (tp is not bool and isinstance(value, bool)):
+        raise ValueError(f"{where}: want {tp.__name__}, got {value!r}")

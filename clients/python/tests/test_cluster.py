@@ -1,0 +1,395 @@
+"""The client against a real braid server and two workers, started as processes on loopback.
+
+No worker runs the "sharpen" operation, so a sharpen job stays queued until
+it is cancelled: the tests that need a job that does not finish use one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import tempfile
+import time
+import unittest
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+from unittest import mock
+
+import braid
+from braid import models
+
+from cluster import Cluster
+from pngs import make_png, png_header
+
+MAX_OBJECT = 1 << 20
+IDLE_OP = "sharpen"  # no worker of the test cluster runs it
+JOB_TIMEOUT = 20.0
+
+CLUSTER: Optional[Cluster] = None
+
+
+def setUpModule() -> None:
+    global CLUSTER
+    c = Cluster(
+        workers=[
+            ["--name", "py-w1", "--threads", "2", "--ops", "blur,boxblur,grayscale,noop,resize,sobel"],
+            ["--name", "py-w2", "--threads", "1", "--transport", "tcp", "--ops", "blur,grayscale,noop"],
+        ],
+        server_args=["--max-object", str(MAX_OBJECT)],
+    )
+    unittest.addModuleCleanup(c.stop)
+    c.start()
+    CLUSTER = c
+
+
+class ClusterTest(unittest.TestCase):
+    client: braid.Client
+
+    def setUp(self) -> None:
+        assert CLUSTER is not None
+        self.cluster = CLUSTER
+        self.client = braid.Client(CLUSTER.url, token=CLUSTER.token or "", timeout=10, retry_for=2)
+        tmp = tempfile.TemporaryDirectory(prefix="braid-pytest-out-")
+        self.addCleanup(tmp.cleanup)
+        self.tmp = Path(tmp.name)
+
+    def idle_job(self) -> braid.Job:
+        """A job that stays queued (no worker runs its op); cancelled at the test's end if still queued."""
+        obj = self.client.put(make_png(8, 8, seed=99))
+        job = self.client.submit(IDLE_OP, obj)
+
+        def cancel() -> None:
+            try:
+                self.client.cancel(job)
+            except (braid.ConflictError, braid.NotFoundError):
+                pass  # finished, or deleted by the test
+
+        self.addCleanup(cancel)
+        return job
+
+
+class TestServer(ClusterTest):
+    def test_health(self) -> None:
+        h = self.client.health()
+        self.assertEqual(h.status, "ok")
+        self.assertTrue(h.version)
+
+    def test_operations(self) -> None:
+        ops = {o.name: o for o in self.client.operations()}
+        for name in ("blur", "noop", "grayscale", "resize", IDLE_OP):
+            self.assertIn(name, ops)
+        sigma = {p.name: p for p in ops["blur"].params}["sigma"]
+        self.assertEqual((sigma.type, sigma.default), ("float", "2"))
+        self.assertTrue(ops["blur"].tileable)
+        for op in ops.values():
+            self.assertIn("format", [p.name for p in op.params], op.name)
+
+    def test_workers(self) -> None:
+        ws = self.client.workers()
+        self.assertEqual([w.info.name for w in ws], ["py-w1", "py-w2"])
+        for w in ws:
+            self.assertEqual(w.state, "up")
+            self.assertGreaterEqual(len(w.info.endpoints), 1)
+            self.assertEqual(w.streams, w.info.max_threads)
+            self.assertIsNotNone(w.registered_at.tzinfo)
+        self.assertEqual(ws[1].transport, "tcp")
+        self.assertNotIn(IDLE_OP, ws[0].info.ops)
+
+    def test_models_match_openapi(self) -> None:
+        """Every dataclass has the properties of its schema in the server's document, the required ones without defaults."""
+        doc = self.client.openapi()
+        schemas = doc["components"]["schemas"]
+        for name in models.__all__:
+            cls = getattr(models, name)
+            if not dataclasses.is_dataclass(cls):
+                continue
+            with self.subTest(schema=name):
+                self.assertIn(name, schemas)
+                props = set(schemas[name]["properties"])
+                fields = {f.name: f for f in dataclasses.fields(cls)}
+                self.assertEqual(set(fields), props)
+                required = set(schemas[name].get("required", []))
+                no_default = {f.name for f in fields.values()
+                              if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+                self.assertEqual(no_default, required)
+        # The error codes the server documents are the ones BraidError carries.
+        codes = schemas["Error"]["properties"]["code"]["enum"]
+        self.assertIn("object_not_found", codes)
+        self.assertIn("unknown_operation", codes)
+
+    def test_paths_in_openapi(self) -> None:
+        """The endpoints the client calls are in the document, with the methods it uses."""
+        paths = self.client.openapi()["paths"]
+        used = {
+            "/healthz": ["get"],
+            "/v1/openapi.json": ["get"],
+            "/v1/objects": ["get", "post"],
+            "/v1/objects/{id}": ["get", "delete"],
+            "/v1/operations": ["get"],
+            "/v1/jobs": ["get", "post"],
+            "/v1/jobs/{id}": ["get", "delete"],
+            "/v1/jobs/{id}/wait": ["get"],
+            "/v1/jobs/{id}/events": ["get"],
+            "/v1/jobs/{id}/cancel": ["post"],
+            "/v1/workers": ["get"],
+        }
+        for path, methods in used.items():
+            for m in methods:
+                self.assertIn(m, paths.get(path, {}), f"{m.upper()} {path}")
+
+
+class TestObjects(ClusterTest):
+    def test_put_get_list_delete(self) -> None:
+        data = make_png(16, 12, seed=1)
+        obj = self.client.put(data)
+        self.assertEqual(obj.id, hashlib.sha256(data).hexdigest())
+        self.assertEqual(obj.size, len(data))
+        self.assertFalse(obj.existing)
+        again = self.client.put(bytearray(data))
+        self.assertTrue(again.existing)
+        self.assertEqual(again.id, obj.id)
+
+        self.assertEqual(self.client.get(obj), data)
+        self.assertEqual(self.client.get(obj.id), data)
+        buf = io.BytesIO()
+        self.assertEqual(self.client.write_to(obj, buf), len(data))
+        self.assertEqual(buf.getvalue(), data)
+        self.assertIn(obj.id, [o.id for o in self.client.objects()])
+
+        path = self.client.download(obj, self.tmp)
+        self.assertEqual(path, self.tmp / (obj.id + ".png"))
+        self.assertEqual(path.read_bytes(), data)
+        named = self.client.download(obj, self.tmp / "named.png")
+        self.assertEqual(named.read_bytes(), data)
+        self.assertEqual([p.name for p in self.tmp.iterdir() if p.name.startswith(".")], [])
+
+        self.client.delete_object(obj)
+        with self.assertRaises(braid.NotFoundError) as cm:
+            self.client.get(obj)
+        self.assertEqual((cm.exception.status, cm.exception.code), (404, "object_not_found"))
+        self.assertIn(obj.id, cm.exception.message)
+        with self.assertRaises(braid.NotFoundError):
+            self.client.delete_object(obj)
+        self.assertNotIn(obj.id, [o.id for o in self.client.objects()])
+
+    def test_put_file_from_offset(self) -> None:
+        src = self.tmp / "in.bin"
+        src.write_bytes(b"head:" + b"x" * 1000)
+        obj = self.client.put_file(src)
+        self.assertEqual(self.client.get(obj), src.read_bytes())
+        with open(src, "rb") as f:
+            f.seek(5)
+            tail = self.client.put(f)
+        self.assertEqual(self.client.get(tail), b"x" * 1000)
+
+    def test_download_failure_leaves_no_file(self) -> None:
+        with self.assertRaises(braid.NotFoundError):
+            self.client.download("0" * 64, self.tmp / "missing.png")
+        self.assertEqual(list(self.tmp.iterdir()), [])
+
+    def test_too_large(self) -> None:
+        with self.assertRaises(braid.TooLargeError) as cm:
+            self.client.put(b"\0" * (MAX_OBJECT + 1))
+        self.assertEqual((cm.exception.status, cm.exception.code), (413, "too_large"))
+
+    def test_bad_object_id(self) -> None:
+        with self.assertRaises(braid.BadRequestError) as cm:
+            self.client.get("not-an-id")
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "bad_request"))
+
+
+class TestJobs(ClusterTest):
+    def test_noop_returns_the_input(self) -> None:
+        data = make_png(20, 10, seed=2)
+        job = self.client.submit("noop", self.client.put(data))
+        self.assertIn(job.state, ("queued", "running", "done"))
+        self.assertEqual(job.spec.op, "noop")
+        self.assertEqual(job.spec.policy, "dynamic")  # filled in by the server
+        done = self.client.wait(job, timeout=JOB_TIMEOUT)
+        self.assertEqual(done.state, "done", done.error)
+        self.assertTrue(done.terminal)
+        self.assertEqual(self.client.get(done.result or ""), data)
+        self.assertEqual(len(done.units), 1)
+        self.assertEqual(done.units[0].state, "done")
+        self.assertIn(done.units[0].worker, ("py-w1", "py-w2"))
+        self.assertEqual(sum(done.units_per_worker.values()), 1)
+
+    def test_tiled_blur_with_progress(self) -> None:
+        src = self.tmp / "in.png"
+        src.write_bytes(make_png(64, 48, seed=3))
+        job = self.client.submit("blur", self.client.put_file(src), params={"sigma": 1.5}, tiles="2x3")
+        self.assertEqual(job.spec.params, {"sigma": "1.5"})
+        self.assertEqual(job.spec.tiles, "2x3")
+        seen: List[braid.Job] = []
+        done = self.client.wait(job, progress=seen.append, timeout=JOB_TIMEOUT)
+        self.assertEqual(done.state, "done", done.error)
+        self.assertGreaterEqual(len(seen), 1)
+        self.assertTrue(all(j.id == job.id for j in seen))
+        self.assertTrue(seen[-1].terminal)
+        self.assertEqual(seen[-1].progress.done, 6)
+        self.assertEqual(done.progress.total, 6)
+        self.assertEqual(sorted(u.index for u in done.units), list(range(6)))
+        paths = self.client.download_results(done, self.tmp / "out")
+        self.assertEqual(len(paths), 1)
+        out = paths[0].read_bytes()
+        self.assertEqual(png_header(out)[:2], (64, 48))
+        self.assertNotEqual(out, src.read_bytes())
+
+    def test_resize(self) -> None:
+        job = self.client.submit("resize", self.client.put(make_png(40, 20, seed=4)), params={"width": 10})
+        done = self.client.wait(job.id, timeout=JOB_TIMEOUT)
+        self.assertEqual(done.state, "done", done.error)
+        self.assertEqual(png_header(self.client.get(done.result or ""))[:2], (10, 5))
+
+    def test_repeat_manifest(self) -> None:
+        data = make_png(12, 12, seed=5)
+        obj = self.client.put(data)
+        spec = braid.JobSpec(op="grayscale", input=obj.id, repeat=3, policy="equal")
+        done = self.client.wait(self.client.submit_spec(spec), timeout=JOB_TIMEOUT)
+        self.assertEqual(done.state, "done", done.error)
+        self.assertTrue(done.has_manifest)
+        m = self.client.manifest(done.result or "")
+        self.assertEqual((m.job, m.op, m.input), (done.id, "grayscale", obj.id))
+        self.assertEqual([u.index for u in m.units], [0, 1, 2])
+        ids = self.client.result_ids(done)
+        self.assertEqual(ids, [u.output for u in m.units])
+        paths = self.client.download_results(done.id, self.tmp)
+        self.assertEqual(len(paths), 3)
+        for p in paths:
+            self.assertEqual(png_header(p.read_bytes()), (12, 12, 0))  # 8-bit gray
+
+    def test_events(self) -> None:
+        job = self.client.submit("blur", self.client.put(make_png(32, 32, seed=6)), repeat=4)
+        events = list(self.client.events(job, timeout=JOB_TIMEOUT))
+        self.assertGreaterEqual(len(events), 1)
+        self.assertEqual(events[-1].type, "done")
+        self.assertTrue(all(e.type == "progress" for e in events[:-1]))
+        self.assertEqual(events[-1].job.state, "done")
+        self.assertEqual(events[-1].job.progress.done, 4)
+        self.assertTrue(all(e.job.id == job.id for e in events))
+        # A finished job's stream is its one done event.
+        self.assertEqual([e.type for e in self.client.events(job, timeout=JOB_TIMEOUT)], ["done"])
+
+    def test_events_close_early(self) -> None:
+        job = self.idle_job()
+        it = self.client.events(job, timeout=JOB_TIMEOUT)
+        first = next(iter(it))
+        self.assertEqual((first.type, first.job.state), ("progress", "queued"))
+        self.assertIn(IDLE_OP, first.job.waiting or "")
+        it.close()  # type: ignore[attr-defined]
+
+    def test_cancel_and_delete(self) -> None:
+        job = self.idle_job()
+        self.assertEqual(self.client.job(job).state, "queued")
+        with self.assertRaises(braid.ConflictError) as cm:
+            self.client.delete_job(job)
+        self.assertEqual(cm.exception.code, "conflict")
+        cancelled = self.client.cancel(job)
+        self.assertEqual(cancelled.state, "cancelled")
+        with self.assertRaises(braid.ConflictError) as cm:
+            self.client.cancel(job)
+        self.assertEqual((cm.exception.status, cm.exception.code), (409, "conflict"))
+        final = self.client.wait(job, progress=lambda j: None, timeout=JOB_TIMEOUT)
+        self.assertEqual(final.state, "cancelled")
+        self.assertEqual(final.progress.cancelled, 1)
+        with self.assertRaises(braid.JobFailedError) as jf:
+            self.client.result_ids(final)
+        self.assertEqual(jf.exception.code, "cancelled")
+        self.assertIn(job.id, [j.id for j in self.client.jobs()])
+        self.client.delete_job(job)
+        with self.assertRaises(braid.NotFoundError) as nf:
+            self.client.job(job)
+        self.assertEqual((nf.exception.status, nf.exception.code), (404, "not_found"))
+        self.assertNotIn(job.id, [j.id for j in self.client.jobs()])
+
+    def test_wait_timeout(self) -> None:
+        job = self.idle_job()
+        for progress in (None, lambda j: None):
+            t0 = time.monotonic()
+            with self.assertRaises(braid.BraidTimeoutError):
+                self.client.wait(job, progress=progress, timeout=0.5)
+            self.assertLess(time.monotonic() - t0, 5)
+        with self.assertRaises(TimeoutError):  # BraidTimeoutError is one
+            list(self.client.events(job, timeout=0.3))
+
+    def test_bad_requests(self) -> None:
+        obj = self.client.put(make_png(8, 8, seed=7))
+        cases: List[Dict[str, Any]] = [
+            dict(op="no-such-op", want="unknown_operation"),
+            dict(op="blur", params={"sigma": "-1"}, want="bad_parameter"),
+            dict(op="blur", repeat=2, tiles="2x2", want="bad_request"),
+            dict(op="blur", tiles="0x9", want="bad_parameter"),
+            dict(op="blur", policy="fastest", want="bad_parameter"),
+        ]
+        for case in cases:
+            want = case.pop("want")
+            with self.subTest(**case), self.assertRaises(braid.BadRequestError) as cm:
+                self.client.submit(case.pop("op"), obj, **case)
+            self.assertEqual((cm.exception.status, cm.exception.code), (400, want))
+            self.assertTrue(cm.exception.message)
+            self.assertFalse(cm.exception.message.startswith(want + ":"))
+        text = self.client.put(b"not an image")
+        with self.assertRaises(braid.BadRequestError) as cm:
+            self.client.submit("blur", text)
+        self.assertEqual(cm.exception.code, "bad_image")
+        with self.assertRaises(braid.NotFoundError) as cm2:
+            self.client.submit("blur", "f" * 64)
+        self.assertEqual((cm2.exception.status, cm2.exception.code), (404, "object_not_found"))
+        with self.assertRaises(braid.BadRequestError) as cm:
+            self.client.submit("blur", "not-an-id")
+        self.assertEqual(cm.exception.code, "bad_request")
+
+    def test_unknown_job(self) -> None:
+        for call in (self.client.job, self.client.cancel, self.client.delete_job, self.client.wait):
+            with self.subTest(call=call.__name__), self.assertRaises(braid.NotFoundError) as cm:
+                call("j-000000000000")  # type: ignore[operator]
+            self.assertEqual(cm.exception.code, "not_found")
+        with self.assertRaises(braid.NotFoundError):
+            list(self.client.events("j-000000000000", timeout=5))
+
+    def test_job_json_round_trip(self) -> None:
+        """A JobSpec from the server's answer submits the same job again."""
+        obj = self.client.put(make_png(8, 8, seed=8))
+        job = self.client.submit("boxblur", obj, params={"radius": 1}, speculate=False)
+        again = self.client.submit_spec(job.spec)
+        self.assertEqual(again.spec, job.spec)
+        self.assertEqual(json.loads(json.dumps(job.spec.to_json()))["params"], {"radius": "1"})
+        for j in (job, again):
+            self.assertEqual(self.client.wait(j, timeout=JOB_TIMEOUT).state, "done")
+
+
+class TestReadme(ClusterTest):
+    def test_blur_a_folder(self) -> None:
+        """The README's example runs as written and blurs every PNG of photos/ into blurred/."""
+        readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+        _, found, rest = readme.partition("<!-- example: blur a folder -->\n```python\n")
+        self.assertTrue(found, "README.md has no marked example")
+        code = rest.split("```", 1)[0]
+        self.assertLessEqual(len([line for line in code.splitlines() if line.strip()]), 10)
+        photos = self.tmp / "photos"
+        photos.mkdir()
+        sizes = {"a.png": (30, 20), "b.png": (17, 41), "c.png": (64, 64)}
+        for name, (w, h) in sizes.items():
+            (photos / name).write_bytes(make_png(w, h, seed=w))
+        env = {"BRAID_SERVER": self.cluster.url, "BRAID_TOKEN": self.cluster.token or ""}
+        cwd = os.getcwd()
+        out = io.StringIO()
+        try:
+            os.chdir(self.tmp)
+            with mock.patch.dict(os.environ, env), contextlib.redirect_stdout(out):
+                exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
+        finally:
+            os.chdir(cwd)
+        for name, size in sizes.items():
+            got = (self.tmp / "blurred" / name).read_bytes()
+            self.assertEqual(png_header(got)[:2], size, name)
+            self.assertNotEqual(got, (photos / name).read_bytes(), name)
+            self.assertIn(f"{name}: 1/1", out.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
