@@ -77,8 +77,8 @@ class Cluster:
                             "--secret", SECRET, "--drain-timeout", "1s", "--log-level", "warn", *self.server_args]
         self.spawn("server", self.server_argv)
         self.until(self.healthy, "the server answers /healthz")
-        # Forward compatibility with client authentication: a server that
-        # makes an admin token writes it into its data directory.
+        # The server checks tokens (its default) and writes its first admin
+        # token into its data directory.
         tok = self.data / "admin.token"
         if tok.exists():
             self.token = tok.read_text().strip() or None

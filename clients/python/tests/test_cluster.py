@@ -393,3 +393,42 @@ class TestReadme(ClusterTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestTokens(ClusterTest):
+    """Roles against the real server, which checks tokens by default."""
+
+    def test_roles(self) -> None:
+        self.assertTrue(self.cluster.token, "the server wrote no admin token: does it check tokens?")
+        anon = braid.Client(self.cluster.url, token="", timeout=10, retry_for=2)
+        with self.assertRaises(braid.UnauthorizedError) as cm:
+            anon.jobs()
+        self.assertEqual((cm.exception.status, cm.exception.code), (401, "unauthorized"))
+
+        made = self.client.create_token("submit", name="py-alice", expires_in="1d")
+        self.assertTrue(made.token and made.token.startswith("braid_" + made.id + "_"))
+        self.assertIsNotNone(made.expires_at)
+        alice = braid.Client(self.cluster.url, token=made.token, timeout=10, retry_for=2)
+        reader_tok = self.client.create_token("read").token
+        assert reader_tok is not None
+        reader = braid.Client(self.cluster.url, token=reader_tok, timeout=10, retry_for=2)
+
+        obj = alice.put(make_png(8, 8, seed=int.from_bytes(os.urandom(4), "big")))  # bytes nobody uploaded yet
+        self.assertEqual(obj.owner, made.id)
+        job = alice.submit(IDLE_OP, obj)
+        self.assertEqual(job.owner, made.id)
+        self.addCleanup(lambda: self.client.cancel(job))
+        self.assertEqual([j.id for j in reader.jobs() if j.id == job.id], [job.id])
+        with self.assertRaises(braid.ForbiddenError):
+            reader.cancel(job)
+        with self.assertRaises(braid.ForbiddenError):
+            alice.tokens()
+        listed = {t.id: t for t in self.client.tokens()}
+        self.assertEqual(listed[made.id].name, "py-alice")
+        self.assertIsNone(listed[made.id].token)
+
+        self.client.revoke_token(made)
+        with self.assertRaises(braid.UnauthorizedError):
+            alice.jobs()
+        with self.assertRaises(braid.BadRequestError):
+            self.client.create_token("root")

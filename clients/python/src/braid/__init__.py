@@ -51,6 +51,8 @@ from .models import (  # noqa: E402
     Operation,
     Parameter,
     Progress,
+    Token,
+    TokenSpec,
     UnitStat,
     Worker,
     WorkerInfo,
@@ -90,4 +92,6 @@ __all__ = [
     "Worker",
     "Event",
     "Health",
+    "TokenSpec",
+    "Token",
 ]

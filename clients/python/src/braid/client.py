@@ -16,7 +16,7 @@ from . import __version__
 from ._http import _BROKEN, Body, Outage, Transport, _Request, _Retry, env, final
 from ._sse import read_events
 from .errors import BraidError, BraidTimeoutError, ConnectionLostError, JobFailedError, NotBraidError
-from .models import Event, Health, Job, JobSpec, Manifest, Object, Operation, Worker, decode
+from .models import Event, Health, Job, JobSpec, Manifest, Object, Operation, Token, Worker, decode
 
 __all__ = ["Client", "DEFAULT_SERVER", "StrPath"]
 
@@ -354,6 +354,29 @@ class Client:
     def workers(self) -> List[Worker]:
         """The registered workers, sorted by name."""
         return [self._decode(Worker, w) for w in self._list("GET", "/v1/workers")]
+
+    # --- tokens (an admin's calls)
+
+    def create_token(self, role: str, name: Optional[str] = None, expires_in: Optional[str] = None) -> Token:
+        """Makes a token with ``role`` read, submit or admin, expiring after ``expires_in`` (``"36h"``, ``"30d"``; None: never).
+
+        The answer's ``token`` is the secret: the server keeps only a hash of it.
+        """
+        body: Dict[str, Any] = {"role": role}
+        if name is not None:
+            body["name"] = name
+        if expires_in is not None:
+            body["expires_in"] = expires_in
+        return self._decode(Token, self._json("POST", "/v1/tokens", json.dumps(body).encode(), "application/json"))
+
+    def tokens(self) -> List[Token]:
+        """The server's tokens, oldest first, without their secrets."""
+        return [self._decode(Token, t) for t in self._list("GET", "/v1/tokens")]
+
+    def revoke_token(self, token: Union[str, Token]) -> None:
+        """Revokes a token by id: :class:`braid.ConflictError` for the last admin token that works."""
+        tid = token.id if isinstance(token, Token) else token
+        self._json("DELETE", "/v1/tokens/" + urllib.parse.quote(tid, safe=""))
 
     # --- helpers
 

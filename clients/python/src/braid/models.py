@@ -33,6 +33,8 @@ __all__ = [
     "Worker",
     "Event",
     "Health",
+    "TokenSpec",
+    "Token",
     "TERMINAL_STATES",
 ]
 
@@ -48,6 +50,8 @@ class Object:
     size: int
     created: datetime
     existing: bool = False
+    #: The id of the token that first uploaded the bytes (a server that checks tokens).
+    owner: Optional[str] = None
 
 
 @dataclass
@@ -143,6 +147,8 @@ class Job:
     waiting: Optional[str] = None
     error: Optional[str] = None
     result: Optional[str] = None
+    #: The id of the token that submitted the job (a server that checks tokens).
+    owner: Optional[str] = None
     finished_at: Optional[datetime] = None
     makespan_ms: Optional[float] = None
     avg_unit_ms: Optional[float] = None
@@ -235,6 +241,27 @@ class Health:
 
     status: str
     version: str
+
+
+@dataclass
+class TokenSpec:
+    """Asks for a new token: ``role`` is read, submit or admin; ``expires_in`` a duration such as ``"36h"`` or ``"30d"``."""
+
+    role: str
+    name: Optional[str] = None
+    expires_in: Optional[str] = None
+
+
+@dataclass
+class Token:
+    """A token. ``token``, the secret, is only in the answer to :meth:`braid.Client.create_token`."""
+
+    id: str
+    role: str
+    created_at: datetime
+    name: Optional[str] = None
+    expires_at: Optional[datetime] = None
+    token: Optional[str] = None
 
 
 T = TypeVar("T")
