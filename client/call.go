@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 
@@ -110,6 +111,13 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, error) 
 	}
 	resp, err := c.http.Do(hr)
 	if err != nil {
+		if untrusted(err) {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err // the method and URL are said once
+			}
+			return nil, final(&UntrustedError{URL: c.base, Err: err})
+		}
 		if dialFailed(err) {
 			return nil, &NoServerError{URL: c.base, Err: err}
 		}
@@ -155,16 +163,26 @@ type NotBraidError struct {
 }
 
 func (e *NotBraidError) Error() string {
+	if e.HTTPSOnly() {
+		return fmt.Sprintf("%s answered %s: it is an HTTPS server; use https:// in its URL", e.URL, e.Status)
+	}
 	if e.Text != "" {
 		return fmt.Sprintf("%s answered %s (%s); is it a braid server?", e.URL, e.Status, e.Text)
 	}
 	return fmt.Sprintf("%s answered %s; is it a braid server?", e.URL, e.Status)
 }
 
+// HTTPSOnly reports whether the answer is Go's to plain HTTP sent to an
+// HTTPS server.
+func (e *NotBraidError) HTTPSOnly() bool {
+	return e.StatusCode == http.StatusBadRequest && strings.Contains(e.Text, "HTTP request to an HTTPS server")
+}
+
 func notBraid(base string, resp *http.Response, body []byte) *NotBraidError {
 	e := &NotBraidError{URL: base, Status: resp.Status, StatusCode: resp.StatusCode}
 	text := strings.TrimSpace(string(body))
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") && len(text) <= 100 && !strings.Contains(text, "\n") {
+	ct := resp.Header.Get("Content-Type")
+	if (ct == "" || strings.HasPrefix(ct, "text/plain")) && len(text) <= 100 && !strings.Contains(text, "\n") {
 		e.Text = text
 	}
 	return e

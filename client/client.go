@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"net/http"
 	"os"
 	"strings"
@@ -56,6 +57,23 @@ func (c *Client) URL() string { return c.base }
 func (c *Client) WithHTTPClient(hc *http.Client) *Client {
 	cp := *c
 	cp.http = hc
+	return &cp
+}
+
+// WithTLS returns a copy of c that checks the server's certificate with cfg
+// (TLSConfig builds one from a CA file or a pinned fingerprint); nil
+// keeps the system's roots. It replaces the transport of the HTTP client
+// (keeping its timeout): call it after WithHTTPClient.
+func (c *Client) WithTLS(cfg *tls.Config) *Client {
+	cp := *c
+	if cfg == nil {
+		return &cp
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = cfg
+	hc := *c.http
+	hc.Transport = tr
+	cp.http = &hc
 	return &cp
 }
 

@@ -76,6 +76,10 @@ func Rejected(err error) bool {
 	if errors.As(err, &ue) {
 		return false
 	}
+	var ut *UntrustedError
+	if errors.As(err, &ut) {
+		return true
+	}
 	var nb *NotBraidError
 	if errors.As(err, &nb) {
 		return nb.StatusCode/100 == 2 || permanentStatus(nb.StatusCode)

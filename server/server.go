@@ -27,6 +27,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -99,6 +100,9 @@ type Config struct {
 	// negative: never). A forgotten worker that comes back registers
 	// again.
 	ForgetWorkersAfter time.Duration
+	// TLS, if set, makes the control plane HTTPS with its certificates
+	// (internal/pki makes them for `braid server`); nil serves plain HTTP.
+	TLS *tls.Config
 	// Auth makes every endpoint but /healthz and the workers' registry
 	// calls need a bearer token (auth.go); a server with no admin token
 	// makes one at start and writes it to DataDir/admin.token. Off, anyone
@@ -240,6 +244,9 @@ func New(cfg Config) (*Server, error) {
 		db.close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: st, db: db, ln: ln, tokens: toks,
 		stopped: make(chan struct{}), jobs: map[string]*jobRun{}}
 	s.disp = newDispatcher(s)
@@ -289,7 +296,12 @@ func (s *Server) Epoch() uint64 { return s.db.epoch }
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // URL is the base URL clients use.
-func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+func (s *Server) URL() string {
+	if s.cfg.TLS != nil {
+		return "https://" + s.ln.Addr().String()
+	}
+	return "http://" + s.ln.Addr().String()
+}
 
 // Run serves until ctx ends, then stops (see the package comment) and
 // returns nil, or returns the error that stopped it.

@@ -190,6 +190,9 @@ func (e *RejectedError) Unwrap() []error { return []error{ErrRejected, e.Err} }
 // rejection says why a server refused the worker, and what to do.
 func rejection(err error) string {
 	var nb *client.NotBraidError
+	if errors.As(err, &nb) && nb.HTTPSOnly() {
+		return nb.Error()
+	}
 	if errors.As(err, &nb) {
 		what := nb.Status // "200 OK with text/html, not JSON"
 		if nb.StatusCode/100 != 2 {

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -27,6 +28,25 @@ type clientFlags struct {
 	json     bool
 	timeout  timeoutFlag
 	cfgErr   error // the configuration file could not be read
+	trust    trustFlags
+}
+
+// trustFlags say which server certificates a client trusts: --ca and
+// --ca-fingerprint, shared by the client commands and the worker.
+type trustFlags struct {
+	ca, fingerprint string
+}
+
+func (tf *trustFlags) register(fs *flag.FlagSet, e *env, cfg clientConfig) {
+	fs.StringVar(&tf.ca, "ca", cmp.Or(e.getenv("BRAID_CA"), cfg.ca),
+		"trust an HTTPS server whose certificate this CA `file` (PEM) signed, e.g. the server's DATA/tls/ca.pem ($BRAID_CA)")
+	fs.StringVar(&tf.fingerprint, "ca-fingerprint", cmp.Or(e.getenv("BRAID_CA_FINGERPRINT"), cfg.caFP),
+		"trust an HTTPS server whose certificate chain holds a certificate with this `sha256:HEX` fingerprint, as the server logs it ($BRAID_CA_FINGERPRINT)")
+}
+
+// config is the tls.Config the flags ask for (nil: the system's roots).
+func (tf *trustFlags) config() (*tls.Config, error) {
+	return client.TLSConfig(tf.ca, tf.fingerprint)
 }
 
 // defaultTimeout is a client command's --timeout unless it waits for a job.
@@ -40,6 +60,7 @@ func (c *clientFlags) register(fs *flag.FlagSet, e *env) {
 	// The token is not the flag's default: --help would print it.
 	c.envToken = cmp.Or(e.getenv("BRAID_TOKEN"), cfg.token)
 	fs.StringVar(&c.token, "token", "", "the `token` to show the server (default $BRAID_TOKEN, else the configuration file's token)")
+	c.trust.register(fs, e, cfg)
 	fs.BoolVar(&c.json, "json", false, "print JSON for scripts; errors too, on stderr: {\"error\": ..., \"code\": ...}")
 	e.json = &c.json
 	fs.Var(&c.timeout, "timeout", "give up after this `duration` (e.g. 30s, 10m; 0 means never); until then ride through\n"+
@@ -66,10 +87,14 @@ func (c *clientFlags) run(ctx context.Context, e *env, def time.Duration, body f
 	if c.cfgErr != nil {
 		return c.cfgErr
 	}
-	cl := client.New(c.server).WithToken(cmp.Or(c.token, c.envToken))
+	tc, err := c.trust.config()
+	if err != nil {
+		return err
+	}
+	cl := client.New(c.server).WithToken(cmp.Or(c.token, c.envToken)).WithTLS(tc)
 	line := newStatusLine(e.stderr, cl.URL())
 	cl = cl.WithRetry(client.Retry{For: math.MaxInt64, Notify: line.notify, Recovered: line.recovered})
-	err := body(ctx, session{cl, line})
+	err = body(ctx, session{cl, line})
 	line.end()
 	return explain(ctx, err, d)
 }

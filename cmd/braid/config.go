@@ -16,14 +16,17 @@ import (
 //
 //	server = https://braid.example.org:7070
 //	token = braid_0123456789ab_...
+//	ca = /etc/braid/ca.pem
 const configHelp = `The client configuration file is $BRAID_CONFIG, else $XDG_CONFIG_HOME/braid/config,
-else ~/.config/braid/config: lines of "key = value" (keys: server, token), # for comments.
-Flags and $BRAID_SERVER / $BRAID_TOKEN win over it. Keep it private (chmod 600): it holds a token.`
+else ~/.config/braid/config: lines of "key = value" (keys: server, token, ca, ca-fingerprint),
+# for comments. Flags and $BRAID_SERVER, $BRAID_TOKEN, $BRAID_CA, $BRAID_CA_FINGERPRINT win
+over it. Keep it private (chmod 600): it holds a token.`
 
 // clientConfig is what the configuration file says.
 type clientConfig struct {
 	path          string // "" if there is none
 	server, token string
+	ca, caFP      string // ca, ca-fingerprint
 }
 
 // configPath is where the configuration file is looked for.
@@ -80,8 +83,12 @@ func parseConfig(b []byte) (clientConfig, error) {
 			cfg.server = value
 		case "token":
 			cfg.token = value
+		case "ca":
+			cfg.ca = value
+		case "ca-fingerprint":
+			cfg.caFP = value
 		default:
-			return cfg, fmt.Errorf("line %d: unknown key %q (known: server, token)", n, key)
+			return cfg, fmt.Errorf("line %d: unknown key %q (known: server, token, ca, ca-fingerprint)", n, key)
 		}
 	}
 	return cfg, sc.Err()

@@ -32,6 +32,8 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	gcGrace := fs.Duration("gc-grace", server.DefaultGCGrace, "delete objects the server wrote once no retained job has referenced them for this long (negative: never)")
 	drainTimeout := fs.Duration("drain-timeout", server.DefaultDrainTimeout, "on stop, wait this long for the results of units in flight (0: do not wait)")
 	auth := fs.Bool("auth", true, "clients need a token (braid token); --auth=false lets anyone who reaches --listen do anything, for trusted networks only")
+	var tf serverTLSFlags
+	tf.register(fs)
 	liveness := fs.Duration("liveness", 3*time.Second, "a worker silent this long on its association is taken for dead and its units go elsewhere (the smaller of the two ends' values applies)")
 	var sec secretFlags
 	var logs logFlags
@@ -83,7 +85,11 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	if !*auth {
 		log.Warn("--auth=false: the control API checks no tokens; anyone who can reach it can read, submit and delete", "listen", *listen)
 	}
-	s, err := server.New(server.Config{Listen: *listen, DataDir: *data, Secret: secret, Name: *name, Auth: *auth,
+	tlsCfg, err := tf.config(*listen, *data, log)
+	if err != nil {
+		return err
+	}
+	s, err := server.New(server.Config{Listen: *listen, DataDir: *data, Secret: secret, Name: *name, Auth: *auth, TLS: tlsCfg,
 		Transports: ts, MaxObjectSize: *maxObj, UploadIdleTimeout: *uploadIdle, HeartbeatTimeout: *hbTimeout, Window: *window,
 		RetainFor: *retainFor, RetainJobs: *retainJobs, GCGrace: *gcGrace, DrainTimeout: *drainTimeout, Liveness: *liveness, ForgetWorkersAfter: *forgetWorkers, Logger: log})
 	if err != nil {

@@ -111,15 +111,15 @@ func TestTokenCommands(t *testing.T) {
 func TestConfigFileErrors(t *testing.T) {
 	for _, tc := range []struct{ text, want string }{
 		{"server http://x\n", "line 1: want key = value"},
-		{"# c\n\nca = /etc/ca.pem\n", `line 3: unknown key "ca"`},
+		{"# c\n\nproxy = http://p:3128\n", `line 3: unknown key "proxy"`},
 		{"token =\n", "line 1: want key = value"},
 	} {
 		if _, err := parseConfig([]byte(tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseConfig(%q): %v, want %q", tc.text, err, tc.want)
 		}
 	}
-	cfg, err := parseConfig([]byte(" server = http://h:1 \n token=braid_x \n"))
-	if err != nil || cfg.server != "http://h:1" || cfg.token != "braid_x" {
+	cfg, err := parseConfig([]byte(" server = http://h:1 \n token=braid_x \nca = /etc/braid/ca.pem\nca-fingerprint = sha256:ab\n"))
+	if err != nil || cfg.server != "http://h:1" || cfg.token != "braid_x" || cfg.ca != "/etc/braid/ca.pem" || cfg.caFP != "sha256:ab" {
 		t.Errorf("parseConfig: %+v, %v", cfg, err)
 	}
 	missing := filepath.Join(t.TempDir(), "none")

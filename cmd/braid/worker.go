@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -32,11 +33,21 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	var logs logFlags
 	var topts transports.Options
 	var prof pprofFlag
+	var trust trustFlags
 	sec.register(fs)
 	logs.register(fs)
 	prof.register(fs)
+	cfg, cfgErr := loadConfig(e.getenv)
+	trust.register(fs, e, cfg)
 	registerTransportFlags(fs, &topts)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if cfgErr != nil {
+		return cfgErr
+	}
+	tc, err := trust.config()
+	if err != nil {
 		return err
 	}
 	if err := checkThreads(fs, *threads); err != nil {
@@ -73,9 +84,15 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	if *opsList != "" {
 		opNames = strings.Split(*opsList, ",")
 	}
+	hc := &http.Client{Timeout: 10 * time.Second}
+	if tc != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = tc
+		hc.Transport = tr
+	}
 	w, err := worker.New(worker.Config{Name: *name, Servers: servers, Threads: *threads, Transport: t,
 		Listen: *listen, Advertise: *advertise, InfoListen: *infoListen, MetricsListen: *metricsAddr, Secret: secret, Ops: opNames, Logger: log,
-		DrainTimeout: *drain, LeaseIdle: *leaseIdle, Liveness: *liveness})
+		DrainTimeout: *drain, LeaseIdle: *leaseIdle, Liveness: *liveness, HTTPClient: hc})
 	if err != nil {
 		return err
 	}
