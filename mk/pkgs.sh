@@ -4,9 +4,11 @@
 # missing, and the tests that need it skip with the same message.
 #   promtool (Debian's prometheus package): the /metrics lint in
 #   server/metrics_test.go runs `promtool check metrics`.
+#   chromium: e2e/ui_test.go drives the web dashboard in headless Chromium.
 set -eu
 need_pkgs=""
 command -v promtool >/dev/null || need_pkgs="$need_pkgs prometheus"
+command -v chromium >/dev/null || need_pkgs="$need_pkgs chromium"
 [ -z "$need_pkgs" ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
 	echo "test-deps: missing$need_pkgs (not root or no apt-get: install it yourself; the tests that need it skip)"

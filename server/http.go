@@ -45,6 +45,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/workers/{name}/heartbeat", s.workerAuth(s.handleHeartbeat))
 	mux.HandleFunc("POST /v1/workers/{name}/refresh", s.workerAuth(s.handleRefresh))
 	mux.HandleFunc("DELETE /v1/workers/{name}", s.workerOrAdmin(s.handleDeregister))
+	mux.Handle("GET /ui/", uiHandler())
+	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: 404, code: "not_found",
 			msg: fmt.Sprintf("no such endpoint: %s %s (see /v1/openapi.json)", r.Method, r.URL.Path)})

@@ -324,7 +324,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.wg.Go(func() { s.janitor(life) })
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(s.ln) }()
-	s.log.Info("server listening", "url", s.URL(), "data", s.cfg.DataDir, "id", s.ID(), "epoch", s.Epoch(), "version", version.String())
+	s.log.Info("server listening", "url", s.URL(), "dashboard", s.URL()+"/ui/", "data", s.cfg.DataDir, "id", s.ID(), "epoch", s.Epoch(), "version", version.String())
 	var err error
 	select {
 	case <-ctx.Done():

@@ -1,0 +1,310 @@
+// braid's dashboard: the cluster (workers, jobs with live progress), one
+// job (its progress from the server-sent event stream, a per-unit timeline
+// and the throughput over time) and the operations catalogue. Plain
+// JavaScript against the same API the CLI uses, nothing fetched from
+// elsewhere. The token lives in sessionStorage and goes in the
+// Authorization header of every call (the event stream too: it is read
+// with fetch, since EventSource cannot send headers).
+"use strict";
+
+const TOKEN_KEY = "braid-token";
+let token = sessionStorage.getItem(TOKEN_KEY) || "";
+let cleanups = []; // what the current view must stop when it is left
+
+class AuthError extends Error {}
+
+// h builds an element: h("td", {class: "num"}, "12"). Text is set as
+// text, never parsed as HTML.
+function h(tag, attrs, ...children) {
+  const svg = ["svg", "rect", "line", "text", "polyline", "g", "title"].includes(tag);
+  const el = svg ? document.createElementNS("http://www.w3.org/2000/svg", tag) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+async function errorText(r) {
+  try {
+    const b = await r.json();
+    if (b && b.error) return b.error.code + ": " + b.error.message;
+  } catch (_) { /* not braid's JSON */ }
+  return r.status + " " + r.statusText;
+}
+
+async function api(path, opts = {}) {
+  const headers = Object.assign({}, opts.headers || {});
+  if (token) headers.Authorization = "Bearer " + token;
+  const r = await fetch(path, Object.assign({}, opts, { headers }));
+  if (r.status === 401) throw new AuthError(await errorText(r));
+  if (!r.ok) throw new Error(await errorText(r));
+  return r;
+}
+
+async function getJSON(path) {
+  return (await api(path)).json();
+}
+
+// follow reads a server-sent event stream with fetch and calls onEvent
+// with each event's type and decoded data, until the stream ends or
+// signal aborts.
+async function follow(path, onEvent, signal) {
+  const r = await api(path, { signal });
+  const reader = r.body.getReader();
+  const dec = new TextDecoder();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += dec.decode(value, { stream: true });
+    let i;
+    while ((i = buf.indexOf("\n\n")) >= 0) {
+      const block = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      let type = "message", data = "";
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event: ")) type = line.slice(7);
+        else if (line.startsWith("data: ")) data += line.slice(6);
+      }
+      if (data) onEvent(type, JSON.parse(data));
+    }
+  }
+}
+
+function every(ms, fn) {
+  let timer = null, stopped = false;
+  const tick = async () => {
+    try { await fn(); } catch (e) { fail(e); return; }
+    if (!stopped) timer = setTimeout(tick, ms);
+  };
+  tick();
+  cleanups.push(() => { stopped = true; clearTimeout(timer); });
+}
+
+const main = () => document.getElementById("main");
+
+function show(...nodes) {
+  main().replaceChildren(...nodes);
+}
+
+function fail(e) {
+  if (e instanceof AuthError) { login(e.message); return; }
+  if (e && e.name === "AbortError") return;
+  const p = document.getElementById("view-error") || main().appendChild(h("p", { id: "view-error", class: "error" }));
+  p.textContent = String(e && e.message ? e.message : e);
+}
+
+function login(why) {
+  leave();
+  token = "";
+  sessionStorage.removeItem(TOKEN_KEY);
+  document.getElementById("logout").hidden = true;
+  const node = document.getElementById("login-tpl").content.cloneNode(true);
+  show(node);
+  if (why) document.getElementById("login-error").textContent = why;
+  document.getElementById("login-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    token = document.getElementById("token").value.trim();
+    try {
+      await getJSON("/v1/workers");
+    } catch (e) {
+      document.getElementById("login-error").textContent = String(e.message || e);
+      token = "";
+      return;
+    }
+    sessionStorage.setItem(TOKEN_KEY, token);
+    route();
+  });
+}
+
+function leave() {
+  for (const f of cleanups) f();
+  cleanups = [];
+}
+
+const fmtTime = (s) => (s ? new Date(s).toLocaleTimeString() : "");
+const fmtMS = (ms) => (ms >= 1000 ? (ms / 1000).toFixed(2) + " s" : ms.toFixed(1) + " ms");
+
+function progressBar(p, id) {
+  const total = Math.max(p.total, 1);
+  const sent = h("span", { class: "sent" }), done = h("span", {});
+  // Through the CSSOM: the page's CSP allows no inline style attribute.
+  sent.style.width = `${(100 * (p.done + (p.sent || 0))) / total}%`;
+  done.style.width = `${(100 * p.done) / total}%`;
+  return h("span", { class: "bar", id, title: `${p.done} done, ${p.sent || 0} sent of ${p.total}` }, sent, done);
+}
+
+// --- the cluster: workers and jobs
+
+async function clusterView() {
+  const workers = h("tbody", { id: "workers" });
+  const jobs = h("tbody", { id: "jobs" });
+  show(
+    h("h1", {}, "Cluster"),
+    h("h2", {}, "Workers"),
+    h("table", {}, h("thead", {}, h("tr", {}, ["worker", "state", "transport", "lent/streams", "threads", "free", "cores", "units", "last seen", "error"].map((c, i) => h("th", { class: i >= 3 && i <= 7 ? "num" : null }, c)))), workers),
+    h("h2", {}, "Jobs"),
+    h("table", {}, h("thead", {}, h("tr", {}, ["job", "op", "state", "progress", "units", "done", "avg/unit", "received"].map((c, i) => h("th", { class: i >= 4 && i <= 6 ? "num" : null }, c)))), jobs),
+  );
+  every(1000, async () => {
+    const [ws, js] = await Promise.all([getJSON("/v1/workers"), getJSON("/v1/jobs")]);
+    workers.replaceChildren(...ws.map((w) => h("tr", { "data-worker": w.info.name },
+      h("td", {}, w.info.name), h("td", { class: "state-" + w.state }, w.state), h("td", {}, w.transport || ""),
+      h("td", { class: "num" }, `${w.lease}/${w.streams}`), h("td", { class: "num" }, w.info.max_threads),
+      h("td", { class: "num" }, w.info.free_threads), h("td", { class: "num" }, w.info.cores),
+      h("td", { class: "num" }, w.units_done), h("td", {}, fmtTime(w.last_seen)), h("td", { class: "error" }, w.error || ""))));
+    if (ws.length === 0) workers.replaceChildren(h("tr", {}, h("td", { colspan: 10, class: "muted" }, "no workers registered")));
+    js.reverse(); // newest first
+    jobs.replaceChildren(...js.map((j) => h("tr", { "data-job": j.id },
+      h("td", {}, h("a", { href: "#/jobs/" + j.id }, j.id)), h("td", {}, j.spec.op),
+      h("td", { class: "state-" + j.state }, j.state), h("td", {}, progressBar(j.progress)),
+      h("td", { class: "num" }, j.progress.total), h("td", { class: "num" }, j.progress.done),
+      h("td", { class: "num" }, j.avg_unit_ms ? fmtMS(j.avg_unit_ms) : ""), h("td", {}, fmtTime(j.received_at)))));
+    if (js.length === 0) jobs.replaceChildren(h("tr", {}, h("td", { colspan: 8, class: "muted" }, "no jobs")));
+  });
+}
+
+// --- one job: live progress, timeline, throughput
+
+async function jobView(id) {
+  const facts = h("dl", { class: "facts", id: "job-facts" });
+  const gantt = h("div", { id: "gantt-box" });
+  const tput = h("div", { id: "throughput-box" });
+  show(h("h1", {}, "Job ", h("span", { id: "job-id" }, id)), facts,
+    h("h2", {}, "Units over time, by worker and stream"), gantt,
+    h("h2", {}, "Throughput (units finished per interval)"), tput);
+  let job = null, lastUnits = 0;
+  const draw = (j) => {
+    job = j;
+    const p = j.progress;
+    const rows = [
+      ["state", h("span", { id: "job-state", class: "state-" + j.state }, j.state)],
+      ["operation", `${j.spec.op} on ${j.spec.input}`],
+      ["progress", h("span", {}, progressBar(p, "job-progress"), " ", h("span", { id: "job-done" }, p.done), ` of ${p.total} done, ${p.failed || 0} failed, ${p.sent || 0} at workers`)],
+      ["received", new Date(j.received_at).toLocaleString()],
+    ];
+    if (j.owner) rows.push(["owner (token)", j.owner]);
+    if (j.makespan_ms) rows.push(["makespan", fmtMS(j.makespan_ms)], ["average per unit", fmtMS(j.avg_unit_ms)]);
+    if (j.result) rows.push(["result", j.result]);
+    if (j.error) rows.push(["error", h("span", { class: "error" }, j.error)]);
+    if (j.waiting) rows.push(["waiting", j.waiting]);
+    facts.replaceChildren(...rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+  };
+  const charts = async () => {
+    const j = await getJSON(`/v1/jobs/${encodeURIComponent(id)}?units=1`);
+    if (j.units) {
+      lastUnits = Date.now();
+      gantt.replaceChildren(timeline(j));
+      tput.replaceChildren(throughput(j));
+    }
+    return j;
+  };
+  draw(await charts());
+  const ctl = new AbortController();
+  cleanups.push(() => ctl.abort());
+  follow(`/v1/jobs/${encodeURIComponent(id)}/events`, async (type, ev) => {
+    draw(ev.job);
+    if (type === "done" || Date.now() - lastUnits > 1000) draw(await charts());
+  }, ctl.signal).catch(fail);
+  // The timeline grows while units run even when no event comes.
+  every(1000, async () => { if (job && !["done", "failed", "cancelled"].includes(job.state)) await charts(); });
+}
+
+const W = 1000, LABEL = 90, ROW = 16;
+
+// timeline draws one bar per unit from when it was sent to when its result
+// came back (or now), one row per worker and stream.
+function timeline(j) {
+  const t0 = Date.parse(j.received_at);
+  const now = Date.now();
+  const units = j.units.filter((u) => u.sent);
+  const rowsKey = [...new Set(units.map((u) => `${u.worker} s${u.stream}`))].sort();
+  const end = Math.max(t0 + 1, ...units.map((u) => (u.returned ? Date.parse(u.returned) : Math.min(now, t0 + 3600e3))));
+  const x = (t) => LABEL + ((W - LABEL - 10) * (t - t0)) / (end - t0);
+  const height = 24 + ROW * Math.max(rowsKey.length, 1);
+  const svg = h("svg", { id: "gantt", width: W, height, viewBox: `0 0 ${W} ${height}` });
+  rowsKey.forEach((k, i) => svg.append(h("text", { x: 4, y: 14 + i * ROW + 10 }, k)));
+  // A unit's bar runs from when it was sent to when its result came back,
+  // pale; the part the worker computed (its compute_ms, ending at the
+  // return, so shifted by the return's transit) is solid.
+  for (const u of units) {
+    const a = Date.parse(u.sent), b = u.returned ? Date.parse(u.returned) : now;
+    const row = rowsKey.indexOf(`${u.worker} s${u.stream}`);
+    const y = 14 + row * ROW;
+    const tip = `unit ${u.index} on ${u.worker} stream ${u.stream}: ${u.state}, ${fmtMS(b - a)} from sent to returned, ${fmtMS(u.queued_ms)} queued and ${fmtMS(u.compute_ms)} computing at the worker`;
+    svg.append(h("rect", { class: "span", x: x(a), y, width: Math.max(1, x(b) - x(a)), height: ROW - 3 }, h("title", {}, tip)));
+    const c = u.returned ? Math.max(a, b - u.compute_ms) : a;
+    svg.append(h("rect", { class: "unit " + u.state, "data-unit": u.index, x: x(c), y: y + 2, width: Math.max(1, x(b) - x(c)), height: ROW - 7 }, h("title", {}, tip)));
+  }
+  svg.append(h("text", { x: LABEL, y: height - 2 }, "0"), h("text", { x: W - 60, y: height - 2 }, fmtMS(end - t0)));
+  if (units.length === 0) svg.append(h("text", { x: LABEL, y: 30 }, "no unit sent yet"));
+  return svg;
+}
+
+// throughput draws units finished per interval (40 intervals over the job).
+function throughput(j) {
+  const t0 = Date.parse(j.received_at);
+  const done = j.units.filter((u) => u.returned).map((u) => Date.parse(u.returned) - t0).sort((a, b) => a - b);
+  const height = 120, n = 40;
+  const svg = h("svg", { id: "throughput", width: W, height, viewBox: `0 0 ${W} ${height}` });
+  if (done.length === 0) {
+    svg.append(h("text", { x: LABEL, y: 60 }, "no unit finished yet"));
+    return svg;
+  }
+  const span = Math.max(done[done.length - 1], 1);
+  const bins = new Array(n).fill(0);
+  for (const t of done) bins[Math.min(n - 1, Math.floor((n * t) / span))]++;
+  const top = Math.max(...bins);
+  const pts = bins.map((c, i) => `${LABEL + ((W - LABEL - 10) * (i + 0.5)) / n},${height - 16 - ((height - 30) * c) / top}`);
+  svg.append(h("polyline", { class: "tp", points: pts.join(" ") }),
+    h("text", { x: 4, y: 14 }, `${(top / (span / n / 1000)).toFixed(0)} units/s`),
+    h("text", { x: 4, y: height - 16 }, "0"),
+    h("text", { x: W - 60, y: height - 2 }, fmtMS(span)));
+  return svg;
+}
+
+// --- the operations catalogue
+
+async function opsView() {
+  const ops = await getJSON("/v1/operations");
+  show(h("h1", {}, "Operations"),
+    h("table", { id: "ops" }, h("thead", {}, h("tr", {}, h("th", {}, "operation"), h("th", {}, "what it does"), h("th", {}, "tiles"), h("th", {}, "parameters"))),
+      h("tbody", {}, ops.map((o) => h("tr", {},
+        h("td", {}, o.name), h("td", {}, o.summary), h("td", {}, o.tileable ? "yes" : ""),
+        h("td", {}, o.params.map((p) => h("div", {}, h("code", {}, p.name), ` ${p.type}${p.default !== undefined ? " = " + p.default : ""}: ${p.doc}`))))))));
+}
+
+async function route() {
+  leave();
+  if (!token) {
+    // A token may come once in the fragment (#token=... or
+    // #/jobs/ID&token=...); it is taken out of the address at once.
+    const m = location.hash.match(/[#&]token=([^&]+)/);
+    if (m) {
+      token = decodeURIComponent(m[1]);
+      sessionStorage.setItem(TOKEN_KEY, token);
+      const rest = location.hash.replace(m[0], "").replace(/^#?/, "#");
+      history.replaceState(null, "", location.pathname + (rest === "#" ? "#/" : rest));
+    }
+  }
+  document.getElementById("logout").hidden = !token;
+  document.getElementById("server").textContent = location.host;
+  const hash = location.hash.replace(/^#/, "") || "/";
+  try {
+    if (hash.startsWith("/jobs/")) await jobView(decodeURIComponent(hash.slice(6)));
+    else if (hash === "/ops") await opsView();
+    else await clusterView();
+  } catch (e) {
+    fail(e);
+  }
+}
+
+document.getElementById("logout").addEventListener("click", () => login(""));
+window.addEventListener("hashchange", route);
+route();
