@@ -147,6 +147,31 @@ class TestAuthAndConfig(ScriptTest):
         with mock.patch.dict(os.environ, {"BRAID_SERVER": ""}):
             self.assertEqual(braid.Client().url, braid.DEFAULT_SERVER)
 
+    def test_config_file(self) -> None:
+        s = self.serve(answer(200, []), answer(200, []))
+        with tempfile.TemporaryDirectory() as d:
+            cfg = Path(d) / "braid" / "config"
+            cfg.parent.mkdir()
+            cfg.write_text(f"# the CLI's file\nserver = {s.url}\ntoken = from-file\n")
+            clean = {"BRAID_SERVER": "", "BRAID_TOKEN": "", "BRAID_CA": "", "BRAID_CONFIG": "", "XDG_CONFIG_HOME": d}
+            with mock.patch.dict(os.environ, clean):
+                c = braid.Client()
+                self.assertEqual(c.url, s.url)
+                c.jobs()
+                self.assertEqual(s.seen[-1][2].get("Authorization"), "Bearer from-file")
+                with mock.patch.dict(os.environ, {"BRAID_TOKEN": "from-env"}):
+                    braid.Client().jobs()  # the environment wins over the file
+                    self.assertEqual(s.seen[-1][2].get("Authorization"), "Bearer from-env")
+                cfg.write_text("server http://x\n")
+                with self.assertRaisesRegex(ValueError, "line 1: want key = value"):
+                    braid.Client()
+                cfg.write_text("\nproxy = http://p:3128\n")
+                with self.assertRaisesRegex(ValueError, "line 2: unknown key 'proxy'"):
+                    braid.Client()
+            with mock.patch.dict(os.environ, dict(clean, BRAID_CONFIG=str(Path(d) / "none"))):
+                with self.assertRaises(FileNotFoundError):
+                    braid.Client()
+
     def test_unauthorized(self) -> None:
         s = self.serve(error(401, "unauthorized", "unauthorized: no token"))
         with self.assertRaises(braid.UnauthorizedError) as cm:

@@ -20,7 +20,7 @@ carries its HTTP ``status`` and its stable error ``code``
 
 __version__ = "0.1.0"
 
-from .client import DEFAULT_SERVER, Client  # noqa: E402
+from .client import DEFAULT_SERVER, Client, read_config  # noqa: E402
 from .errors import (  # noqa: E402
     BadRequestError,
     BraidError,
@@ -62,6 +62,7 @@ __all__ = [
     "__version__",
     "Client",
     "DEFAULT_SERVER",
+    "read_config",
     "BraidError",
     "BadRequestError",
     "UnauthorizedError",

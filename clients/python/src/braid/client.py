@@ -18,7 +18,7 @@ from ._sse import read_events
 from .errors import BraidError, BraidTimeoutError, ConnectionLostError, JobFailedError, NotBraidError
 from .models import Event, Health, Job, JobSpec, Manifest, Object, Operation, Token, Worker, decode
 
-__all__ = ["Client", "DEFAULT_SERVER", "StrPath"]
+__all__ = ["Client", "DEFAULT_SERVER", "StrPath", "read_config"]
 
 #: The server used when neither ``server=`` nor ``$BRAID_SERVER`` is given.
 DEFAULT_SERVER = "http://127.0.0.1:7070"
@@ -39,11 +39,15 @@ class Client:
     """Talks to one braid server. Safe for use from several threads.
 
     ``server`` is the base URL (``http://host:7070``); without one the
-    client uses ``$BRAID_SERVER``, else :data:`DEFAULT_SERVER`. ``token`` is
-    sent as ``Authorization: Bearer <token>`` on every request; without one
-    the client uses ``$BRAID_TOKEN``, and ``token=""`` sends none. ``ca`` is
-    a CA certificate file (PEM) to trust for an https server, besides the
-    system's. ``timeout`` bounds each socket operation in seconds; a
+    client uses ``$BRAID_SERVER``, else the configuration file's, else
+    :data:`DEFAULT_SERVER`. ``token`` is sent as ``Authorization: Bearer
+    <token>`` on every request; without one the client uses ``$BRAID_TOKEN``,
+    else the configuration file's, and ``token=""`` sends none. ``ca`` is a
+    CA certificate file (PEM) to trust for an https server, besides the
+    system's (the server's ``DATA/tls/ca.pem``); without one ``$BRAID_CA``,
+    else the configuration file's. The configuration file is the CLI's:
+    ``$BRAID_CONFIG``, else ``$XDG_CONFIG_HOME/braid/config``, else
+    ``~/.config/braid/config``, lines of ``key = value``. ``timeout`` bounds each socket operation in seconds; a
     long-poll adds its own length to it. ``retry_for`` is the longest outage
     a call rides through (a server restarting): calls that are safe to make
     again are made again for that long; 0 turns retrying off.
@@ -62,9 +66,12 @@ class Client:
         timeout: float = 60.0,
         retry_for: float = 30.0,
     ) -> None:
-        base = server or env("BRAID_SERVER") or DEFAULT_SERVER
+        cfg = read_config()
+        base = server or env("BRAID_SERVER") or cfg.get("server") or DEFAULT_SERVER
         if token is None:
-            token = env("BRAID_TOKEN")
+            token = env("BRAID_TOKEN") or cfg.get("token")
+        if ca is None:
+            ca = env("BRAID_CA") or cfg.get("ca")
         self._timeout = timeout
         self._t = Transport(
             base,
@@ -444,3 +451,47 @@ def _create_temp(directory: Path) -> Tuple[IO[bytes], str]:
         except FileExistsError:
             continue
         return os.fdopen(fd, "wb"), name
+
+
+_CONFIG_KEYS = ("server", "token", "ca", "ca-fingerprint")
+
+
+def read_config() -> Dict[str, str]:
+    """The CLI's configuration file as a dict (empty if there is none).
+
+    It is ``$BRAID_CONFIG``, else ``$XDG_CONFIG_HOME/braid/config``, else
+    ``~/.config/braid/config``: lines of ``key = value`` (keys server, token,
+    ca, ca-fingerprint), ``#`` for comments. A file that ``$BRAID_CONFIG``
+    names must exist; a line that is not ``key = value`` with a known key
+    is a ValueError naming the line. ``ca-fingerprint`` is the CLI's; this
+    client cannot pin a fingerprint and says so if the file gives one
+    without ``ca``.
+    """
+    named = env("BRAID_CONFIG")
+    if named:
+        path = Path(named)
+    elif env("XDG_CONFIG_HOME"):
+        path = Path(env("XDG_CONFIG_HOME") or "") / "braid" / "config"
+    else:
+        path = Path.home() / ".config" / "braid" / "config"
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        if named:
+            raise
+        return {}
+    out: Dict[str, str] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not value:
+            raise ValueError(f"configuration file {path}: line {n}: want key = value")
+        if key not in _CONFIG_KEYS:
+            raise ValueError(f"configuration file {path}: line {n}: unknown key {key!r} (known: {', '.join(_CONFIG_KEYS)})")
+        out[key] = value
+    if "ca-fingerprint" in out and "ca" not in out:
+        raise ValueError(f"configuration file {path}: ca-fingerprint is the CLI's; the Python client trusts a server by ca = FILE")
+    return out
