@@ -230,7 +230,7 @@ func New(cfg Config) (*Server, error) {
 		if toks, err = loadTokens(db); err == nil {
 			var path string
 			if path, err = toks.bootstrap(cfg.DataDir, time.Now()); path != "" {
-				cfg.Logger.Warn("this server had no admin token: it made one and wrote it to "+path+
+				cfg.Logger.Info("this server had no admin token: it made one and wrote it to "+path+
 					" (mode 0600); use it with: export BRAID_TOKEN=$(cat "+path+")", "file", path)
 			}
 		}
