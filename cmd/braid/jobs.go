@@ -232,6 +232,9 @@ func printJob(out io.Writer, j api.Job) {
 	}
 	fmt.Fprintf(w, "op\t%s on %s\n", op, j.Spec.Input)
 	fmt.Fprintf(w, "state\t%s\n", j.State)
+	if j.Owner != "" {
+		fmt.Fprintf(w, "owner\ttoken %s\n", j.Owner)
+	}
 	p := j.Progress
 	units := fmt.Sprintf("%d total: %d done, %d failed", p.Total, p.Done, p.Failed)
 	if !j.Terminal() {

@@ -66,6 +66,17 @@ func TestTokenCommands(t *testing.T) {
 	if code, _, stderr := runEnvCmd(t, ci, "jobs"); code != 0 {
 		t.Errorf("jobs with the new token: exit %d, %s", code, stderr)
 	}
+	in, err := cl.Client.Put(ctx, strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runEnvCmd(t, ci, "submit", "--op", "noop", "--input", in.ID)
+	if code != 0 {
+		t.Fatalf("submit with the new token: exit %d, %s", code, stderr)
+	}
+	if code, out, _ := runEnvCmd(t, ci, "status", strings.TrimSpace(stdout)); code != 0 || !strings.Contains(out, "owner  token "+id) {
+		t.Errorf("status of the token's job: exit %d:\n%s", code, out)
+	}
 	if code, _, stderr := runEnvCmd(t, ci, "token", "list"); code != 1 || !strings.Contains(stderr, "forbidden: this needs a token with role admin") {
 		t.Errorf("token list with a submit token: exit %d, stderr %q", code, stderr)
 	}
