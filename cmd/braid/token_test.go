@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +75,7 @@ func TestTokenCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("submit with the new token: exit %d, %s", code, stderr)
 	}
-	if code, out, _ := runEnvCmd(t, ci, "status", strings.TrimSpace(stdout)); code != 0 || !strings.Contains(out, "owner  token "+id) {
+	if code, out, _ := runEnvCmd(t, ci, "status", strings.TrimSpace(stdout)); code != 0 || !regexp.MustCompile(`\nowner +token `+id+`\n`).MatchString(out) {
 		t.Errorf("status of the token's job: exit %d:\n%s", code, out)
 	}
 	if code, _, stderr := runEnvCmd(t, ci, "token", "list"); code != 1 || !strings.Contains(stderr, "forbidden: this needs a token with role admin") {
