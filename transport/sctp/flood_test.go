@@ -14,7 +14,7 @@ import (
 // TestINITFlood: INITs that are never followed up (as from forged source
 // addresses) neither hold handshake slots for long nor lock a real dialer
 // out: while bursts of MaxHalfOpen INITs from new source ports of another
-// address arrive every 50 ms, a real dial associates within a second, and
+// address arrive every 50 ms, a real dial associates within two seconds, and
 // the listener never holds more than MaxHalfOpen.
 func TestINITFlood(t *testing.T) {
 	tr := New(Config{})
@@ -69,7 +69,10 @@ func TestINITFlood(t *testing.T) {
 		if err != nil {
 			t.Fatalf("dial %d during the flood: %v", i, err)
 		}
-		if took := time.Since(start); took > time.Second {
+		// Locked out, a dial would not associate at all (the 3 s above);
+		// the bound leaves room for a loaded machine (twice 1.1-1.5 s with
+		// `make test` and other work beside it, 0.1 s alone).
+		if took := time.Since(start); took > 2*time.Second {
 			t.Errorf("dial %d during the flood took %v", i, took)
 		}
 		a.Close()
