@@ -28,7 +28,7 @@ type overheadResult struct {
 
 func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("bench overhead", "[--transport NAME] [--units N] [--runs N]", e)
-	tlist := fs.String("transport", transports.Default, "transports to measure, comma-separated")
+	tlist := fs.String("transport", transports.Default, "transports to measure, comma-separated; tcp+tls and tcpn+tls force data-plane TLS (on loopback it is off by default)")
 	units := fs.Int("units", 20000, "units per run")
 	runs := fs.Int("runs", 3, "runs per transport (the best and the median are reported)")
 	nWorkers := fs.Int("workers", 2, "workers")
@@ -62,11 +62,12 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 }
 
 func overheadRuns(ctx context.Context, tname string, nWorkers, threads, units, size, runs, window int) ([]overheadResult, error) {
+	base, topts := benchTLS(tname, transports.Options{})
 	specs := make([]cluster.WorkerSpec, nWorkers)
 	for i := range specs {
-		specs[i] = cluster.WorkerSpec{Threads: threads, Transport: tname}
+		specs[i] = cluster.WorkerSpec{Threads: threads, Transport: base}
 	}
-	cl, err := cluster.Start(ctx, cluster.Config{Workers: specs, Window: window})
+	cl, err := cluster.Start(ctx, cluster.Config{Workers: specs, Window: window, Transports: topts})
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/braidhq/braid/bench/tperf"
 	"github.com/braidhq/braid/internal/transports"
+	"github.com/braidhq/braid/transport"
 )
 
 // runBenchTransport measures transports the way psock's testperf and iperf3
@@ -17,7 +18,7 @@ import (
 // stream count, memory to memory or file to file.
 func runBenchTransport(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("bench transport", "[--transport LIST] [--streams LIST] [--mode bulk,rr,hol] [--listen ADDR | --connect ADDR | --net SPEC]", e)
-	tlist := fs.String("transport", strings.Join(transports.Names, ","), "transports, comma-separated")
+	tlist := fs.String("transport", strings.Join(transports.Names, ","), "transports, comma-separated; tcp+tls and tcpn+tls force data-plane TLS\n(on loopback it is off by default), e.g. --transport tcpn,tcpn+tls compares the two in one run")
 	slist := fs.String("streams", "1,4", "stream counts, comma-separated")
 	mlist := fs.String("mode", "bulk,rr", "bulk (one-way throughput), rr (request/response rate), hol (latency of 100-byte round trips on stream 1 beside bulk on stream 0)")
 	size := fs.Int("size", 0, "message size in bytes (default: 64 KiB for bulk, 19 KiB for rr, 64 MiB for hol's bulk stream)")
@@ -56,7 +57,8 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 		if *listen != "" || *connect != "" || *file != "" {
 			return usageErrorf("--net runs both sides: no --listen, --connect or --file with it")
 		}
-		common := []string{"--size", strconv.Itoa(*size), "--duration", dur.String(), "--sctp-stack", topts.SCTPStack}
+		common := []string{"--size", strconv.Itoa(*size), "--duration", dur.String(), "--sctp-stack", topts.SCTPStack,
+			"--data-plane-tls", topts.DataPlaneTLS.String()}
 		if nb, err = newNetBench(*netSpec, *netPath, common, secret, e); err != nil {
 			return err
 		}
@@ -67,7 +69,8 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 	for _, tname := range strings.Split(*tlist, ",") {
 		for _, mode := range strings.Split(*mlist, ",") {
 			for _, n := range streams {
-				t, err := transports.New(tname, topts)
+				base, opts := benchTLS(tname, topts)
+				t, err := transports.New(base, opts)
 				if err != nil {
 					return err
 				}
@@ -84,6 +87,7 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 				if err != nil {
 					return fmt.Errorf("%s %s %d streams: %w", tname, mode, n, err)
 				}
+				r.Transport = tname // tcpn+tls, not tcpn
 				results = append(results, r)
 			}
 		}
@@ -127,4 +131,14 @@ func intList(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// benchTLS reads a benchmark's transport name: NAME+tls is NAME with
+// data-plane TLS on, loopback too, so that one run can compare the two.
+func benchTLS(name string, opts transports.Options) (string, transports.Options) {
+	if base, ok := strings.CutSuffix(name, "+tls"); ok {
+		opts.DataPlaneTLS = transport.TLSOn
+		return base, opts
+	}
+	return name, opts
 }

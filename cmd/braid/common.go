@@ -17,6 +17,7 @@ import (
 
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/transports"
+	"github.com/braidhq/braid/transport"
 )
 
 // clientFlags are the flags every client command shares.
@@ -223,4 +224,10 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 	fs.StringVar(&o.SCTPStack, "sctp-stack", transports.StackAuto,
 		"SCTP implementation: auto (kernel SCTP between hosts that have it, userspace over UDP with the others), kernel or user")
+	fs.Func("data-plane-tls", "TLS keyed to the cluster secret on tcp and tcpn associations: auto (between hosts, not on loopback; the default), on or off\n"+
+		"(trusted networks; a listener still takes TLS). quic is always encrypted; sctp is not yet", func(s string) error {
+		m, err := transport.ParseTLSMode(s)
+		o.DataPlaneTLS = m
+		return err
+	})
 }

@@ -48,6 +48,10 @@ type Options struct {
 	// SCTPStack picks the SCTP implementation: auto (default), kernel or
 	// user.
 	SCTPStack string
+	// DataPlaneTLS says when tcp and tcpn use TLS keyed to the cluster
+	// secret: the zero value, between hosts (transport.TLSMode). quic is
+	// always encrypted; sctp is not yet.
+	DataPlaneTLS transport.TLSMode
 	// Logger receives transport logs (default: discard).
 	Logger *slog.Logger
 }
@@ -58,9 +62,9 @@ func New(name string, opts Options) (transport.Transport, error) {
 	case "sctp":
 		return newSCTP(opts)
 	case "tcp":
-		return tcp.New(tcp.Config{}), nil
+		return tcp.New(tcp.Config{TLS: opts.DataPlaneTLS}), nil
 	case "tcpn":
-		return tcpn.New(tcpn.Config{}), nil
+		return tcpn.New(tcpn.Config{TLS: opts.DataPlaneTLS}), nil
 	case "quic":
 		return quic.New(quic.Config{}), nil
 	}

@@ -21,7 +21,6 @@ package tcp
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/braidhq/braid/transport"
@@ -45,6 +44,10 @@ type Config struct {
 	CloseTimeout time.Duration
 	// QueueBytes bounds each stream's receive queue. Zero means 4 MiB.
 	QueueBytes int
+	// TLS says when connections use TLS 1.3 keyed to the cluster secret
+	// (transport/internal/clustertls): the zero value, transport.TLSAuto,
+	// between hosts, not on loopback.
+	TLS transport.TLSMode
 }
 
 func (c Config) withDefaults() Config {
@@ -88,7 +91,7 @@ func (t *Transport) Capabilities() transport.Capabilities {
 func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
-	c, err := tcpconn.DialConn(ctx, addr)
+	c, err := tcpconn.Dial(ctx, addr, tcpconn.Security{Secret: cfg.Secret, Mode: t.cfg.TLS})
 	if err != nil {
 		return nil, fmt.Errorf("tcp: dial %s: %w", addr, err)
 	}
@@ -113,7 +116,7 @@ func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux
 
 // Listen binds addr and accepts tcp associations.
 func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
-	setup := func(ctx context.Context, c *net.TCPConn, slot *preauth.Slot) (transport.Association, error) {
+	setup := func(ctx context.Context, c tcpconn.Conn, slot *preauth.Slot) (transport.Association, error) {
 		stop := tcpconn.InterruptOn(ctx, c)
 		res, release, err := transport.ListenHandshake(ctx, slot.Conn(frame.HandshakeConn{C: c}), slot.Config(cfg, nil))
 		if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
@@ -122,7 +125,7 @@ func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.L
 		}
 		return mux.New([]mux.Conn{c}, t.muxConfig(res, release)), nil
 	}
-	l, err := tcpconn.Listen("tcp", addr, t.cfg.HandshakeTimeout, cfg.Logf, setup)
+	l, err := tcpconn.Listen("tcp", addr, t.cfg.HandshakeTimeout, cfg.Logf, tcpconn.Security{Secret: cfg.Secret, Mode: t.cfg.TLS}, setup)
 	if err != nil {
 		return nil, fmt.Errorf("tcp: listen %s: %w", addr, err)
 	}

@@ -18,6 +18,18 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceTLS runs the suite with TLS keyed to the cluster secret
+// on loopback too (transport.TLSOn); the forged-MAC case needs a plaintext
+// channel and skips.
+func TestConformanceTLS(t *testing.T) {
+	transporttest.Run(t, func(t *testing.T) transport.Transport {
+		return tcp.New(tcp.Config{TLS: transport.TLSOn})
+	}, "127.0.0.1:0", transporttest.Options{
+		Garbage: transporttest.TCPGarbage,
+		Attacks: transporttest.TCPAttacks,
+	})
+}
+
 func BenchmarkTransport(b *testing.B) {
 	transporttest.Bench(b, func(b *testing.B) transport.Transport {
 		return tcp.New(tcp.Config{})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"net"
 	"sync"
 	"time"
 
@@ -50,7 +49,7 @@ func (r *replayConn) ReadMsg() ([]byte, error) {
 // setup handles one accepted connection: a join, or a new association.
 // A join carries its own proof (its MAC), checked at once; a handshake
 // leaves the gate once the dialer's MAC checks out (slot.Config).
-func (s *server) setup(ctx context.Context, c *net.TCPConn, slot *preauth.Slot) (transport.Association, error) {
+func (s *server) setup(ctx context.Context, c tcpconn.Conn, slot *preauth.Slot) (transport.Association, error) {
 	stop := tcpconn.InterruptOn(ctx, c)
 	hc := frame.HandshakeConn{C: c}
 	first, err := slot.Conn(hc).ReadMsg()
@@ -77,7 +76,7 @@ func (s *server) setup(ctx context.Context, c *net.TCPConn, slot *preauth.Slot) 
 }
 
 // handOff joins c to its association; once joined, c belongs to it.
-func (s *server) handOff(ctx context.Context, c *net.TCPConn, hc frame.HandshakeConn, stop func() bool, msg []byte) error {
+func (s *server) handOff(ctx context.Context, c tcpconn.Conn, hc frame.HandshakeConn, stop func() bool, msg []byte) error {
 	if err := s.join(msg, c, hc); err != nil {
 		return fmt.Errorf("tcpn: join: %w", tcpconn.Settle(ctx, c, stop, err))
 	}
@@ -88,7 +87,7 @@ func (s *server) handOff(ctx context.Context, c *net.TCPConn, hc frame.Handshake
 
 // gather sends the association token on the first connection and waits for
 // the other n-1 connections to join.
-func (s *server) gather(ctx context.Context, c *net.TCPConn, hc frame.HandshakeConn, n int) ([]mux.Conn, error) {
+func (s *server) gather(ctx context.Context, c tcpconn.Conn, hc frame.HandshakeConn, n int) ([]mux.Conn, error) {
 	var token [tokenLen]byte
 	rand.Read(token[:])
 	p := &pending{conns: make([]mux.Conn, n), full: make(chan struct{})}
@@ -118,7 +117,7 @@ func (s *server) gather(ctx context.Context, c *net.TCPConn, hc frame.HandshakeC
 }
 
 // join attaches c to the pending association named in msg and acks it.
-func (s *server) join(msg []byte, c *net.TCPConn, hc frame.HandshakeConn) error {
+func (s *server) join(msg []byte, c tcpconn.Conn, hc frame.HandshakeConn) error {
 	token, i, err := parseJoin(msg, s.cfg.Secret)
 	if err != nil {
 		return err

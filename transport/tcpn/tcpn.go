@@ -43,6 +43,10 @@ type Config struct {
 	CloseTimeout time.Duration
 	// QueueBytes bounds each stream's receive queue. Zero means 4 MiB.
 	QueueBytes int
+	// TLS says when connections use TLS 1.3 keyed to the cluster secret
+	// (transport/internal/clustertls): the zero value, transport.TLSAuto,
+	// between hosts, not on loopback.
+	TLS transport.TLSMode
 }
 
 func (c Config) withDefaults() Config {
@@ -97,7 +101,8 @@ func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux
 func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
-	c, err := tcpconn.DialConn(ctx, addr)
+	sec := tcpconn.Security{Secret: cfg.Secret, Mode: t.cfg.TLS}
+	c, err := tcpconn.Dial(ctx, addr, sec)
 	if err != nil {
 		return nil, fmt.Errorf("tcpn: dial %s: %w", addr, err)
 	}
@@ -113,7 +118,7 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 	}
 	conns := []mux.Conn{c}
 	for i := 1; i < res.Streams; i++ {
-		jc, err := dialJoin(ctx, addr, cfg.Secret, token, i)
+		jc, err := dialJoin(ctx, addr, sec, token, i)
 		if err != nil {
 			closeAll(conns)
 			return nil, fmt.Errorf("tcpn: dial %s: stream %d: %w", addr, i, err)
@@ -124,14 +129,14 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 }
 
 // dialJoin opens the connection of stream i and joins it to the association.
-func dialJoin(ctx context.Context, addr string, secret []byte, token [tokenLen]byte, i int) (mux.Conn, error) {
-	c, err := tcpconn.DialConn(ctx, addr)
+func dialJoin(ctx context.Context, addr string, sec tcpconn.Security, token [tokenLen]byte, i int) (mux.Conn, error) {
+	c, err := tcpconn.Dial(ctx, addr, sec)
 	if err != nil {
 		return nil, err
 	}
 	stop := tcpconn.InterruptOn(ctx, c)
 	hc := frame.HandshakeConn{C: c}
-	err = hc.WriteMsg(appendJoin(nil, secret, token, i))
+	err = hc.WriteMsg(appendJoin(nil, sec.Secret, token, i))
 	if err == nil {
 		err = readAck(hc)
 	}
@@ -152,7 +157,7 @@ func closeAll(conns []mux.Conn) {
 // Listen binds addr and accepts tcpn associations.
 func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
 	s := &server{t: t, cfg: cfg, pending: make(map[[tokenLen]byte]*pending)}
-	l, err := tcpconn.Listen("tcpn", addr, t.cfg.HandshakeTimeout, cfg.Logf, s.setup)
+	l, err := tcpconn.Listen("tcpn", addr, t.cfg.HandshakeTimeout, cfg.Logf, tcpconn.Security{Secret: cfg.Secret, Mode: t.cfg.TLS}, s.setup)
 	if err != nil {
 		return nil, fmt.Errorf("tcpn: listen %s: %w", addr, err)
 	}

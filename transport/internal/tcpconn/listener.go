@@ -28,6 +28,7 @@ type Listener struct {
 	logf    func(string, ...any)
 	timeout time.Duration
 	setup   SetupFunc
+	sec     Security
 
 	gate      preauth.Gate
 	evictions preauth.Tally // logged as a summary, not a line per peer
@@ -54,10 +55,11 @@ var ErrHandedOff = errors.New("tcpconn: connection handed off")
 // the handshake through slot.Conn and passes slot.Config's ListenConfig to
 // transport.ListenHandshake, so that the slot learns when the peer spoke
 // and when it authenticated.
-type SetupFunc func(ctx context.Context, c *net.TCPConn, slot *preauth.Slot) (transport.Association, error)
+type SetupFunc func(ctx context.Context, c Conn, slot *preauth.Slot) (transport.Association, error)
 
-// Listen binds addr and starts accepting with setup.
-func Listen(name, addr string, timeout time.Duration, logf func(string, ...any), setup SetupFunc) (*Listener, error) {
+// Listen binds addr and starts accepting with setup; sec says which peers
+// must use TLS (accept).
+func Listen(name, addr string, timeout time.Duration, logf func(string, ...any), sec Security, setup SetupFunc) (*Listener, error) {
 	la, err := net.ResolveTCPAddr("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -70,7 +72,7 @@ func Listen(name, addr string, timeout time.Duration, logf func(string, ...any),
 		logf = func(string, ...any) {}
 	}
 	prefixed := func(format string, args ...any) { logf(name+": "+format, args...) }
-	l := &Listener{ln: ln, logf: prefixed, timeout: timeout, setup: setup,
+	l := &Listener{ln: ln, logf: prefixed, timeout: timeout, setup: setup, sec: sec,
 		ready: make(chan transport.Association), closed: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.wg.Go(l.acceptLoop)
@@ -111,7 +113,11 @@ func (l *Listener) handshake(ctx context.Context, c *net.TCPConn, slot *preauth.
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	remote := c.RemoteAddr()
-	a, err := l.setup(ctx, c, slot)
+	sc, err := accept(ctx, c, l.sec)
+	var a transport.Association
+	if err == nil {
+		a, err = l.setup(ctx, sc, slot)
+	}
 	if errors.Is(err, ErrHandedOff) {
 		return
 	}

@@ -1,0 +1,115 @@
+package tcpconn
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/clustertls"
+)
+
+// Conn is a connection an association runs on: a *net.TCPConn, or TLS
+// over one.
+type Conn interface {
+	net.Conn
+	CloseWrite() error
+}
+
+// Security is how a transport's connections are protected: TLS keyed to
+// the cluster secret (clustertls), used as Mode says.
+type Security struct {
+	Secret []byte
+	Mode   transport.TLSMode
+}
+
+// Dial opens a connection to addr, over TLS if sec says so for the peer.
+func Dial(ctx context.Context, addr string, sec Security) (Conn, error) {
+	c, err := DialConn(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	if !sec.Mode.Dial(c.RemoteAddr()) {
+		return c, nil
+	}
+	cfgs, err := clustertls.For(sec.Secret)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	tc := tls.Client(c, cfgs.Client)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil, tlsError(err)
+	}
+	return tc, nil
+}
+
+// accept reads the first byte of an accepted connection and, if it starts
+// a TLS handshake, completes it as the server; plaintext is taken only
+// where sec allows it for the peer. ctx bounds the wait.
+func accept(ctx context.Context, c *net.TCPConn, sec Security) (Conn, error) {
+	stop := InterruptOn(ctx, c)
+	var b [1]byte
+	_, err := io.ReadFull(c, b[:])
+	if err = Settle(ctx, c, stop, err); err != nil {
+		return nil, err
+	}
+	pc := &prefixConn{Conn: c, tcp: c, first: b[:]}
+	if !clustertls.IsHandshake(b[0]) {
+		if !sec.Mode.AcceptPlain(c.RemoteAddr()) {
+			c.Close()
+			return nil, fmt.Errorf("%w: plaintext from %s while data-plane TLS is %s (give the peer's braid a matching --data-plane-tls, or a newer braid)",
+				transport.ErrAuth, c.RemoteAddr(), sec.Mode)
+		}
+		return pc, nil
+	}
+	cfgs, err := clustertls.For(sec.Secret)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	tc := tls.Server(pc, cfgs.Server)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil, tlsError(err)
+	}
+	return tc, nil
+}
+
+// tlsError marks a peer whose certificate does not chain to the cluster's
+// authority (another secret) as an authentication failure.
+func tlsError(err error) error {
+	var ua x509.UnknownAuthorityError
+	var cv *tls.CertificateVerificationError
+	var alert tls.AlertError
+	var op *net.OpError // an alert the peer sent: it refused our certificate
+	if errors.As(err, &ua) || errors.As(err, &cv) || errors.As(err, &alert) || errors.As(err, &op) && op.Op == "remote error" {
+		return fmt.Errorf("%w: TLS: %v (a different cluster secret?)", transport.ErrAuth, err)
+	}
+	return fmt.Errorf("TLS: %w", err)
+}
+
+// prefixConn gives back the byte accept read before the rest. It embeds
+// the net.Conn interface, not the *net.TCPConn, so that no ReadFrom or
+// WriteTo of the socket can skip the byte.
+type prefixConn struct {
+	net.Conn
+	tcp   *net.TCPConn
+	first []byte
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) {
+	if len(p.first) > 0 {
+		n := copy(b, p.first)
+		p.first = p.first[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
+}
+
+func (p *prefixConn) CloseWrite() error { return p.tcp.CloseWrite() }
