@@ -83,7 +83,11 @@ func verifyPinned(cs tls.ConnectionState, want []byte) error {
 		for _, ic := range certs[1:] {
 			inter.AddCert(ic)
 		}
-		opts := x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+		// The name is checked too when the client sent one (SNI: a host
+		// name, not an IP address), so that pinning a CA that also signs
+		// for others accepts only this server's certificates.
+		opts := x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+			DNSName: cs.ServerName}
 		if bytes.Equal(c.Raw, certs[0].Raw) { // the leaf pinned itself
 			if time.Now().After(c.NotAfter) || time.Now().Before(c.NotBefore) {
 				return fmt.Errorf("the pinned certificate is not valid now (%s to %s)", c.NotBefore, c.NotAfter)
@@ -95,8 +99,7 @@ func verifyPinned(cs tls.ConnectionState, want []byte) error {
 		}
 		return nil
 	}
-	sum := sha256.Sum256(certs[len(certs)-1].Raw)
-	return fmt.Errorf("no certificate the server sent has the fingerprint given (--ca-fingerprint); the last one it sent has sha256:%x", sum)
+	return errors.New("no certificate the server sent has the fingerprint given (--ca-fingerprint): pin the CA whose fingerprint the server logs at start")
 }
 
 // pinError is a server certificate the pinned fingerprint does not vouch for.

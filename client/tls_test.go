@@ -77,6 +77,18 @@ func TestTLSTrust(t *testing.T) {
 		})
 	}
 
+	// A pinned CA vouches only for the names its certificate has: this
+	// server's is for 127.0.0.1, not for localhost.
+	cfg, err := client.TLSConfig("", ca.Fingerprint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	var ut *client.UntrustedError
+	if _, err := client.New(byName).WithToken("").WithTLS(cfg).Jobs(ctx); !errors.As(err, &ut) {
+		t.Errorf("pinned CA, server reached by a name its certificate lacks: %v; want an *UntrustedError", err)
+	}
+
 	if _, err := client.TLSConfig("", "sha256:1234"); err == nil {
 		t.Error("a short fingerprint was accepted")
 	}

@@ -101,9 +101,23 @@ func loadTokens(db *stateDB) (*tokens, error) {
 // create makes a token and stores its record; the answer carries the
 // secret, which is never seen again.
 func (t *tokens) create(role, name string, ttl time.Duration, now time.Time) (api.Token, error) {
+	rec, tok, err := mint(role, name, ttl, now)
+	if err != nil {
+		return api.Token{}, err
+	}
+	if err := t.store(rec); err != nil {
+		return api.Token{}, err
+	}
+	out := rec.api()
+	out.Token = tok
+	return out, nil
+}
+
+// mint makes a token: its record and the token itself.
+func mint(role, name string, ttl time.Duration, now time.Time) (tokenRecord, string, error) {
 	var b [6 + 32]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return api.Token{}, err
+		return tokenRecord{}, "", err
 	}
 	id, secret := hex.EncodeToString(b[:6]), hex.EncodeToString(b[6:])
 	sum := sha256.Sum256([]byte(secret))
@@ -112,19 +126,22 @@ func (t *tokens) create(role, name string, ttl time.Duration, now time.Time) (ap
 		exp := rec.CreatedAt.Add(ttl)
 		rec.ExpiresAt = &exp
 	}
+	return rec, tokenPrefix + id + "_" + secret, nil
+}
+
+// store commits a token's record and lets it work.
+func (t *tokens) store(rec tokenRecord) error {
 	v, err := json.Marshal(rec)
 	if err != nil {
-		return api.Token{}, err
+		return err
 	}
-	if err := t.db.w.sync(func(tx *bolt.Tx) error { return tx.Bucket(tokensBucket).Put([]byte(id), v) }); err != nil {
-		return api.Token{}, fmt.Errorf("saving the token: %w", err)
+	if err := t.db.w.sync(func(tx *bolt.Tx) error { return tx.Bucket(tokensBucket).Put([]byte(rec.ID), v) }); err != nil {
+		return fmt.Errorf("saving the token: %w", err)
 	}
 	t.mu.Lock()
-	t.byID[id] = rec
+	t.byID[rec.ID] = rec
 	t.mu.Unlock()
-	out := rec.api()
-	out.Token = tokenPrefix + id + "_" + secret
-	return out, nil
+	return nil
 }
 
 // errLastAdmin refuses to revoke the last admin token that still works.
@@ -201,7 +218,10 @@ func (t *tokens) check(s string, now time.Time) (tokenRecord, error) {
 
 // bootstrap makes an admin token if there is none that works, and writes
 // it to dir/api.AdminTokenFile. It returns the file's path, "" if there
-// was an admin token already.
+// was an admin token already. The file is on disk (synced) before the
+// token is committed: a crash between the two leaves a file whose token
+// does not work, and the next start makes another, never a working token
+// whose secret nobody has.
 func (t *tokens) bootstrap(dir string, now time.Time) (string, error) {
 	t.mu.RLock()
 	n := t.adminsLocked(now)
@@ -209,27 +229,50 @@ func (t *tokens) bootstrap(dir string, now time.Time) (string, error) {
 	if n > 0 {
 		return "", nil
 	}
-	tok, err := t.create(api.RoleAdmin, "first admin", 0, now)
+	rec, tok, err := mint(api.RoleAdmin, "first admin", 0, now)
 	if err != nil {
 		return "", err
 	}
 	path := filepath.Join(dir, api.AdminTokenFile)
+	if err := writeSynced(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("server: writing the first admin token: %w", err)
+	}
+	if err := t.store(rec); err != nil {
+		os.Remove(path)
+		return "", err
+	}
+	return path, nil
+}
+
+// writeSynced writes a file whole (a temporary file renamed over it) and
+// syncs it and its directory.
+func writeSynced(path string, b []byte, mode os.FileMode) error {
 	tmp := path + ".tmp"
 	os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
 	if err == nil {
-		_, err = f.WriteString(tok.Token + "\n")
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
-		return "", fmt.Errorf("server: writing the first admin token: %w", err)
+		os.Remove(tmp)
+		return err
 	}
-	return path, nil
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // caller is who made a request: the token's id and role. Without
@@ -310,7 +353,19 @@ func (s *Server) workerOrAdmin(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// noTokens answers the token calls of a server that checks none.
+func (s *Server) noTokens(w http.ResponseWriter) bool {
+	if s.tokens != nil {
+		return false
+	}
+	writeError(w, conflict("this server checks no tokens (it runs with --auth=false): there are none to make, list or revoke"))
+	return true
+}
+
 func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
+	if s.noTokens(w) {
+		return
+	}
 	var spec api.TokenSpec
 	if err := readJSON(w, r, &spec); err != nil {
 		writeError(w, err)
@@ -343,10 +398,16 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListTokens(w http.ResponseWriter, _ *http.Request) {
+	if s.noTokens(w) {
+		return
+	}
 	writeJSON(w, 200, s.tokens.list())
 }
 
 func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
+	if s.noTokens(w) {
+		return
+	}
 	id := r.PathValue("id")
 	found, err := s.tokens.revoke(id, time.Now())
 	switch {

@@ -15,6 +15,7 @@ import (
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/ops/samples"
 )
 
 // startAuthCluster runs a cluster whose server checks tokens; its Client
@@ -276,4 +277,42 @@ func TestTokenLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestUploadDoesNotOwnWhatExists: uploading bytes that are already stored
+// (another token's job result) makes the uploader no owner of them, so it
+// cannot delete them.
+func TestUploadDoesNotOwnWhatExists(t *testing.T) {
+	cl := startAuthCluster(t, t.TempDir(), cluster.WorkerSpec{Threads: 1})
+	ctx := testCtx(t)
+	alice, _ := makeToken(t, cl.Client, api.RoleSubmit, "")
+	bob, _ := makeToken(t, cl.Client, api.RoleSubmit, "")
+	j := runJob(t, alice, api.JobSpec{Op: "grayscale", Input: put(t, alice, samples.GIF())})
+	if j.State != api.JobDone {
+		t.Fatalf("alice's job: %+v", j)
+	}
+	res, err := bob.GetBytes(ctx, j.Result) // objects are shared for reading
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := bob.Put(ctx, bytes.NewReader(res))
+	if err != nil || !obj.Existing || obj.Owner != "" {
+		t.Fatalf("bob uploads alice's result again: %+v, %v; want existing, no owner", obj, err)
+	}
+	wantCode(t, "bob deletes alice's result", bob.DeleteObject(ctx, j.Result), api.CodeForbidden)
+	if _, err := alice.GetBytes(ctx, j.Result); err != nil {
+		t.Errorf("alice's result after bob's try: %v", err)
+	}
+}
+
+// TestTokenCallsWithoutAuth: a server that checks no tokens answers the
+// token calls with a clear conflict, not a broken connection.
+func TestTokenCallsWithoutAuth(t *testing.T) {
+	cl := startCluster(t)
+	ctx := testCtx(t)
+	_, err := cl.Client.CreateToken(ctx, api.TokenSpec{Role: api.RoleRead})
+	wantCode(t, "create a token", err, api.CodeConflict)
+	_, err = cl.Client.Tokens(ctx)
+	wantCode(t, "list tokens", err, api.CodeConflict)
+	wantCode(t, "revoke a token", cl.Client.RevokeToken(ctx, "0123456789ab"), api.CodeConflict)
 }

@@ -70,7 +70,12 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// Clients' objects are never collected: say so on disk before the 201.
-	obj.Owner = callerOf(r).id
+	// Bytes that were already stored (a job's output, say) are someone
+	// else's: this upload keeps them but does not own them, so it cannot
+	// delete them either.
+	if !info.Existing {
+		obj.Owner = callerOf(r).id
+	}
 	if err := s.db.w.sync(putUpload(info.ID, obj.Created, obj.Owner)); err != nil {
 		writeError(w, fmt.Errorf("recording the upload: %w", err))
 		return

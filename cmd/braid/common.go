@@ -24,30 +24,39 @@ import (
 type clientFlags struct {
 	server string
 	token  string
-	// envToken is the token of $BRAID_TOKEN or the configuration file.
-	envToken string
-	json     bool
-	timeout  timeoutFlag
-	cfgErr   error // the configuration file could not be read
-	trust    trustFlags
+	// envToken is $BRAID_TOKEN; cfgToken and cfgServer are the
+	// configuration file's.
+	envToken, cfgToken, cfgServer string
+	json                          bool
+	timeout                       timeoutFlag
+	cfgErr                        error // the configuration file could not be read
+	trust                         trustFlags
 }
 
 // trustFlags say which server certificates a client trusts: --ca and
 // --ca-fingerprint, shared by the client commands and the worker.
 type trustFlags struct {
-	ca, fingerprint string
+	ca, fingerprint       string // the flags
+	envCA, envFingerprint string // $BRAID_CA..., else the configuration file's
 }
 
 func (tf *trustFlags) register(fs *flag.FlagSet, e *env, cfg clientConfig) {
-	fs.StringVar(&tf.ca, "ca", cmp.Or(e.getenv("BRAID_CA"), cfg.ca),
-		"trust an HTTPS server whose certificate this CA `file` (PEM) signed, e.g. the server's DATA/tls/ca.pem ($BRAID_CA)")
-	fs.StringVar(&tf.fingerprint, "ca-fingerprint", cmp.Or(e.getenv("BRAID_CA_FINGERPRINT"), cfg.caFP),
-		"trust an HTTPS server whose certificate chain holds a certificate with this `sha256:HEX` fingerprint, as the server logs it ($BRAID_CA_FINGERPRINT)")
+	tf.envCA = cmp.Or(e.getenv("BRAID_CA"), cfg.ca)
+	tf.envFingerprint = cmp.Or(e.getenv("BRAID_CA_FINGERPRINT"), cfg.caFP)
+	fs.StringVar(&tf.ca, "ca", "",
+		"trust an HTTPS server whose certificate this CA `file` (PEM) signed, e.g. the server's DATA/tls/ca.pem (default $BRAID_CA, else the configuration file's)")
+	fs.StringVar(&tf.fingerprint, "ca-fingerprint", "",
+		"trust an HTTPS server whose certificate chain holds the CA with this `sha256:HEX` fingerprint, as the server logs it (default $BRAID_CA_FINGERPRINT, else the configuration file's)")
 }
 
-// config is the tls.Config the flags ask for (nil: the system's roots).
+// config is the tls.Config the flags ask for (nil: the system's roots). A
+// flag wins over both settings from the environment or the file: --ca
+// alone is not overridden by a fingerprint from there.
 func (tf *trustFlags) config() (*tls.Config, error) {
-	return client.TLSConfig(tf.ca, tf.fingerprint)
+	if tf.ca != "" || tf.fingerprint != "" {
+		return client.TLSConfig(tf.ca, tf.fingerprint)
+	}
+	return client.TLSConfig(tf.envCA, tf.envFingerprint)
 }
 
 // defaultTimeout is a client command's --timeout unless it waits for a job.
@@ -58,14 +67,29 @@ func (c *clientFlags) register(fs *flag.FlagSet, e *env) {
 	c.cfgErr = err
 	def := cmp.Or(e.getenv("BRAID_SERVER"), cfg.server, client.DefaultServer)
 	fs.StringVar(&c.server, "server", def, "server URL ($BRAID_SERVER, else the configuration file's server)")
-	// The token is not the flag's default: --help would print it.
-	c.envToken = cmp.Or(e.getenv("BRAID_TOKEN"), cfg.token)
+	// The token is not the flag's default: --help would print it. The
+	// configuration file's token goes only to the file's server (or to any,
+	// if the file names none), never to another --server.
+	c.envToken = e.getenv("BRAID_TOKEN")
+	c.cfgToken, c.cfgServer = cfg.token, cfg.server
 	fs.StringVar(&c.token, "token", "", "the `token` to show the server (default $BRAID_TOKEN, else the configuration file's token)")
 	c.trust.register(fs, e, cfg)
 	fs.BoolVar(&c.json, "json", false, "print JSON for scripts; errors too, on stderr: {\"error\": ..., \"code\": ...}")
 	e.json = &c.json
 	fs.Var(&c.timeout, "timeout", "give up after this `duration` (e.g. 30s, 10m; 0 means never); until then ride through\n"+
 		"a server that is unreachable, e.g. restarting (default 1m, but never for wait and submit --wait)")
+}
+
+// tokenFor is the token to show c.server: --token, else $BRAID_TOKEN,
+// else the configuration file's if that is the file's server.
+func (c *clientFlags) tokenFor() string {
+	if t := cmp.Or(c.token, c.envToken); t != "" {
+		return t
+	}
+	if c.cfgServer == "" || strings.TrimRight(c.cfgServer, "/") == strings.TrimRight(c.server, "/") {
+		return c.cfgToken
+	}
+	return ""
 }
 
 // session is what a client command's body works with: a client that rides
@@ -92,7 +116,7 @@ func (c *clientFlags) run(ctx context.Context, e *env, def time.Duration, body f
 	if err != nil {
 		return err
 	}
-	cl := client.New(c.server).WithToken(cmp.Or(c.token, c.envToken)).WithTLS(tc)
+	cl := client.New(c.server).WithToken(c.tokenFor()).WithTLS(tc)
 	line := newStatusLine(e.stderr, cl.URL())
 	cl = cl.WithRetry(client.Retry{For: math.MaxInt64, Notify: line.notify, Recovered: line.recovered})
 	err = body(ctx, session{cl, line})

@@ -70,7 +70,7 @@ func runWorkersRm(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	if secret == nil && cf.token == "" && cf.envToken == "" {
+	if secret == nil && cf.tokenFor() == "" {
 		return errors.New("removing a worker needs the cluster secret (--secret, --secret-file or $BRAID_SECRET) or an admin token (--token or $BRAID_TOKEN)")
 	}
 	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {

@@ -157,3 +157,22 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// The configuration file's token goes only to the file's server; a flag
+// or $BRAID_TOKEN goes anywhere, and wins.
+func TestTokenFor(t *testing.T) {
+	for _, tc := range []struct {
+		c    clientFlags
+		want string
+	}{
+		{clientFlags{server: "http://a:1", cfgServer: "http://a:1/", cfgToken: "file"}, "file"},
+		{clientFlags{server: "http://b:1", cfgServer: "http://a:1", cfgToken: "file"}, ""},
+		{clientFlags{server: "http://b:1", cfgToken: "file"}, "file"},
+		{clientFlags{server: "http://b:1", cfgServer: "http://a:1", cfgToken: "file", envToken: "env"}, "env"},
+		{clientFlags{server: "http://b:1", token: "flag", envToken: "env"}, "flag"},
+	} {
+		if got := tc.c.tokenFor(); got != tc.want {
+			t.Errorf("%+v: token %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}

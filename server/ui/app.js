@@ -77,14 +77,28 @@ async function follow(path, onEvent, signal) {
   }
 }
 
+// every calls fn now and every ms until the view is left. A failed call
+// is shown and tried again (a server restarting comes back); only a
+// refused token stops it, for the log-in form.
 function every(ms, fn) {
   let timer = null, stopped = false;
   const tick = async () => {
-    try { await fn(); } catch (e) { fail(e); return; }
+    try {
+      await fn();
+      clearError();
+    } catch (e) {
+      if (e instanceof AuthError) { fail(e); return; }
+      fail(e);
+    }
     if (!stopped) timer = setTimeout(tick, ms);
   };
   tick();
   cleanups.push(() => { stopped = true; clearTimeout(timer); });
+}
+
+function clearError() {
+  const p = document.getElementById("view-error");
+  if (p) p.remove();
 }
 
 const main = () => document.getElementById("main");
@@ -196,24 +210,39 @@ async function jobView(id) {
     if (j.waiting) rows.push(["waiting", j.waiting]);
     facts.replaceChildren(...rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
   };
+  const ctl = new AbortController();
+  cleanups.push(() => ctl.abort());
   const charts = async () => {
     const j = await getJSON(`/v1/jobs/${encodeURIComponent(id)}?units=1`);
+    if (ctl.signal.aborted) return; // the view was left meanwhile
     if (j.units) {
       lastUnits = Date.now();
       gantt.replaceChildren(timeline(j));
       tput.replaceChildren(throughput(j));
     }
-    return j;
+    draw(j);
   };
-  draw(await charts());
-  const ctl = new AbortController();
-  cleanups.push(() => ctl.abort());
-  follow(`/v1/jobs/${encodeURIComponent(id)}/events`, async (type, ev) => {
-    draw(ev.job);
-    if (type === "done" || Date.now() - lastUnits > 1000) draw(await charts());
-  }, ctl.signal).catch(fail);
+  const terminal = () => job && ["done", "failed", "cancelled"].includes(job.state);
+  await charts();
+  // Follow the event stream; if it ends before the job does (the server
+  // restarted), follow it again a second later.
+  (async () => {
+    while (!ctl.signal.aborted && !terminal()) {
+      try {
+        await follow(`/v1/jobs/${encodeURIComponent(id)}/events`, async (type, ev) => {
+          draw(ev.job);
+          if (type === "done" || Date.now() - lastUnits > 1000) await charts();
+        }, ctl.signal);
+      } catch (e) {
+        if (e instanceof AuthError) { fail(e); return; }
+        if (ctl.signal.aborted) return;
+        fail(e);
+      }
+      if (!terminal()) await new Promise((r) => setTimeout(r, 1000));
+    }
+  })();
   // The timeline grows while units run even when no event comes.
-  every(1000, async () => { if (job && !["done", "failed", "cancelled"].includes(job.state)) await charts(); });
+  every(1000, async () => { if (!terminal()) await charts(); });
 }
 
 const W = 1000, LABEL = 90, ROW = 16;
@@ -282,16 +311,14 @@ async function opsView() {
 
 async function route() {
   leave();
-  if (!token) {
-    // A token may come once in the fragment (#token=... or
-    // #/jobs/ID&token=...); it is taken out of the address at once.
-    const m = location.hash.match(/[#&]token=([^&]+)/);
-    if (m) {
-      token = decodeURIComponent(m[1]);
-      sessionStorage.setItem(TOKEN_KEY, token);
-      const rest = location.hash.replace(m[0], "").replace(/^#?/, "#");
-      history.replaceState(null, "", location.pathname + (rest === "#" ? "#/" : rest));
-    }
+  // A token may come in the fragment (#token=... or #/jobs/ID&token=...):
+  // it is taken, and out of the address (and the history) at once.
+  const m = location.hash.match(/[#&]token=([^&]+)/);
+  if (m) {
+    token = decodeURIComponent(m[1]);
+    sessionStorage.setItem(TOKEN_KEY, token);
+    const rest = location.hash.replace(m[0], "").replace(/^#?/, "#");
+    history.replaceState(null, "", location.pathname + (rest === "#" ? "#/" : rest));
   }
   document.getElementById("logout").hidden = !token;
   document.getElementById("server").textContent = location.host;

@@ -141,7 +141,8 @@ func smallMsgs(from string, s int) [][]byte {
 }
 
 // bigMsgs are empty, fragment-sized and multi-fragment messages, on stream
-// 0 one larger than the receiver's window (4 MiB).
+// 0 one larger than the receiver's window (recvWindow: 128 KiB to 16 MiB,
+// from SO_RCVBUF).
 func bigMsgs(from string, s int) [][]byte {
 	if s > 1 {
 		return nil
