@@ -35,6 +35,13 @@ func (l *link) write(ctx context.Context, h frame.Header, payload []byte) (int64
 	h.Put(l.hdr[:])
 	l.iov[0], l.iov[1] = l.hdr[:], payload
 	l.bufs = l.iov[:]
+	if len(payload) == 0 {
+		// A connection without writev (TLS) gets one Write per buffer:
+		// an empty second Write could fail on a connection the peer has
+		// closed after reading the whole frame, making a Send that
+		// arrived an error.
+		l.bufs = l.iov[:1]
+	}
 	if ctx.Done() == nil {
 		return l.bufs.WriteTo(l.conn)
 	}

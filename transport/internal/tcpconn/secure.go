@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 
 	"github.com/braidhq/braid/transport"
@@ -49,31 +48,32 @@ func Dial(ctx context.Context, addr string, sec Security) (Conn, error) {
 	return tc, nil
 }
 
-// accept reads the first byte of an accepted connection and, if it starts
-// a TLS handshake, completes it as the server; plaintext is taken only
-// where sec allows it for the peer. ctx bounds the wait.
+// accept looks at the first byte of an accepted connection and, if it
+// starts a TLS handshake, completes it as the server; plaintext is taken
+// only where sec allows it for the peer. ctx bounds the wait.
 func accept(ctx context.Context, c *net.TCPConn, sec Security) (Conn, error) {
 	stop := InterruptOn(ctx, c)
-	var b [1]byte
-	_, err := io.ReadFull(c, b[:])
+	first, rest, err := peekByte(c)
 	if err = Settle(ctx, c, stop, err); err != nil {
 		return nil, err
 	}
-	pc := &prefixConn{Conn: c, tcp: c, first: b[:]}
-	if !clustertls.IsHandshake(b[0]) {
+	if !clustertls.IsHandshake(first) {
 		if !sec.Mode.AcceptPlain(c.RemoteAddr()) {
 			c.Close()
 			return nil, fmt.Errorf("%w: plaintext from %s while data-plane TLS is %s (give the peer's braid a matching --data-plane-tls, or a newer braid)",
 				transport.ErrAuth, c.RemoteAddr(), sec.Mode)
 		}
-		return pc, nil
+		if pc, ok := rest.(*prefixConn); ok {
+			return pc, nil
+		}
+		return c, nil
 	}
 	cfgs, err := clustertls.For(sec.Secret)
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	tc := tls.Server(pc, cfgs.Server)
+	tc := tls.Server(rest, cfgs.Server)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		c.Close()
 		return nil, tlsError(err)
@@ -94,7 +94,8 @@ func tlsError(err error) error {
 	return fmt.Errorf("TLS: %w", err)
 }
 
-// prefixConn gives back the byte accept read before the rest. It embeds
+// prefixConn gives back the byte peekByte read (where it cannot peek)
+// before the rest. It embeds
 // the net.Conn interface, not the *net.TCPConn, so that no ReadFrom or
 // WriteTo of the socket can skip the byte.
 type prefixConn struct {
