@@ -158,16 +158,21 @@ func (s *Server) handleListWorkers(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	var infoURL string
+	known := false
 	if err := s.disp.do(r.Context(), func() {
 		if wc := s.disp.workers[name]; wc != nil {
-			infoURL = wc.info.InfoURL
+			known, infoURL = true, wc.info.InfoURL
 		}
 	}); err != nil {
 		writeError(w, err)
 		return
 	}
-	if infoURL == "" {
-		writeError(w, &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("worker %q is not registered or has no info URL", name)})
+	switch {
+	case !known:
+		writeError(w, &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("worker %q is not registered", name)})
+		return
+	case infoURL == "":
+		writeError(w, conflict("worker %q registered without an info_url, so there is no one to ask; it must register again with one", name))
 		return
 	}
 	info, err := fetchInfo(r.Context(), infoURL)
