@@ -126,3 +126,27 @@ func TestRefreshOfWorkerWithoutInfoURL(t *testing.T) {
 		t.Errorf("refresh of an unknown worker: %d %s; want 404 not_found", resp.StatusCode, body)
 	}
 }
+
+// TestRegistrationChecksInfoURL: a worker's info_url is where a refresh
+// asks it for its figures; one that is not an http(s) URL is refused at
+// registration rather than accepted and then failing every refresh (502).
+func TestRegistrationChecksInfoURL(t *testing.T) {
+	cl := startCluster(t)
+	wt := api.WorkerToken([]byte("braid-cluster-secret"))
+	reg := func(infoURL string) string {
+		u, _ := json.Marshal(infoURL)
+		return `{"name": "w", "cores": 1, "clock_mhz": 1, "ram_bytes": 1, "disk_free_bytes": 1, "max_threads": 1,
+			"free_threads": 1, "ops": ["noop"], "endpoints": [{"transport": "tcp", "addr": "127.0.0.1:1"}], "info_url": ` + string(u) + `}`
+	}
+	for _, bad := range []string{"\x01\x05", "127.0.0.1:7171", "ftp://127.0.0.1/", "http://", "/v1/info"} {
+		resp, body := call(t, cl, "POST", "/v1/workers", reg(bad), api.WorkerTokenHeader, wt)
+		if resp.StatusCode != 400 || errorCode(t, body) != api.CodeBadParameter || !strings.Contains(body, "info_url") {
+			t.Errorf("info_url %q: %d %s; want 400 bad_parameter naming info_url", bad, resp.StatusCode, body)
+		}
+	}
+	for _, good := range []string{"", "http://127.0.0.1:7171", "https://w1.example:8443/"} {
+		if resp, body := call(t, cl, "POST", "/v1/workers", reg(good), api.WorkerTokenHeader, wt); resp.StatusCode != 200 {
+			t.Errorf("info_url %q: %d %s; want 200", good, resp.StatusCode, body)
+		}
+	}
+}

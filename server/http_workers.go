@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,12 @@ func validateWorker(info *api.WorkerInfo) error {
 		return badRequest(api.CodeBadParameter, "worker %s lists no data-plane endpoints", info.Name)
 	case len(info.Ops) == 0:
 		return badRequest(api.CodeBadParameter, "worker %s lists no operations", info.Name)
+	}
+	if info.InfoURL != "" {
+		u, err := url.Parse(info.InfoURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return badRequest(api.CodeBadParameter, "info_url %q: want an http:// or https:// URL such as http://10.0.0.5:7171, or none", info.InfoURL)
+		}
 	}
 	for _, ep := range info.Endpoints {
 		if ep.Addr == "" || ep.Transport == "" {
