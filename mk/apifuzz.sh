@@ -51,12 +51,13 @@ $GO build -o "$tmp/braid" "$root/cmd/braid"
 
 # The venv is kept between runs, one per version of requirements.txt.
 req=$root/bench/apifuzz/requirements.txt
-venv=${APIFUZZ_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/braid/apifuzz-$(sha256sum "$req" | cut -c1-12)}
+venv=${APIFUZZ_VENV:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/braid/apifuzz-$(sha256sum "$req" | cut -c1-12)}
 if [ ! -f "$venv/.complete" ]; then
 	echo "apifuzz: installing schemathesis into $venv"
 	[ -n "${APIFUZZ_VENV:-}" ] || rm -rf "$venv" # a cached venv that a killed run left half made
 	"$PYTHON" -m venv "$venv"
-	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
+	# requirements.txt pins every package, dependencies included: no resolving, wheels only.
+	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: -r "$req"
 	touch "$venv/.complete"
 fi
 
