@@ -89,13 +89,17 @@ wtoken=$("$PYTHON" -c 'import hashlib, hmac, sys; print(hmac.new(sys.argv[1].enc
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance
 checks=$checks,response_schema_conformance,unsupported_method,allow_header_conformance,ignored_auth
 checks=$checks,use_after_free,ensure_resource_availability
+# st runs one pass. In the background, so that a signal to this script
+# ends the wait at once and the trap stops everything.
 st() {
 	local name=$1
 	shift
 	echo "=== apifuzz: $name"
-	(cd "$tmp" && "$venv/bin/st" --config-file "$root/bench/apifuzz/schemathesis.toml" run \
+	(cd "$tmp" && exec "$venv/bin/st" --config-file "$root/bench/apifuzz/schemathesis.toml" run \
 		"$root/server/openapi.json" --url "$url" --checks "$checks" --seed "$seed" \
-		--max-examples "$examples" --no-color --workers 1 "$@") || {
+		--max-examples "$examples" --no-color --workers 1 "$@") &
+	pids+=($!)
+	wait "$!" || {
 		echo "apifuzz: pass '$name' failed (seed $seed; APIFUZZ_SEED=$seed reproduces it)"
 		return 1
 	}
