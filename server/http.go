@@ -221,9 +221,10 @@ func decodeStrict(body []byte, v any) error {
 	return nil
 }
 
-// integralNumbers rewrites every number in the JSON document body whose
-// value is an integer of at most 2^53 in magnitude (exact in a float64)
-// as a plain integer; ok is false if body is not JSON.
+// integralNumbers rewrites every number in the JSON document body that
+// reads as a float64 with an integral value of at most 2^53 in magnitude
+// (where float64 is exact) as a plain integer; ok is false if body is not
+// JSON.
 func integralNumbers(body []byte) (out []byte, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
