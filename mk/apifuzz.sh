@@ -79,11 +79,11 @@ worker=$!
 admin=$(cat "$tmp/data/admin.token")
 read=$(BRAID_TOKEN=$admin "$tmp/braid" token create --role read --name apifuzz-read --server "$url" 2>/dev/null)
 [ -n "$read" ] || { echo "apifuzz: could not make a read token"; exit 1; }
-# An image for jobs to work on (bench/apifuzz/schemathesis.toml draws it).
+# An image for jobs to work on: the config names it, as @APIFUZZ_INPUT@.
 "$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); import pngs; sys.stdout.buffer.write(pngs.make_png(24, 16))' \
 	"$root/clients/python/tests" >"$tmp/input.png"
-APIFUZZ_INPUT=$(BRAID_TOKEN=$admin "$tmp/braid" put --server "$url" "$tmp/input.png")
-export APIFUZZ_INPUT
+input=$(BRAID_TOKEN=$admin "$tmp/braid" put --server "$url" "$tmp/input.png")
+sed "s/@APIFUZZ_INPUT@/$input/" "$root/bench/apifuzz/schemathesis.toml" >"$tmp/schemathesis.toml"
 wtoken=$("$PYTHON" -c 'import hashlib, hmac, sys; print(hmac.new(sys.argv[1].encode(), b"braid worker control v1", hashlib.sha256).hexdigest())' "$secret")
 
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance
@@ -95,7 +95,7 @@ st() {
 	local name=$1
 	shift
 	echo "=== apifuzz: $name"
-	(cd "$tmp" && exec "$venv/bin/st" --config-file "$root/bench/apifuzz/schemathesis.toml" run \
+	(cd "$tmp" && exec "$venv/bin/st" --config-file "$tmp/schemathesis.toml" run \
 		"$root/server/openapi.json" --url "$url" --checks "$checks" --seed "$seed" \
 		--max-examples "$examples" --no-color --workers 1 "$@") &
 	pids+=($!)
