@@ -58,7 +58,7 @@ test-python:
 	BRAID_BIN="$$tmp/braid" "$$tmp/venv/bin/python" -m unittest discover -s clients/python/tests -v
 
 ## test-api: fuzz the HTTP API from server/openapi.json with schemathesis (pinned in
-## bench/apifuzz/requirements.txt, installed into a new venv) against a real server and
+## bench/apifuzz/requirements.txt, in a venv kept in ~/.cache/braid) against a real server and
 ## worker: no 5xx, every answer as documented, the server still up (mk/apifuzz.sh).
 ## A fixed seed; APIFUZZ_SEED=N tries another.
 test-api:
