@@ -65,7 +65,7 @@ test-api:
 	@GO="$(GO)" PYTHON="$(PYTHON)" bash mk/apifuzz.sh
 
 ## fuzz-api: the same, longer (200 examples per operation and phase, or APIFUZZ_EXAMPLES):
-## make fuzz-api APIFUZZ_EXAMPLES=500 APIFUZZ_SEED=$$RANDOM
+## make fuzz-api APIFUZZ_EXAMPLES=500 APIFUZZ_SEED=$RANDOM
 fuzz-api:
 	@GO="$(GO)" PYTHON="$(PYTHON)" APIFUZZ_EXAMPLES=$${APIFUZZ_EXAMPLES:-200} bash mk/apifuzz.sh
 
