@@ -150,3 +150,19 @@ func TestRegistrationChecksInfoURL(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyParameterNameIsRefused: a parameter named "" is unknown to every
+// operation. It was accepted at submit (always alone, half the time beside
+// another unknown name), and then the worker failed the job on it.
+func TestEmptyParameterNameIsRefused(t *testing.T) {
+	cl := startCluster(t, cluster.WorkerSpec{Threads: 1})
+	in := put(t, cl.Client, samples.PNG())
+	for _, params := range []string{`{"": "x"}`, `{"": "x", "__main__": "y"}`, `{"__main__": "y", "": "x", "zz": "z"}`} {
+		for range 10 {
+			resp, body := call(t, cl, "POST", "/v1/jobs", `{"op": "grayscale", "input": "`+in+`", "params": `+params+`}`)
+			if resp.StatusCode != 400 || errorCode(t, body) != api.CodeBadParameter || !strings.Contains(body, `unknown parameter \"\"`) {
+				t.Fatalf("params %s: %d %s; want 400 bad_parameter naming the parameter \"\"", params, resp.StatusCode, body)
+			}
+		}
+	}
+}
