@@ -12,8 +12,9 @@
 # Checks: no 5xx, every status, Content-Type, header and body as documented,
 # undeclared methods answer 405 with Allow, auth is enforced where declared,
 # deleted resources are gone and created ones are there. Afterwards the server
-# and worker must still run, /healthz must answer, and neither log may hold a
-# panic or a data race.
+# and worker must still run, /healthz must answer, neither log may hold a
+# panic or a data race, and no job may have failed (submit refuses what
+# cannot run).
 #
 # Environment: APIFUZZ_EXAMPLES (examples per operation and phase, default 10),
 # APIFUZZ_SEED (hypothesis seed, default 1: a run is reproducible),
@@ -119,6 +120,12 @@ done
 curl -sf "$url/healthz" >/dev/null || { echo "apifuzz: /healthz does not answer after the run"; alive=0; }
 if grep -nE '^panic:|fatal error:|WARNING: DATA RACE|http: panic serving' "$tmp/server.log" "$tmp/worker.log"; then
 	echo "apifuzz: a panic or race in the logs above"
+	alive=0
+fi
+# Jobs run on the uploaded image or on bytes the fuzzer uploaded; what
+# cannot run is for submit to refuse, so a job that fails is a finding.
+if grep -n 'msg="job failed"' "$tmp/server.log"; then
+	echo "apifuzz: the server accepted the jobs above and they failed: submit should have refused them"
 	alive=0
 fi
 if [ "$alive" = 1 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
