@@ -166,3 +166,24 @@ func TestEmptyParameterNameIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatJobWhoseManifestCannotBeStored: a repeat job's result is a
+// manifest with an entry per unit; one that cannot fit the server's object
+// size limit is refused at submit, not run to the end and failed.
+func TestRepeatJobWhoseManifestCannotBeStored(t *testing.T) {
+	ctx := testCtx(t)
+	cl, err := cluster.Start(ctx, cluster.Config{DataDir: t.TempDir(), MaxObjectSize: 100_000,
+		Workers: []cluster.WorkerSpec{{Threads: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	in := put(t, cl.Client, []byte("noop takes any bytes"))
+	resp, body := call(t, cl, "POST", "/v1/jobs", `{"op": "noop", "input": "`+in+`", "repeat": 2000}`)
+	if resp.StatusCode != 400 || errorCode(t, body) != api.CodeTooLarge || !strings.Contains(body, "--max-object") {
+		t.Errorf("repeat 2000 with a 100,000-byte object limit: %d %s; want 400 too_large naming --max-object", resp.StatusCode, body)
+	}
+	if j := runJob(t, cl.Client, api.JobSpec{Op: "noop", Input: in, Repeat: 500}); j.State != api.JobDone {
+		t.Errorf("repeat 500 (a manifest of about 60,000 bytes): %s %s; want done", j.State, j.Error)
+	}
+}
