@@ -64,8 +64,10 @@ fi
 
 port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 url=http://127.0.0.1:$port
+# Uploads are bounded (16 MiB), yet a repeat job's manifest (up to 100,000
+# units of about 130 bytes) must still fit.
 "$tmp/braid" server --listen "127.0.0.1:$port" --data "$tmp/data" --secret "$secret" \
-	--max-object 1048576 --drain-timeout 0s >"$tmp/server.log" 2>&1 &
+	--max-object 16777216 --drain-timeout 0s >"$tmp/server.log" 2>&1 &
 pids+=($!)
 server=$!
 for _ in $(seq 100); do
