@@ -4,7 +4,7 @@ PYTHON  ?= python3
 BIN     := bin/braid
 PKGS    := ./...
 
-.PHONY: all build demo test test-deps vet lint fmt-check tidy-check unit test-python bench fuzz clean
+.PHONY: all build demo test test-deps vet lint fmt-check tidy-check unit test-python test-api fuzz-api bench fuzz clean
 
 all: build
 
@@ -17,8 +17,9 @@ build:
 demo: build
 	./$(BIN) demo
 
-## test: gofmt, vet, lint, go.mod tidiness, every Go test with the race detector, the Python client's tests
-test: test-deps fmt-check vet lint tidy-check unit test-python
+## test: gofmt, vet, lint, go.mod tidiness, every Go test with the race detector, the Python client's tests,
+## a short run of the API fuzzer
+test: test-deps fmt-check vet lint tidy-check unit test-python test-api
 
 ## test-deps: install the system packages the tests use (promtool), as root, when missing
 test-deps:
@@ -55,6 +56,18 @@ test-python:
 	"$$tmp/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$$tmp/src"; \
 	"$$tmp/venv/bin/python" -c 'import braid; print("testing braid", braid.__version__, "installed at", braid.__file__)'; \
 	BRAID_BIN="$$tmp/braid" "$$tmp/venv/bin/python" -m unittest discover -s clients/python/tests -v
+
+## test-api: fuzz the HTTP API from server/openapi.json with schemathesis (pinned in
+## bench/apifuzz/requirements.txt, in a venv kept in ~/.cache/braid) against a real server and
+## worker: no 5xx, every answer as documented, the server still up (mk/apifuzz.sh).
+## A fixed seed; APIFUZZ_SEED=N tries another.
+test-api:
+	@GO="$(GO)" PYTHON="$(PYTHON)" bash mk/apifuzz.sh
+
+## fuzz-api: the same, longer (200 examples per operation and phase, or APIFUZZ_EXAMPLES):
+## make fuzz-api APIFUZZ_EXAMPLES=500 APIFUZZ_SEED=$RANDOM
+fuzz-api:
+	@GO="$(GO)" PYTHON="$(PYTHON)" APIFUZZ_EXAMPLES=$${APIFUZZ_EXAMPLES:-200} bash mk/apifuzz.sh
 
 ## bench: a short smoke run of every Go benchmark
 bench:

@@ -25,20 +25,21 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // Error codes. They are part of the API: never change one's meaning.
 const (
-	CodeMalformedJSON = "malformed_json"
-	CodeBadRequest    = "bad_request"
-	CodeBadParameter  = "bad_parameter"
-	CodeUnknownOp     = "unknown_operation"
-	CodeNoObject      = "object_not_found"
-	CodeBadImage      = "bad_image"
-	CodeTooLarge      = "too_large"
-	CodeTimeout       = "timeout"
-	CodeNotFound      = "not_found"
-	CodeConflict      = "conflict"
-	CodeUnauthorized  = "unauthorized"
-	CodeForbidden     = "forbidden"
-	CodeUnavailable   = "unavailable"
-	CodeInternal      = "internal"
+	CodeMalformedJSON    = "malformed_json"
+	CodeBadRequest       = "bad_request"
+	CodeBadParameter     = "bad_parameter"
+	CodeUnknownOp        = "unknown_operation"
+	CodeNoObject         = "object_not_found"
+	CodeBadImage         = "bad_image"
+	CodeTooLarge         = "too_large"
+	CodeTimeout          = "timeout"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed" // 405: the path exists, not with this method; Allow lists the methods
+	CodeConflict         = "conflict"
+	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
+	CodeUnavailable      = "unavailable"
+	CodeInternal         = "internal"
 )
 
 // Object describes a stored object.

@@ -75,6 +75,8 @@ func TestValidate(t *testing.T) {
 		{"sobel", nil, ""},
 		{"noop", ops.Params{"format": "jpeg"}, ""},
 		{"noop", ops.Params{"x": "1"}, "unknown parameter"},
+		{"noop", ops.Params{"": "1"}, `noop: unknown parameter "" (known: format)`},
+		{"blur", ops.Params{"": "1", "sigma": "1"}, `unknown parameter ""`},
 		{"resize", ops.Params{"width": "100"}, ""},
 		{"resize", ops.Params{"height": "16384"}, ""},
 		{"resize", ops.Params{"width": "3", "height": "4"}, ""},
@@ -93,6 +95,20 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s.Validate(%v) = %v, want error containing %q", tt.op, tt.p, err, tt.wantErr)
 		case err != nil && !errors.Is(err, ops.ErrBadParam):
 			t.Errorf("%s.Validate(%v) = %v, does not wrap ErrBadParam", tt.op, tt.p, err)
+		}
+	}
+}
+
+// TestValidateUnknownNamesInAnyOrder: with several unknown names, one of
+// them empty, Validate refuses and names the smallest, "", whatever order
+// the map gives (the API fuzzer found jobs accepted at submit and failed by
+// the worker when the empty name came after another).
+func TestValidateUnknownNamesInAnyOrder(t *testing.T) {
+	op, _ := ops.Lookup("grayscale")
+	for range 50 {
+		err := op.Validate(ops.Params{"__main__": "1", "": "2", "zz": "3"})
+		if err == nil || !strings.Contains(err.Error(), `unknown parameter ""`) {
+			t.Fatalf("Validate = %v, want unknown parameter \"\"", err)
 		}
 	}
 }

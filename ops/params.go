@@ -48,13 +48,13 @@ type args struct {
 // name), then the op's parameters in declaration order.
 func (o *op) parse(p Params) (args, error) {
 	a := args{o: o}
-	unknown := ""
+	unknown, found := "", false // "" is a name too: an unknown one
 	for k := range p {
-		if o.index(k) < 0 && (unknown == "" || k < unknown) {
-			unknown = k
+		if o.index(k) < 0 && (!found || k < unknown) {
+			unknown, found = k, true
 		}
 	}
-	if unknown != "" {
+	if found {
 		return a, badParam("%s: unknown parameter %q (known: %s)", o.info.Name, unknown, o.paramNames())
 	}
 	for i, s := range o.params {

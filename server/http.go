@@ -1,13 +1,16 @@
 package server
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/braidhq/braid/api"
@@ -48,10 +51,30 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /ui/", uiHandler())
 	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowedMethods(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, &apiError{status: http.StatusMethodNotAllowed, code: api.CodeMethodNotAllowed,
+				msg: fmt.Sprintf("%s %s: this endpoint answers %s (see /v1/openapi.json)", r.Method, r.URL.Path, strings.Join(allow, ", "))})
+			return
+		}
 		writeError(w, &apiError{status: 404, code: "not_found",
 			msg: fmt.Sprintf("no such endpoint: %s %s (see /v1/openapi.json)", r.Method, r.URL.Path)})
 	})
 	return s.logErrors(mux)
+}
+
+// allowedMethods lists the methods mux serves r's path with, for the
+// Allow header of a 405; none if it serves the path with no method (the
+// catch-all "/" aside). GET routes serve HEAD as well.
+func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 // logErrors logs one line for every error answer (writeError): INFO for a
@@ -157,22 +180,78 @@ func writeError(w http.ResponseWriter, err error) {
 }
 
 // readJSON decodes one JSON object into v, strictly: unknown fields,
-// trailing data and bodies over maxJSONBody are errors.
+// trailing data and bodies over maxJSONBody are errors. An integer field
+// takes any JSON number with an integral value, 231.0 or 2.31e2 as well as
+// 231: JSON has one number type, JSON Schema's integer is any such number,
+// and Python's json module writes a float as 231.0.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
 		return badRequest("bad_request", "Content-Type is %q; send application/json", ct)
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return &apiError{status: 413, code: "too_large", msg: fmt.Sprintf("request body over %d bytes", maxJSONBody)}
 		}
+		return badRequest("bad_request", "reading the request body: %v", err)
+	}
+	err = decodeStrict(body, v)
+	var ute *json.UnmarshalTypeError
+	if errors.As(err, &ute) && strings.HasPrefix(ute.Value, "number ") {
+		if norm, ok := integralNumbers(body); ok {
+			err = decodeStrict(norm, v)
+		}
+	}
+	if err != nil {
 		return badRequest("malformed_json", "request body is not valid JSON for this endpoint: %v", err)
 	}
+	return nil
+}
+
+// decodeStrict decodes exactly one JSON value into v, refusing unknown
+// fields and trailing data.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
 	if _, err := dec.Token(); err != io.EOF {
-		return badRequest("malformed_json", "request body has data after the JSON object")
+		return errors.New("data after the JSON object")
 	}
 	return nil
+}
+
+// integralNumbers rewrites every number in the JSON document body that
+// reads as a float64 with an integral value of at most 2^53 in magnitude
+// (where float64 is exact) as a plain integer; ok is false if body is not
+// JSON.
+func integralNumbers(body []byte) (out []byte, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var doc any
+	if dec.Decode(&doc) != nil {
+		return nil, false
+	}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				v[k] = walk(e)
+			}
+		case []any:
+			for i, e := range v {
+				v[i] = walk(e)
+			}
+		case json.Number:
+			if f, err := v.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) <= 1<<53 {
+				return json.Number(strconv.FormatInt(int64(f), 10))
+			}
+		}
+		return v
+	}
+	out, err := json.Marshal(walk(doc))
+	return out, err == nil
 }

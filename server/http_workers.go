@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,12 @@ func validateWorker(info *api.WorkerInfo) error {
 		return badRequest(api.CodeBadParameter, "worker %s lists no data-plane endpoints", info.Name)
 	case len(info.Ops) == 0:
 		return badRequest(api.CodeBadParameter, "worker %s lists no operations", info.Name)
+	}
+	if info.InfoURL != "" {
+		u, err := url.Parse(info.InfoURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return badRequest(api.CodeBadParameter, "info_url %q: want an http:// or https:// URL such as http://10.0.0.5:7171, or none", info.InfoURL)
+		}
 	}
 	for _, ep := range info.Endpoints {
 		if ep.Addr == "" || ep.Transport == "" {
@@ -158,16 +165,21 @@ func (s *Server) handleListWorkers(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	var infoURL string
+	known := false
 	if err := s.disp.do(r.Context(), func() {
 		if wc := s.disp.workers[name]; wc != nil {
-			infoURL = wc.info.InfoURL
+			known, infoURL = true, wc.info.InfoURL
 		}
 	}); err != nil {
 		writeError(w, err)
 		return
 	}
-	if infoURL == "" {
-		writeError(w, &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("worker %q is not registered or has no info URL", name)})
+	switch {
+	case !known:
+		writeError(w, &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("worker %q is not registered", name)})
+		return
+	case infoURL == "":
+		writeError(w, conflict("worker %q registered without an info_url, so there is no one to ask; it must register again with one", name))
 		return
 	}
 	info, err := fetchInfo(r.Context(), infoURL)

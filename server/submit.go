@@ -191,6 +191,9 @@ func (s *Server) submit(spec api.JobSpec, owner string) (*jobRun, error) {
 	if err := validateSpec(&spec); err != nil {
 		return nil, err
 	}
+	if err := s.manifestFits(spec); err != nil {
+		return nil, err
+	}
 	// Objects named by jobs and DELETE /v1/objects exclude each other
 	// (objects.go); Touch keeps the collector off the input (store).
 	s.refsMu.RLock()
@@ -212,6 +215,23 @@ func (s *Server) submit(spec api.JobSpec, owner string) (*jobRun, error) {
 	}
 	s.log.Info("job submitted", "job", j.id, "op", spec.Op, "units", j.total(), "policy", spec.Policy)
 	return j, nil
+}
+
+// minManifestEntry is the fewest bytes a unit's entry takes in a job's
+// result manifest (assemble.go writes one with index, output id and size,
+// indented, 118 bytes or more).
+const minManifestEntry = 100
+
+// manifestFits refuses a repeat job whose result manifest cannot be stored
+// under the server's object size limit: it would run every unit and then
+// fail.
+func (s *Server) manifestFits(spec api.JobSpec) error {
+	limit := s.store.MaxSize()
+	if spec.Repeat > 1 && int64(spec.Repeat)*minManifestEntry > limit {
+		return badRequest(api.CodeTooLarge, "repeat %d: the result, a manifest of %d units, would be over the server's object size limit of %d bytes (braid server --max-object); at most %d units",
+			spec.Repeat, spec.Repeat, limit, limit/minManifestEntry)
+	}
+	return nil
 }
 
 // addVisible puts j in the jobs map clients read.
