@@ -21,6 +21,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/internal/fileutil"
 )
 
 // Client authentication. With Config.Auth set, every endpoint but /healthz
@@ -234,7 +235,7 @@ func (t *tokens) bootstrap(dir string, now time.Time) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(dir, api.AdminTokenFile)
-	if err := writeSynced(path, []byte(tok+"\n"), 0o600); err != nil {
+	if err := fileutil.WriteSynced(path, []byte(tok+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("server: writing the first admin token: %w", err)
 	}
 	if err := t.store(rec); err != nil {
@@ -242,37 +243,6 @@ func (t *tokens) bootstrap(dir string, now time.Time) (string, error) {
 		return "", err
 	}
 	return path, nil
-}
-
-// writeSynced writes a file whole (a temporary file renamed over it) and
-// syncs it and its directory.
-func writeSynced(path string, b []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // caller is who made a request: the token's id and role. Without

@@ -26,6 +26,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/braidhq/braid/internal/fileutil"
 )
 
 // Files in the TLS directory (DATA/tls).
@@ -202,23 +204,7 @@ func serial() *big.Int {
 }
 
 func writeFile(path string, b []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return fmt.Errorf("pki: %w", err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
+	if err := fileutil.WriteSynced(path, b, mode); err != nil {
 		return fmt.Errorf("pki: %w", err)
 	}
 	return nil
