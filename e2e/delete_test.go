@@ -102,9 +102,25 @@ func skipWithoutDeleteRoutes(t *testing.T, c *client.Client) {
 // code and output, whatever the code.
 func cliExit(t *testing.T, c *client.Client, args ...string) (int, string, string) {
 	t.Helper()
+	return runCLI(t, c, true, args...)
+}
+
+// runCLI runs a client command against c's server with the server's admin
+// token in $BRAID_TOKEN, or (token false) with no $BRAID_TOKEN at all, and
+// returns its exit code and output.
+func runCLI(t *testing.T, c *client.Client, token bool, args ...string) (int, string, string) {
+	t.Helper()
 	args = append(args[:1:1], append([]string{"--server", c.URL()}, args[1:]...)...)
 	cmd := exec.Command(braidBin, args...)
-	withToken(cmd, args)
+	if token {
+		withToken(cmd, args)
+	} else {
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "BRAID_TOKEN=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

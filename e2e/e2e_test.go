@@ -259,7 +259,7 @@ func TestCLI(t *testing.T) {
 	if log := srv.logText(); !strings.Contains(log, "wrote it to ") || !strings.Contains(log, "export BRAID_TOKEN=$(cat ") {
 		t.Errorf("a new server's log does not say where its first admin token is:\n%s", log)
 	}
-	if code, _, stderr := cliExitNoToken(t, c, "jobs"); code != 1 || !strings.Contains(stderr, "needs a token") {
+	if code, _, stderr := runCLI(t, c, false, "jobs"); code != 1 || !strings.Contains(stderr, "needs a token") {
 		t.Errorf("jobs without a token: exit %d, stderr %q", code, stderr)
 	}
 	start(t, "worker", "--server", c.URL(), "--threads", "2", "--name", "w1", "--transport", "tcp")
@@ -303,21 +303,6 @@ func TestCLI(t *testing.T) {
 	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "unknown operation") {
 		t.Errorf("unknown op: err %v, stderr %q", err, stderr.String())
 	}
-}
-
-// cliExitNoToken runs a client command against c's server without a token.
-func cliExitNoToken(t *testing.T, c *client.Client, args ...string) (int, string, string) {
-	t.Helper()
-	cmd := exec.Command(braidBin, append(args[:1:1], append([]string{"--server", c.URL()}, args[1:]...)...)...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "BRAID_TOKEN=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	_ = cmd.Run()
-	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
 }
 
 func cli(t *testing.T, c *client.Client, args ...string) string {

@@ -53,7 +53,7 @@ func (m TLSMode) Dial(remote net.Addr) bool {
 	case TLSOff:
 		return false
 	}
-	return !loopback(remote)
+	return !IsLoopback(remote)
 }
 
 // AcceptPlain reports whether a listener in mode m takes a plaintext
@@ -65,11 +65,12 @@ func (m TLSMode) AcceptPlain(remote net.Addr) bool {
 	case TLSOff:
 		return true
 	}
-	return loopback(remote)
+	return IsLoopback(remote)
 }
 
-// loopback reports whether addr is a loopback address.
-func loopback(addr net.Addr) bool {
+// IsLoopback reports whether addr is a loopback address: packets to it
+// never leave the host.
+func IsLoopback(addr net.Addr) bool {
 	var ip net.IP
 	switch a := addr.(type) {
 	case *net.TCPAddr:

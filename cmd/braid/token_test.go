@@ -3,7 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/internal/pki"
 )
 
 // runEnvCmd runs a command with the environment vars (nothing else).
@@ -174,5 +179,38 @@ func TestTokenFor(t *testing.T) {
 		if got := tc.c.tokenFor(); got != tc.want {
 			t.Errorf("%+v: token %q, want %q", tc.c, got, tc.want)
 		}
+	}
+}
+
+// TestTrustFlagsWinOverEnvironment: --ca given on the command line is not
+// overridden by a fingerprint from $BRAID_CA_FINGERPRINT or the
+// configuration file (it was: with both set, the pin decided).
+func TestTrustFlagsWinOverEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := pki.LoadOrMakeCA(filepath.Join(dir, "ca"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := pki.LoadOrMakeCA(filepath.Join(dir, "other"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.ServerCert([]string{"127.0.0.1"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, "[]")
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	defer srv.Close()
+	env := map[string]string{"BRAID_SERVER": srv.URL, "BRAID_CA_FINGERPRINT": other.Fingerprint()}
+	if code, _, stderr := runEnvCmd(t, env, "jobs", "--timeout", "5s"); code != 1 || !strings.Contains(stderr, "is not trusted") {
+		t.Errorf("with only another CA's fingerprint in the environment: exit %d, stderr %q", code, stderr)
+	}
+	if code, _, stderr := runEnvCmd(t, env, "jobs", "--ca", filepath.Join(dir, "ca", pki.CAFile)); code != 0 {
+		t.Errorf("--ca beside another CA's fingerprint in the environment: exit %d, stderr %q", code, stderr)
 	}
 }

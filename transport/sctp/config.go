@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/braidhq/braid/transport"
 )
 
 // Protocol constants shared by both ends (they are not negotiated).
@@ -123,7 +125,7 @@ func (c Config) mtuFor(addr net.Addr, route int) int {
 		return c.MTU
 	}
 	start := ethernetMTU
-	if isLoopback(addr) {
+	if transport.IsLoopback(addr) {
 		start = legacyDatagram
 	}
 	if route > 0 {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/braidhq/braid/transport"
 )
 
 // The path MTU probe, packetization-layer path MTU discovery (RFC 8899) in
@@ -160,7 +162,7 @@ const (
 // when done or when a ends.
 func (a *Association) probe(p *prober) {
 	defer a.readers.Done()
-	if p.foreign.Load() || !isLoopback(a.conn.RemoteAddr()) {
+	if p.foreign.Load() || !transport.IsLoopback(a.conn.RemoteAddr()) {
 		return
 	}
 	size := p.route &^ 3

@@ -47,7 +47,9 @@ func (t *Transport) options(conn net.Conn, hook *garbageHook, pr *prober) []sctp
 		sctp.WithMTU(uint32(t.cfg.mtuFor(conn.RemoteAddr(), route))),
 		sctp.WithMaxReceiveBufferSize(uint32(t.cfg.ReceiveBuffer)),
 		sctp.WithMaxMessageSize(uint32(fragHeaderLen + maxFragment)),
-		sctp.WithEnableZeroChecksum(t.cfg.ZeroChecksum || isLoopback(conn.RemoteAddr())),
+		// Packets to loopback are never corrupted, which is why the kernel
+		// skips checksums there too.
+		sctp.WithEnableZeroChecksum(t.cfg.ZeroChecksum || transport.IsLoopback(conn.RemoteAddr())),
 	}
 }
 
@@ -87,14 +89,6 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 		return nil, fmt.Errorf("sctp: dial %s: %w", addr, err)
 	}
 	return a, nil
-}
-
-// isLoopback tells whether addr is a loopback address: packets to it never
-// leave the host and are never corrupted, which is why the kernel skips
-// checksums on loopback too.
-func isLoopback(addr net.Addr) bool {
-	ua, ok := addr.(*net.UDPAddr)
-	return ok && ua.IP.IsLoopback()
 }
 
 // prober returns a path MTU prober for a new association, or nil when the

@@ -13,7 +13,7 @@ import (
 // socket (MSG_PEEK), honouring c's read deadline: what follows reads c
 // itself, so a plaintext association keeps the *net.TCPConn (and its
 // writev) and TLS reads the byte again.
-func peekByte(c *net.TCPConn) (byte, net.Conn, error) {
+func peekByte(c *net.TCPConn) (byte, Conn, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return 0, nil, err

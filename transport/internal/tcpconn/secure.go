@@ -63,10 +63,7 @@ func accept(ctx context.Context, c *net.TCPConn, sec Security) (Conn, error) {
 			return nil, fmt.Errorf("%w: plaintext from %s while data-plane TLS is %s (give the peer's braid a matching --data-plane-tls, or a newer braid)",
 				transport.ErrAuth, c.RemoteAddr(), sec.Mode)
 		}
-		if pc, ok := rest.(*prefixConn); ok {
-			return pc, nil
-		}
-		return c, nil
+		return rest, nil
 	}
 	cfgs, err := clustertls.For(sec.Secret)
 	if err != nil {
@@ -93,24 +90,3 @@ func tlsError(err error) error {
 	}
 	return fmt.Errorf("TLS: %w", err)
 }
-
-// prefixConn gives back the byte peekByte read (where it cannot peek)
-// before the rest. It embeds
-// the net.Conn interface, not the *net.TCPConn, so that no ReadFrom or
-// WriteTo of the socket can skip the byte.
-type prefixConn struct {
-	net.Conn
-	tcp   *net.TCPConn
-	first []byte
-}
-
-func (p *prefixConn) Read(b []byte) (int, error) {
-	if len(p.first) > 0 {
-		n := copy(b, p.first)
-		p.first = p.first[n:]
-		return n, nil
-	}
-	return p.Conn.Read(b)
-}
-
-func (p *prefixConn) CloseWrite() error { return p.tcp.CloseWrite() }
