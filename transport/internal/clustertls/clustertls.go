@@ -1,6 +1,7 @@
-// Package clustertls gives braid's TCP transports TLS 1.3 keyed to the
-// cluster secret, so that mutual authentication and encryption are one
-// step. Every holder of the secret derives the same certificate authority
+// Package clustertls gives braid's transports TLS keyed to the cluster
+// secret, so that mutual authentication and encryption are one step: TLS
+// 1.3 for the TCP transports, and the same certificates for DTLS 1.2 under
+// sctp (transport/sctp). Every holder of the secret derives the same certificate authority
 // key from it (HKDF-SHA256 to an Ed25519 seed); each process makes its own
 // key and a certificate that key signs, and each end of a connection
 // presents its certificate and accepts only one that chains to the
@@ -10,7 +11,6 @@ package clustertls
 
 import (
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/hkdf"
 	"crypto/rand"
@@ -19,14 +19,15 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"math/big"
 	"sync"
 	"time"
 )
 
-// serverName is the name in every member's certificate; the cluster's
+// ServerName is the name in every member's certificate; the cluster's
 // authority, not a host name, is what is checked.
-const serverName = "braid-data-plane"
+const ServerName = "braid-data-plane"
 
 // IsHandshake reports whether b, a connection's first byte, starts a TLS
 // handshake record (0x16). braid's plaintext handshake starts with a
@@ -36,6 +37,11 @@ func IsHandshake(b byte) bool { return b == 0x16 }
 // Configs are the TLS configurations of one cluster secret.
 type Configs struct {
 	Client, Server *tls.Config
+	// Cert is this process's certificate and key, and Pool holds the
+	// cluster's authority, for a DTLS stack to build its own configuration
+	// from.
+	Cert tls.Certificate
+	Pool *x509.CertPool
 }
 
 var (
@@ -63,11 +69,10 @@ func For(secret []byte) (*Configs, error) {
 }
 
 func makeConfigs(secret []byte, now time.Time) (*Configs, error) {
-	seed, err := hkdf.Key(sha256.New, secret, nil, "braid data-plane CA v1", ed25519.SeedSize)
+	caKey, err := authorityKey(secret)
 	if err != nil {
 		return nil, err
 	}
-	caKey := ed25519.NewKeyFromSeed(seed)
 	caTmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: "braid cluster data plane"},
@@ -78,7 +83,7 @@ func makeConfigs(secret []byte, now time.Time) (*Configs, error) {
 		IsCA:                  true,
 		MaxPathLenZero:        true,
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
 		return nil, err
 	}
@@ -96,8 +101,8 @@ func makeConfigs(secret []byte, now time.Time) (*Configs, error) {
 	}
 	leafTmpl := &x509.Certificate{
 		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: serverName},
-		DNSNames:     []string{serverName},
+		Subject:      pkix.Name{CommonName: ServerName},
+		DNSNames:     []string{ServerName},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.AddDate(10, 0, 0),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
@@ -111,8 +116,27 @@ func makeConfigs(secret []byte, now time.Time) (*Configs, error) {
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
 	return &Configs{
-		Client: &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: serverName},
+		Cert: cert, Pool: pool,
+		Client: &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: ServerName},
 		Server: &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, ClientCAs: pool,
 			ClientAuth: tls.RequireAndVerifyClientCert},
 	}, nil
+}
+
+// authorityKey derives the cluster authority's ECDSA P-256 key from the
+// secret. (Not Ed25519: pion/dtls v3 refuses a certificate that an Ed25519
+// key signed, so DTLS under sctp could not use the authority.) HKDF's
+// output is the scalar; the rare output not below the curve's order is
+// skipped by deriving again with the next counter.
+func authorityKey(secret []byte) (*ecdsa.PrivateKey, error) {
+	for i := range 16 {
+		d, err := hkdf.Key(sha256.New, secret, nil, fmt.Sprintf("braid data-plane CA v2 P-256 %d", i), 32)
+		if err != nil {
+			return nil, err
+		}
+		if k, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), d); err == nil {
+			return k, nil
+		}
+	}
+	return nil, errors.New("clustertls: no P-256 key derived from the secret")
 }
