@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/chromedp/chromedp v0.23.0
+	github.com/pion/dtls/v3 v3.1.15
 	github.com/pion/logging v0.2.4
 	github.com/pion/sctp v1.11.3
 	github.com/pion/transport/v5 v5.0.1

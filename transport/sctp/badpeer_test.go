@@ -55,7 +55,7 @@ func pionClient(t *testing.T, tr *Transport, addr string) (*sctp.Association, ne
 		t.Fatal(err)
 	}
 	var opts []sctp.ClientOption
-	for _, o := range tr.options(uc, &garbageHook{}, nil) {
+	for _, o := range tr.options(uc, &garbageHook{}, nil, tr.pathTo(uc.RemoteAddr()), false) {
 		opts = append(opts, o)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -35,9 +35,11 @@ func checkPacket(p []byte) error {
 	return nil
 }
 
-// isInit tells whether p is a well-formed packet whose first chunk is INIT.
+// isInit tells whether p is a well-formed packet whose first chunk is an
+// INIT, with the flags every sender sets (none): a DTLS ClientHello has
+// its handshake type, 1, there (dtls.go).
 func isInit(p []byte) bool {
-	return checkPacket(p) == nil && p[sctpCommonHeader] == 1
+	return checkPacket(p) == nil && p[sctpCommonHeader] == chunkInit && p[sctpCommonHeader+1] == 0
 }
 
 // garbageHook forwards "the peer sent garbage" to whoever owns the

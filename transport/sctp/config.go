@@ -76,6 +76,10 @@ type Config struct {
 	// are never corrupted (the kernel skips checksums there too), and the
 	// CRC costs about a tenth of the CPU of a small unit's round trip.
 	ZeroChecksum bool
+	// TLS says when associations run over DTLS keyed to the cluster
+	// secret (dtls.go): the zero value, between hosts; a listener takes
+	// DTLS from anyone and plaintext SCTP only where the mode allows it.
+	TLS transport.TLSMode
 	// Logger receives the transport's log lines (group "sctp"); nil
 	// discards them.
 	Logger *slog.Logger

@@ -34,7 +34,11 @@ type pconn struct {
 	ua    *net.UDPAddr // raddr, for writes
 	in    chan packet  // packets from the mux; full means drop (UDP)
 	inB   atomic.Int64 // receive-buffer bytes the packets in in hold, at most maxQueued
-	// proven is set once the peer has echoed its state cookie (mux.go).
+	// sealed: the peer speaks DTLS (dtls.go), so packets are records that
+	// pion/dtls checks, and not SCTP; set before the first packet.
+	sealed bool
+	// proven is set once the peer has echoed its state cookie, or its
+	// DTLS cookie (mux.go).
 	proven     atomic.Bool
 	proofTimer *time.Timer // set by the mux under its lock, before any packet
 	hook       garbageHook
@@ -66,7 +70,7 @@ const maxQueued = 16 << 20
 
 // deliver hands a packet to the reader, dropping it when the queue is full.
 func (c *pconn) deliver(p packet) {
-	if !c.proven.Load() && len(p.p) > sctpCommonHeader && p.p[sctpCommonHeader] == chunkCookieEcho {
+	if !c.proven.Load() && !c.sealed && len(p.p) > sctpCommonHeader && p.p[sctpCommonHeader] == chunkCookieEcho {
 		c.proven.Store(true)
 	}
 	n := int64(p.share())
@@ -95,7 +99,7 @@ func (c *pconn) Read(p []byte) (int, error) {
 	for {
 		select {
 		case pk := <-c.in:
-			if q, ok := admit(c.take(pk), p, &c.hook, &c.life); ok {
+			if q, ok := admit(c.take(pk), p, c.checks()); ok {
 				return len(q), nil
 			}
 		case <-c.closed:
@@ -113,8 +117,19 @@ func (c *pconn) Write(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	default:
 	}
+	if c.sealed && !c.proven.Load() && isServerHello(p) {
+		c.proven.Store(true) // the peer echoed the DTLS cookie (dtls.go)
+	}
 	c.life.Sent()
 	return c.m.sock.write(p, c.ua, &c.serr)
+}
+
+// checks is what admit checks c's packets with: nothing for DTLS records.
+func (c *pconn) checks() *checker {
+	if c.sealed {
+		return nil
+	}
+	return &checker{hook: &c.hook, life: &c.life} // inlined: no allocation
 }
 
 // WriteOwned is Write without the copy: p waits for Flush. pion's
@@ -147,7 +162,7 @@ func (c *pconn) ReadPacket() ([]byte, error) {
 	for {
 		select {
 		case pk := <-c.in:
-			if p, ok := admit(c.take(pk), nil, &c.hook, &c.life); ok {
+			if p, ok := admit(c.take(pk), nil, c.checks()); ok {
 				return p, nil
 			}
 		case <-c.closed:
@@ -158,12 +173,23 @@ func (c *pconn) ReadPacket() ([]byte, error) {
 	}
 }
 
+// checker is where admit reports a received SCTP packet: a malformed one
+// to hook, a well-formed one as a sign of life.
+type checker struct {
+	hook *garbageHook
+	life *alive.Clock
+}
+
 // admit checks a received packet and releases its buffer. A well-formed
 // one is copied into dst (truncated to it), or into a new slice when dst
 // is nil, and counts as a sign of life; a malformed one is reported to
-// hook, which aborts the association.
-func admit(pk packet, dst []byte, hook *garbageHook, life *alive.Clock) ([]byte, bool) {
-	err := checkPacket(pk.p)
+// the hook, which aborts the association. With a nil checker (a DTLS
+// record, which pion/dtls checks) the packet is copied as it is.
+func admit(pk packet, dst []byte, ck *checker) ([]byte, bool) {
+	var err error
+	if ck != nil {
+		err = checkPacket(pk.p)
+	}
 	var p []byte
 	switch {
 	case err != nil:
@@ -174,10 +200,12 @@ func admit(pk packet, dst []byte, hook *garbageHook, life *alive.Clock) ([]byte,
 	}
 	pk.rb.release()
 	if err != nil {
-		hook.fire(err)
+		ck.hook.fire(err)
 		return nil, false
 	}
-	life.Heard()
+	if ck != nil {
+		ck.life.Heard()
+	}
 	return p, true
 }
 
@@ -202,11 +230,12 @@ func (c *pconn) SetWriteDeadline(time.Time) error  { return nil }
 // (batch.go), with the same packet check.
 type dconn struct {
 	*net.UDPConn
-	sock *udpSocket
-	hook garbageHook
-	life alive.Clock
-	serr sendErr
-	tx   txRound
+	sealed bool // packets are DTLS records (see pconn.sealed)
+	sock   *udpSocket
+	hook   garbageHook
+	life   alive.Clock
+	serr   sendErr
+	tx     txRound
 }
 
 func newDconn(uc *net.UDPConn) *dconn {
@@ -260,10 +289,18 @@ func (c *dconn) ReadPacket() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if p, ok := admit(pk, nil, &c.hook, &c.life); ok {
+		if p, ok := admit(pk, nil, c.checks()); ok {
 			return p, nil
 		}
 	}
+}
+
+// checks is what admit checks c's packets with: nothing for DTLS records.
+func (c *dconn) checks() *checker {
+	if c.sealed {
+		return nil
+	}
+	return &checker{hook: &c.hook, life: &c.life} // inlined: no allocation
 }
 
 func (c *dconn) garbage() *garbageHook { return &c.hook }
@@ -277,7 +314,7 @@ func (c *dconn) Read(p []byte) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if q, ok := admit(pk, p, &c.hook, &c.life); ok {
+		if q, ok := admit(pk, p, c.checks()); ok {
 			return len(q), nil
 		}
 	}

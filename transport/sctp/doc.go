@@ -18,6 +18,14 @@
 // queued and sent by a flusher goroutine instead. Closing a conn sends what
 // is queued (for at most a second) before the socket closes.
 //
+// Encryption (dtls.go): between hosts, by default (Config.TLS), an
+// association runs over DTLS 1.2 keyed to the cluster secret, SCTP over
+// DTLS over UDP as in WebRTC's data channels; both ends prove they hold the
+// secret in the DTLS handshake, and every packet is one encrypted record. A
+// listener takes DTLS from anyone and plaintext SCTP only from where the
+// mode allows it (loopback, by default). Encrypted packets are at most
+// 8 KiB, and their path MTU is not probed.
+//
 // Packet size (pmtu.go): an association starts with packets of 8192 bytes
 // to a loopback peer and 1452 to any other (less if the route's MTU is
 // smaller), sizes every braid peer reads. To a loopback peer it then sends

@@ -17,18 +17,56 @@ import (
 // address arrive every 50 ms, a real dial associates within two seconds, and
 // the listener never holds more than MaxHalfOpen.
 func TestINITFlood(t *testing.T) {
-	tr := New(Config{})
+	init := sctpPacket(pionPort, pionPort, initChunk())
+	binary.BigEndian.PutUint32(init[4:], 0) // an INIT's verification tag
+	binary.LittleEndian.PutUint32(init[8:], 0)
+	binary.LittleEndian.PutUint32(init[8:], crc32.Checksum(init, castagnoli))
+	testFlood(t, New(Config{}), init)
+}
+
+// TestClientHelloFlood is TestINITFlood against a listener that takes only
+// DTLS, flooded with a real DTLS ClientHello: each one starts a DTLS
+// server, which answers with a cookie the forger never sees.
+func TestClientHelloFlood(t *testing.T) {
+	testFlood(t, New(Config{TLS: transport.TLSOn}), clientHello(t))
+}
+
+// clientHello is the first datagram of a DTLS dial.
+func clientHello(t *testing.T) []byte {
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	uc, err := net.DialUDP("udp", nil, pc.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = dialDTLS(ctx, newDconn(uc), secret, 1452)
+	}()
+	b := make([]byte, 2048)
+	_ = pc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, _, err := pc.ReadFrom(b)
+	cancel()
+	<-done
+	if err != nil || !isClientHello(b[:n]) {
+		t.Fatalf("no ClientHello from a DTLS dialer: % x, %v", b[:n], err)
+	}
+	return b[:n]
+}
+
+func testFlood(t *testing.T, tr *Transport, init []byte) {
 	ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, RecStreams: 1, MaxStreams: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
 	m := ln.(*Listener).m
-	_ = m
-	init := sctpPacket(pionPort, pionPort, initChunk())
-	binary.BigEndian.PutUint32(init[4:], 0) // an INIT's verification tag
-	binary.LittleEndian.PutUint32(init[8:], 0)
-	binary.LittleEndian.PutUint32(init[8:], crc32.Checksum(init, castagnoli))
 	// The flood comes from another address than the dialer's, as forged
 	// INITs would: what one address may hold is bounded (an eighth of
 	// MaxHalfOpen), so it evicts its own handshakes, not the dialer's.
@@ -85,7 +123,7 @@ func TestINITFlood(t *testing.T) {
 	}
 	cancel()
 	if n := <-flooded; n < 2*tr.cfg.MaxHalfOpen {
-		t.Fatalf("only %d INITs sent: not a flood", n)
+		t.Fatalf("only %d datagrams sent: not a flood", n)
 	}
 	// Unproven handshakes go after proofWait even with no INIT to evict them.
 	deadline := time.Now().Add(proofWait + 2*time.Second)

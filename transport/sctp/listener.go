@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/braidhq/braid/transport"
 	"github.com/pion/sctp"
@@ -40,6 +43,15 @@ func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.L
 	setBuffers(pc, t.cfg.SocketBuffer)
 	l := &Listener{t: t, cfg: cfg, ready: make(chan *Association, t.cfg.AcceptBacklog), closed: make(chan struct{})}
 	l.m = newMux(pc, t.cfg.MaxHalfOpen, l.serve, func(msg string, args ...any) { t.cfg.Logger.Debug(msg, args...) })
+	l.m.plainOK = func(peer netip.AddrPort) bool { return t.cfg.TLS.AcceptPlain(net.UDPAddrFromAddrPort(peer)) }
+	var lastRefusal atomic.Int64
+	l.m.refused = func(peer netip.AddrPort) {
+		if now := time.Now().UnixNano(); now-lastRefusal.Load() > int64(time.Second) {
+			lastRefusal.Store(now)
+			l.logf("sctp: refused plaintext SCTP from %s: data-plane TLS is %s, so this listener takes only DTLS from it "+
+				"(give the peer's braid a matching --data-plane-tls, or a newer braid)", peer, t.cfg.TLS)
+		}
+	}
 	l.m.start()
 	return l, nil
 }
@@ -119,17 +131,28 @@ func (l *Listener) establish(c *pconn) (*Association, error) {
 		case <-ctx.Done():
 		}
 	}()
-	var opts []sctp.ServerOption
+	var conn assocConn = c
+	p := l.t.pathTo(c.RemoteAddr())
 	pr := l.t.prober()
-	for _, o := range l.t.options(c, &c.hook, pr) {
+	if c.sealed {
+		pr = nil
+		sc, err := acceptDTLS(ctx, c, l.cfg.Secret, p.mtu)
+		if err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		conn = sc
+	}
+	var opts []sctp.ServerOption
+	for _, o := range l.t.options(conn, conn.garbage(), pr, p, c.sealed) {
 		opts = append(opts, o)
 	}
 	pa, err := sctp.ServerWithOptions(opts...)
 	if err != nil {
-		_ = c.Close()
+		_ = conn.Close()
 		return nil, ctxErr(ctx, err)
 	}
-	return l.t.handshake(ctx, pa, c, pr, true, l.logf, func(hc transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
+	return l.t.handshake(ctx, pa, conn, pr, true, l.logf, func(hc transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
 		return transport.ListenHandshake(ctx, hc, l.cfg)
 	})
 }

@@ -15,6 +15,10 @@ type mux struct {
 	sock  *udpSocket     // pc's batched I/O
 	onNew func(c *pconn) // called for an INIT from a new address
 	log   func(msg string, args ...any)
+	// plainOK says whether plaintext SCTP is taken from a peer (else only
+	// DTLS is, dtls.go); refused logs a refusal, at most once a second.
+	plainOK func(netip.AddrPort) bool
+	refused func(peer netip.AddrPort)
 
 	mu      sync.Mutex // guards conns, half, closing
 	conns   map[netip.AddrPort]*pconn
@@ -69,10 +73,18 @@ func (m *mux) readLoop() {
 func (m *mux) route(from netip.AddrPort, p packet) {
 	m.mu.Lock()
 	c := m.conns[from]
-	if c == nil && !m.closing && isInit(p.p) {
+	if c == nil && !m.closing && (isInit(p.p) || isClientHello(p.p)) {
+		sealed := !isInit(p.p)
+		if !sealed && m.plainOK != nil && !m.plainOK(from) {
+			m.mu.Unlock()
+			m.refused(from)
+			p.rb.release()
+			return
+		}
 		victim, ok := m.makeRoomLocked(from.Addr())
 		if ok {
 			c = newPconn(m, from)
+			c.sealed = sealed
 			m.conns[from] = c
 			m.half[c] = time.Now()
 			c.proofTimer = time.AfterFunc(proofWait, func() { m.dropUnproven(c) })

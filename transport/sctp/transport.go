@@ -29,27 +29,45 @@ func New(cfg Config) *Transport {
 // Name implements transport.Transport.
 func (*Transport) Name() string { return "sctp" }
 
-// options are the pion settings for one association.
-// pr, unless nil, is given pion's packets and probes the path's MTU
-// through conn.
-func (t *Transport) options(conn net.Conn, hook *garbageHook, pr *prober) []sctp.AssociationOption {
-	logs := pionLogs{log: func(m string) { t.cfg.Logger.Debug(m) }, hook: hook}
+// path is what an association knows of its path when it starts.
+type path struct {
+	route int // routeMTU of the peer, 0 if unknown or the MTU is fixed
+	mtu   int // the size of the datagrams it starts with
+}
+
+// pathTo looks up the path to addr (once per association: it opens a
+// socket).
+func (t *Transport) pathTo(addr net.Addr) path {
 	route := 0
 	if t.cfg.MTU == 0 {
-		route = routeMTU(conn.RemoteAddr()) // once per association: it opens a socket
+		route = routeMTU(addr)
 	}
+	return path{route: route, mtu: t.cfg.mtuFor(addr, route)}
+}
+
+// options are the pion settings for one association.
+// pr, unless nil, is given pion's packets and probes the path's MTU
+// through conn. sealed says conn is DTLS: its packets are smaller by a
+// record's overhead, and need no checksum (RFC 9653), since the record's
+// authentication tag covers them.
+func (t *Transport) options(conn net.Conn, hook *garbageHook, pr *prober, p path, sealed bool) []sctp.AssociationOption {
+	logs := pionLogs{log: func(m string) { t.cfg.Logger.Debug(m) }, hook: hook}
 	if pr != nil {
-		pr.w, pr.route = conn, route
+		pr.w, pr.route = conn, p.route
+	}
+	mtu := p.mtu
+	if sealed {
+		mtu = min(mtu-dtlsOverhead, dtlsMaxPacket)
 	}
 	return []sctp.AssociationOption{
 		sctp.WithNetConn(kernelConn{Conn: conn, pr: pr}),
 		sctp.WithLoggerFactory(logs),
-		sctp.WithMTU(uint32(t.cfg.mtuFor(conn.RemoteAddr(), route))),
+		sctp.WithMTU(uint32(mtu)),
 		sctp.WithMaxReceiveBufferSize(uint32(t.cfg.ReceiveBuffer)),
 		sctp.WithMaxMessageSize(uint32(fragHeaderLen + maxFragment)),
 		// Packets to loopback are never corrupted, which is why the kernel
 		// skips checksums there too.
-		sctp.WithEnableZeroChecksum(t.cfg.ZeroChecksum || transport.IsLoopback(conn.RemoteAddr())),
+		sctp.WithEnableZeroChecksum(t.cfg.ZeroChecksum || sealed || transport.IsLoopback(conn.RemoteAddr())),
 	}
 }
 
@@ -69,11 +87,23 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 	setBuffers(uc, t.cfg.SocketBuffer)
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
-	conn := newDconn(uc)
-	conn.hook.set(func(error) { _ = conn.Close() })
-	var opts []sctp.ClientOption
+	dc := newDconn(uc)
+	dc.hook.set(func(error) { _ = dc.Close() })
+	var conn assocConn = dc
+	p := t.pathTo(ua)
+	sealed := t.cfg.TLS.Dial(ua)
 	pr := t.prober()
-	for _, o := range t.options(dialPorts(conn), &conn.hook, pr) {
+	if sealed {
+		dc.sealed, pr = true, nil
+		sc, err := dialDTLS(ctx, dc, cfg.Secret, p.mtu)
+		if err != nil {
+			_ = dc.Close()
+			return nil, fmt.Errorf("sctp: dial %s: %w", addr, err)
+		}
+		conn = sc
+	}
+	var opts []sctp.ClientOption
+	for _, o := range t.options(dialPorts(conn), conn.garbage(), pr, p, sealed) {
 		opts = append(opts, o)
 	}
 	pa, err := sctp.ClientContext(ctx, opts...)

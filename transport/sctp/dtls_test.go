@@ -1,0 +1,240 @@
+package sctp_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/sctp"
+	"github.com/braidhq/braid/transport/transporttest"
+)
+
+// TestConformanceDTLS runs the suite over DTLS keyed to the cluster
+// secret, on loopback too (transport.TLSOn). The DoS attackers are raw
+// plaintext pion peers, which such a listener refuses at their INIT, so
+// those cases skip; TestDTLSRequired covers the refusal.
+func TestConformanceDTLS(t *testing.T) {
+	transporttest.Run(t, func(t *testing.T) transport.Transport { return sctp.New(sctp.Config{TLS: transport.TLSOn}) },
+		"127.0.0.1:0", transporttest.Options{Garbage: udpGarbage, Timeout: 60 * time.Second})
+}
+
+var dtlsSecret = []byte("sctp dtls test secret")
+
+// udpRecorder relays one UDP peer's datagrams to target and back, each
+// after a delay, and keeps what the peer sent, as an eavesdropper on the
+// path would see it.
+type udpRecorder struct {
+	pc   *net.UDPConn
+	mu   sync.Mutex
+	seen bytes.Buffer
+}
+
+func recordUDP(t *testing.T, target string, delay time.Duration) *udpRecorder {
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := net.Dial("udp", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &udpRecorder{pc: pc}
+	t.Cleanup(func() { pc.Close(); up.Close() })
+	var peer net.Addr
+	var peerMu sync.Mutex
+	go func() {
+		b := make([]byte, 1<<16)
+		for {
+			n, from, err := pc.ReadFrom(b)
+			if err != nil {
+				return
+			}
+			peerMu.Lock()
+			peer = from
+			peerMu.Unlock()
+			r.mu.Lock()
+			r.seen.Write(b[:n])
+			r.mu.Unlock()
+			p := bytes.Clone(b[:n])
+			time.AfterFunc(delay, func() { _, _ = up.Write(p) })
+		}
+	}()
+	go func() {
+		b := make([]byte, 1<<16)
+		for {
+			n, err := up.Read(b)
+			if err != nil {
+				if errors.Is(err, net.ErrClosed) {
+					return
+				}
+				continue // ICMP unreachable before the listener answers
+			}
+			peerMu.Lock()
+			to := peer
+			peerMu.Unlock()
+			if to != nil {
+				p := bytes.Clone(b[:n])
+				time.AfterFunc(delay, func() { _, _ = pc.WriteTo(p, to) })
+			}
+		}
+	}()
+	return r
+}
+
+func (r *udpRecorder) contains(p []byte) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return bytes.Contains(r.seen.Bytes(), p)
+}
+
+// TestDTLSEncrypts: with data-plane TLS on, a message's bytes are not on
+// the wire; with it off they are (which shows the check can fail).
+func TestDTLSEncrypts(t *testing.T) {
+	secretText := []byte(strings.Repeat("the unit's input, which nobody on the path may read. ", 100))
+	for _, mode := range []transport.TLSMode{transport.TLSOn, transport.TLSOff} {
+		t.Run(mode.String(), func(t *testing.T) {
+			tr := sctp.New(sctp.Config{TLS: mode})
+			ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: dtlsSecret, RecStreams: 1, MaxStreams: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			rec := recordUDP(t, ln.Addr().String(), 0)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			d, err := tr.Dial(ctx, rec.pc.LocalAddr().String(), transport.DialConfig{Secret: dtlsSecret, RecStreams: 1, MaxStreams: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			l, err := ln.Accept(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if err := d.Send(ctx, 0, secretText); err != nil {
+				t.Fatal(err)
+			}
+			got, err := l.Recv(ctx, 0)
+			if err != nil || !bytes.Equal(got, secretText) {
+				t.Fatalf("received %d bytes, %v", len(got), err)
+			}
+			if seen := rec.contains(secretText[:64]); seen != (mode == transport.TLSOff) {
+				t.Errorf("TLS %s: the message's bytes on the wire: %v", mode, seen)
+			}
+		})
+	}
+}
+
+// TestDTLSRequired: a listener with TLS on refuses a plaintext dialer and
+// says why; a dialer with another secret fails the DTLS handshake as an
+// authentication error; one with the secret associates; and a listener
+// with TLS off still takes DTLS.
+func TestDTLSRequired(t *testing.T) {
+	on := sctp.New(sctp.Config{TLS: transport.TLSOn})
+	var logMu sync.Mutex
+	var logs []string
+	ln, err := on.Listen("127.0.0.1:0", transport.ListenConfig{Secret: dtlsSecret, RecStreams: 1, MaxStreams: 1,
+		Logf: func(f string, a ...any) { logMu.Lock(); logs = append(logs, fmt.Sprintf(f, a...)); logMu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			a, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			a.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dc := transport.DialConfig{Secret: dtlsSecret, RecStreams: 1, MaxStreams: 1}
+
+	plain := sctp.New(sctp.Config{TLS: transport.TLSOff, HandshakeTimeout: 2 * time.Second})
+	if a, err := plain.Dial(ctx, ln.Addr().String(), dc); err == nil {
+		a.Close()
+		t.Error("a plaintext dialer associated with a listener that requires DTLS")
+	}
+	logMu.Lock()
+	refusal := strings.Join(logs, "\n")
+	logMu.Unlock()
+	if !strings.Contains(refusal, "refused plaintext SCTP") || !strings.Contains(refusal, "--data-plane-tls") {
+		t.Errorf("the listener's log does not say why it refused a plaintext peer: %q", refusal)
+	}
+
+	other := transport.DialConfig{Secret: []byte("another cluster"), RecStreams: 1, MaxStreams: 1}
+	if _, err := on.Dial(ctx, ln.Addr().String(), other); !errors.Is(err, transport.ErrAuth) {
+		t.Errorf("dial with another secret: %v; want an error wrapping transport.ErrAuth", err)
+	}
+	a, err := on.Dial(ctx, ln.Addr().String(), dc)
+	if err != nil {
+		t.Fatalf("a DTLS dialer with the secret: %v", err)
+	}
+	a.Close()
+
+	off := sctp.New(sctp.Config{TLS: transport.TLSOff})
+	lnOff, err := off.Listen("127.0.0.1:0", transport.ListenConfig{Secret: dtlsSecret, RecStreams: 1, MaxStreams: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lnOff.Close()
+	go func() {
+		if a, err := lnOff.Accept(ctx); err == nil {
+			a.Close()
+		}
+	}()
+	a, err = on.Dial(ctx, lnOff.Addr().String(), dc)
+	if err != nil {
+		t.Fatalf("a listener with TLS off refused a DTLS dialer: %v", err)
+	}
+	a.Close()
+}
+
+// TestDTLSSlowPath: over a path with 600 ms of round trip the DTLS, SCTP
+// and braid handshakes take several seconds, far longer than a listener
+// keeps a handshake whose peer has not proved its address (a second). The
+// ServerHello, which the DTLS server sends only to a ClientHello echoing
+// its cookie, is that proof; without it the listener drops the handshake.
+func TestDTLSSlowPath(t *testing.T) {
+	tr := sctp.New(sctp.Config{TLS: transport.TLSOn})
+	ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: dtlsSecret, RecStreams: 1, MaxStreams: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	rec := recordUDP(t, ln.Addr().String(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go func() {
+		if a, err := ln.Accept(ctx); err == nil {
+			if p, err := a.Recv(ctx, 0); err == nil {
+				_ = a.Send(ctx, 0, p)
+			}
+			<-ctx.Done()
+			a.Close()
+		}
+	}()
+	start := time.Now()
+	a, err := tr.Dial(ctx, rec.pc.LocalAddr().String(), transport.DialConfig{Secret: dtlsSecret, RecStreams: 1, MaxStreams: 1})
+	if err != nil {
+		t.Fatalf("dial over a 600 ms round trip: %v", err)
+	}
+	defer a.Close()
+	if err := a.Send(ctx, 0, []byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := a.Recv(ctx, 0); err != nil || string(p) != "ping" {
+		t.Fatalf("echo: %q, %v", p, err)
+	}
+	t.Logf("associated and echoed in %v", time.Since(start).Round(time.Millisecond))
+}
