@@ -28,7 +28,7 @@ type overheadResult struct {
 
 func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("bench overhead", "[--transport NAME] [--units N] [--runs N]", e)
-	tlist := fs.String("transport", transports.Default, "transports to measure, comma-separated; tcp+tls and tcpn+tls force data-plane TLS (on loopback it is off by default)")
+	tlist := fs.String("transport", transports.Default, "transports to measure, comma-separated; NAME+tls (sctp+tls, tcp+tls, tcpn+tls) forces data-plane encryption (on loopback it is off by default)")
 	units := fs.Int("units", 20000, "units per run")
 	runs := fs.Int("runs", 3, "runs per transport (the best and the median are reported)")
 	nWorkers := fs.Int("workers", 2, "workers")

@@ -248,8 +248,8 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 	fs.StringVar(&o.SCTPStack, "sctp-stack", transports.StackAuto,
 		"SCTP implementation: auto (kernel SCTP between hosts that have it, userspace over UDP with the others), kernel or user")
-	fs.Func("data-plane-tls", "TLS keyed to the cluster secret on tcp and tcpn associations: auto (between hosts, not on loopback; the default), on or off\n"+
-		"(trusted networks; a listener still takes TLS). quic is always encrypted; sctp is not yet", func(s string) error {
+	fs.Func("data-plane-tls", "encryption keyed to the cluster secret: TLS 1.3 on tcp and tcpn, DTLS on sctp (its userspace stack). auto (between hosts,\n"+
+		"not on loopback; the default), on or off (trusted networks; a listener still takes it). quic is always encrypted", func(s string) error {
 		m, err := transport.ParseTLSMode(s)
 		o.DataPlaneTLS = m
 		return err

@@ -29,10 +29,14 @@ import (
 //     within connectTimeout) it dials again with the userspace stack.
 //
 // Two kernel-SCTP hosts thus talk natively, and anything else meets over
-// UDP through pion/sctp.
+// UDP through pion/sctp. Where data-plane TLS applies (between hosts,
+// under the default), the kernel, which has no DTLS, is skipped: Dial uses
+// the userspace stack over DTLS at once, and the kernel listener refuses
+// such peers, which reach the UDP one.
 type autoSCTP struct {
 	kernel *ksctp.Transport
 	user   *sctp.Transport
+	tls    transport.TLSMode
 	log    *slog.Logger
 }
 
@@ -51,8 +55,9 @@ func newAutoSCTP(opts Options) *autoSCTP {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &autoSCTP{
-		kernel: ksctp.New(ksctp.Config{ConnectTimeout: connectTimeout}),
-		user:   sctp.New(sctp.Config{Logger: opts.Logger}),
+		kernel: ksctp.New(ksctp.Config{ConnectTimeout: connectTimeout, TLS: opts.DataPlaneTLS}),
+		user:   sctp.New(sctp.Config{Logger: opts.Logger, TLS: opts.DataPlaneTLS}),
+		tls:    opts.DataPlaneTLS,
 		log:    log,
 	}
 }
@@ -65,8 +70,12 @@ func (*autoSCTP) Capabilities() transport.Capabilities {
 	return transport.Capabilities{IndependentStreams: true}
 }
 
-// Dial tries kernel SCTP, then userspace SCTP over UDP.
+// Dial tries kernel SCTP, then userspace SCTP over UDP; only the latter
+// when the association is to be encrypted.
 func (t *autoSCTP) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
+	if ua, err := net.ResolveUDPAddr("udp", addr); err == nil && t.tls.Dial(ua) {
+		return t.user.Dial(ctx, addr, cfg)
+	}
 	a, err := t.kernel.Dial(ctx, addr, cfg)
 	if err == nil || !errors.Is(err, ksctp.ErrNoAssociation) || ctx.Err() != nil {
 		return a, err

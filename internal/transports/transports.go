@@ -48,9 +48,11 @@ type Options struct {
 	// SCTPStack picks the SCTP implementation: auto (default), kernel or
 	// user.
 	SCTPStack string
-	// DataPlaneTLS says when tcp and tcpn use TLS keyed to the cluster
-	// secret: the zero value, between hosts (transport.TLSMode). quic is
-	// always encrypted; sctp is not yet.
+	// DataPlaneTLS says when associations are encrypted with keys bound to
+	// the cluster secret: tcp and tcpn over TLS 1.3, sctp over DTLS (the
+	// userspace stack; the kernel's refuses what it cannot encrypt). The
+	// zero value means between hosts (transport.TLSMode). quic is always
+	// encrypted.
 	DataPlaneTLS transport.TLSMode
 	// Logger receives transport logs (default: discard).
 	Logger *slog.Logger
@@ -77,14 +79,14 @@ func newSCTP(opts Options) (transport.Transport, error) {
 		if ksctp.Available() {
 			return newAutoSCTP(opts), nil
 		}
-		return sctp.New(sctp.Config{Logger: opts.Logger}), nil
+		return sctp.New(sctp.Config{Logger: opts.Logger, TLS: opts.DataPlaneTLS}), nil
 	case StackKernel:
 		if !ksctp.Available() {
 			return nil, fmt.Errorf("--sctp-stack kernel: this kernel has no SCTP (socket(IPPROTO_SCTP) fails; try 'modprobe sctp' or --sctp-stack user)")
 		}
-		return ksctp.New(ksctp.Config{ConnectTimeout: connectTimeout, UDPFallback: true}), nil
+		return ksctp.New(ksctp.Config{ConnectTimeout: connectTimeout, UDPFallback: true, TLS: opts.DataPlaneTLS}), nil
 	case StackUser:
-		return sctp.New(sctp.Config{Logger: opts.Logger}), nil
+		return sctp.New(sctp.Config{Logger: opts.Logger, TLS: opts.DataPlaneTLS}), nil
 	}
 	return nil, fmt.Errorf("--sctp-stack %q: want auto, kernel or user", opts.SCTPStack)
 }

@@ -140,7 +140,14 @@ func (l *listener) handshake(fd int) {
 	}
 	peer := "unknown peer"
 	if sa, err := unix.Getpeername(fd); err == nil {
-		peer = addrOf(sa).String()
+		pa := addrOf(sa)
+		peer = pa.String()
+		if !cfg.TLS.AcceptPlain(pa) {
+			c.f.Close()
+			l.logf("ksctp: refused %s: kernel SCTP cannot encrypt, and data-plane TLS is %s for it "+
+				"(it must reach this host's userspace stack over UDP, or both ends need --data-plane-tls=off)", peer, cfg.TLS)
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, orDefault(cfg.HandshakeTimeout, defaultHandshakeTimeout))
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -63,6 +64,12 @@ type Config struct {
 	// (INIT to COOKIE-ACK, before the braid handshake); a Dial that runs
 	// out of it fails with ErrNoAssociation. Zero leaves it to ctx.
 	ConnectTimeout time.Duration
+	// TLS is the cluster's data-plane encryption policy. The kernel's SCTP
+	// has no DTLS, so this transport encrypts nothing: Dial refuses a
+	// peer the mode says to encrypt for (between hosts, under the
+	// default), and a listener refuses a peer it would take only DTLS
+	// from; the userspace stack (transport/sctp) serves those.
+	TLS transport.TLSMode
 }
 
 func (c *Config) streams() int {
@@ -125,6 +132,11 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 	ap, err := resolve(ctx, addr)
 	if err != nil {
 		return nil, err
+	}
+	if t.cfg.TLS.Dial(net.UDPAddrFromAddrPort(ap)) {
+		return nil, fmt.Errorf("%w: ksctp: kernel SCTP cannot encrypt, and data-plane TLS is %s for %s "+
+			"(use the userspace stack, --sctp-stack user or auto, or --data-plane-tls=off on a trusted network)",
+			transport.ErrAuth, t.cfg.TLS, addr)
 	}
 	encaps := t.encapsPort(ap.Port())
 	a, err := t.dial(ctx, addr, ap, encaps, cfg)
