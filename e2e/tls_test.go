@@ -1,19 +1,23 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/pki"
+	"github.com/braidhq/braid/internal/relay"
 	"github.com/braidhq/braid/ops/samples"
 )
 
@@ -140,4 +144,72 @@ func TestTLSDefaults(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "--tls-cert and --tls-key go together") {
 		t.Errorf("--tls-cert alone: %v, %s", err, out)
 	}
+}
+
+// TestDataPlaneEncrypted: a job's unit crosses a relay that records every
+// byte between the server and the worker, as a capture on the path would.
+// With data-plane encryption on, no transport puts the unit's input on
+// the wire in clear; with it off, tcp, tcpn and sctp do (which shows the
+// capture would catch it), and quic still does not.
+func TestDataPlaneEncrypted(t *testing.T) {
+	marker := []byte("a unit's input that nobody on the path may read; ")
+	input := filepath.Join(t.TempDir(), "input.txt")
+	if err := os.WriteFile(input, bytes.Repeat(marker, 2000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"on", "off"} {
+		for _, tr := range []string{"sctp", "tcp", "tcpn", "quic"} {
+			t.Run(tr+"/"+mode, func(t *testing.T) {
+				dir := t.TempDir()
+				srv := start(t, "server", "--listen", "127.0.0.1:0", "--data", dir, "--data-plane-tls", mode)
+				c := connect(t, srv, dir)
+				listen := freeLoopbackPort(t)
+				r, err := relay.New(listen)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				var mu sync.Mutex
+				var seen bytes.Buffer
+				r.Tap(func(p []byte) { mu.Lock(); seen.Write(p); mu.Unlock() })
+				w := start(t, "worker", "--server", c.URL(), "--threads", "1", "--name", "w-"+tr, "--transport", tr,
+					"--listen", listen, "--advertise", r.Addr(), "--data-plane-tls", mode)
+				waitWorkersUp(t, c, 1)
+				id := strings.TrimSpace(cli(t, c, "put", input))
+				if code, _, stderr := cliExit(t, c, "submit", "--op", "noop", "--input", id, "--wait", "--timeout", "60s"); code != 0 {
+					t.Fatalf("submit: exit %d, %s\nworker log:\n%s", code, stderr, w.logText())
+				}
+				mu.Lock()
+				clear, total := bytes.Contains(seen.Bytes(), marker), seen.Len()
+				mu.Unlock()
+				if total < len(marker)*2000 {
+					t.Fatalf("the relay saw %d bytes: the unit did not cross it", total)
+				}
+				if want := mode == "off" && tr != "quic"; clear != want {
+					t.Errorf("data-plane TLS %s, %s: the input in clear on the wire: %v, want %v", mode, tr, clear, want)
+				}
+			})
+		}
+	}
+}
+
+// freeLoopbackPort returns 127.0.0.1:P with P free for both TCP and UDP
+// a moment ago.
+func freeLoopbackPort(t *testing.T) string {
+	t.Helper()
+	for range 20 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		pc, err := net.ListenPacket("udp", addr)
+		ln.Close()
+		if err == nil {
+			pc.Close()
+			return addr
+		}
+	}
+	t.Fatal("no loopback port free for TCP and UDP")
+	return ""
 }

@@ -60,7 +60,8 @@ type Relay struct {
 	tln    *net.TCPListener
 	uc     *net.UDPConn
 	gate   gate
-	maxUDP atomic.Int64    // datagrams above this size are dropped (0: none)
+	maxUDP atomic.Int64 // datagrams above this size are dropped (0: none)
+	tap    atomic.Pointer[func([]byte)]
 	closed chan struct{}   // closed by Close
 	ctx    context.Context // cancelled by Close, for dials
 	cancel context.CancelFunc
@@ -122,6 +123,24 @@ func (r *Relay) Block(on bool) { r.gate.set(on) }
 // (as a path with a small MTU that does not pass IP fragments would);
 // n <= 0 forwards all again.
 func (r *Relay) DropUDPAbove(n int) { r.maxUDP.Store(int64(max(n, 0))) }
+
+// Tap calls fn with every chunk of bytes (TCP) and every datagram (UDP)
+// the relay forwards, either way, as an eavesdropper on the path would see
+// them; fn must not keep the slice. nil stops it.
+func (r *Relay) Tap(fn func(p []byte)) {
+	if fn == nil {
+		r.tap.Store(nil)
+		return
+	}
+	r.tap.Store(&fn)
+}
+
+// saw shows p to the tap, if there is one.
+func (r *Relay) saw(p []byte) {
+	if fn := r.tap.Load(); fn != nil {
+		(*fn)(p)
+	}
+}
 
 // passes reports whether a datagram of n bytes may be forwarded.
 func (r *Relay) passes(n int) bool {

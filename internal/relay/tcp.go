@@ -90,6 +90,7 @@ func (r *Relay) copy(p *pipe, dst, src *net.TCPConn) {
 			if !r.gate.wait(r.closed) {
 				return
 			}
+			r.saw(buf[:n])
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				p.close()
 				return

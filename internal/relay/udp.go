@@ -50,6 +50,7 @@ func (r *Relay) udpLoop() {
 		if !r.passes(n) {
 			continue
 		}
+		r.saw(buf[:n])
 		_, _ = f.up.Write(buf[:n]) // UDP: a failed send is a lost datagram
 	}
 }
@@ -102,6 +103,7 @@ func (r *Relay) replyLoop(f *flow) {
 		if !r.passes(n) {
 			continue
 		}
+		r.saw(buf[:n])
 		_, _ = r.uc.WriteToUDPAddrPort(buf[:n], f.client)
 	}
 }
