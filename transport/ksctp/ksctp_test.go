@@ -61,6 +61,7 @@ func encapsPath(t testing.TB, _ transport.Transport, listenAddr string) transpor
 			return tr.Dial(ctx, listenAddr, cfg)
 		},
 		Block: r.Block,
+		Tap:   r.Tap,
 	}
 }
 

@@ -22,6 +22,7 @@ func TestConformance(t *testing.T) {
 		"127.0.0.1:0", transporttest.Options{
 			Garbage: udpGarbage, Timeout: 60 * time.Second,
 			Channel: quicChannel, Attacks: quicAttacks,
+			Encrypted: true, // always: QUIC has no plaintext mode
 		})
 }
 

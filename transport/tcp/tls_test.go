@@ -1,13 +1,8 @@
 package tcp_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
-	"net"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,90 +11,6 @@ import (
 )
 
 var tlsSecret = []byte("tcp tls test secret")
-
-// recorder forwards TCP connections to target and keeps every byte the
-// dialer sent, as an eavesdropper on the path would see them.
-type recorder struct {
-	ln   net.Listener
-	mu   sync.Mutex
-	seen bytes.Buffer
-}
-
-func record(t *testing.T, target string) *recorder {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &recorder{ln: ln}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go func() { io.Copy(c, u); c.Close() }()
-			go func() { io.Copy(io.MultiWriter(u, r), c); u.Close() }()
-		}
-	}()
-	return r
-}
-
-func (r *recorder) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.seen.Write(p)
-}
-
-func (r *recorder) contains(p []byte) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return bytes.Contains(r.seen.Bytes(), p)
-}
-
-// TestTLSEncrypts: with data-plane TLS on, a message's bytes are not on
-// the wire; with it off they are (which shows the check can fail).
-func TestTLSEncrypts(t *testing.T) {
-	secretText := []byte(strings.Repeat("the unit's input, which nobody on the path may read. ", 100))
-	for _, mode := range []transport.TLSMode{transport.TLSOn, transport.TLSOff} {
-		t.Run(mode.String(), func(t *testing.T) {
-			tr := tcp.New(tcp.Config{TLS: mode})
-			ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: tlsSecret, RecStreams: 1, MaxStreams: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			rec := record(t, ln.Addr().String())
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			d, err := tr.Dial(ctx, rec.ln.Addr().String(), transport.DialConfig{Secret: tlsSecret, RecStreams: 1, MaxStreams: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			l, err := ln.Accept(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			if err := d.Send(ctx, 0, secretText); err != nil {
-				t.Fatal(err)
-			}
-			got, err := l.Recv(ctx, 0)
-			if err != nil || !bytes.Equal(got, secretText) {
-				t.Fatalf("received %d bytes, %v", len(got), err)
-			}
-			if seen := rec.contains(secretText[:64]); seen != (mode == transport.TLSOff) {
-				t.Errorf("TLS %s: the message's bytes on the wire: %v", mode, seen)
-			}
-		})
-	}
-}
 
 // TestTLSRequired: a listener with TLS on refuses a plaintext dialer, and
 // one with another secret fails the TLS handshake as an authentication

@@ -25,8 +25,9 @@ func TestConformanceTLS(t *testing.T) {
 	transporttest.Run(t, func(t *testing.T) transport.Transport {
 		return tcpn.New(tcpn.Config{TLS: transport.TLSOn})
 	}, "127.0.0.1:0", transporttest.Options{
-		Garbage: transporttest.TCPGarbage,
-		Attacks: transporttest.TCPAttacks,
+		Garbage:   transporttest.TCPGarbage,
+		Attacks:   transporttest.TCPAttacks,
+		Encrypted: true,
 	})
 }
 

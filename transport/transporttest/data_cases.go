@@ -286,3 +286,41 @@ func echoClient(ctx context.Context, a transport.Association, st, rounds int) er
 	}
 	return nil
 }
+
+// testConfidentiality: messages cross a path that records every byte, as
+// a capture would. A transport built to encrypt (Options.Encrypted) must
+// not put a message's bytes on the path in clear; one that is not must,
+// which shows that the path saw the traffic.
+func testConfidentiality(t *testing.T, s *suite) {
+	lc, _ := listenCfg(t, 2, 2)
+	ln := s.listen(t, lc)
+	path := s.opts.BlackHole(t, s.tr, ln.Addr().String())
+	if path.Tap == nil {
+		t.Skip("the test path (Options.BlackHole) has no Tap to watch it with")
+	}
+	var mu sync.Mutex
+	var seen bytes.Buffer
+	path.Tap(func(p []byte) { mu.Lock(); seen.Write(p); mu.Unlock() })
+	d, l := dialThrough(t, ln, path, dialCfg(2, 2))
+	msg := bytes.Repeat([]byte("a unit's input, which nobody on the path may read. "), 400)
+	ctx := timeoutCtx(t, s.opTimeout())
+	for _, dir := range [][2]transport.Association{{d, l}, {l, d}} {
+		if err := dir[0].Send(ctx, 1, msg); err != nil {
+			t.Fatalf("send: %v", err)
+		}
+		got, err := dir[1].Recv(ctx, 1)
+		if err != nil || !bytes.Equal(got, msg) {
+			t.Fatalf("received %d bytes (%v), want the %d sent", len(got), err, len(msg))
+		}
+	}
+	path.Tap(nil)
+	mu.Lock()
+	clear, n := bytes.Contains(seen.Bytes(), msg[:256]), seen.Len()
+	mu.Unlock()
+	if n < 2*len(msg) {
+		t.Fatalf("the path saw %d bytes, fewer than the two messages' %d", n, 2*len(msg))
+	}
+	if clear == s.opts.Encrypted {
+		t.Errorf("encrypted: %v, but a message's bytes on the path in clear: %v", s.opts.Encrypted, clear)
+	}
+}

@@ -86,27 +86,7 @@ func testBlackHole(t *testing.T, s *suite) {
 	dc, lc := s.liveCfgs(t, &released)
 	ln := s.listen(t, lc)
 	path := s.opts.BlackHole(t, s.tr, ln.Addr().String())
-	ctx := timeoutCtx(t, 10*time.Second)
-	type accepted struct {
-		a   transport.Association
-		err error
-	}
-	acc := make(chan accepted, 1)
-	go func() {
-		a, err := ln.Accept(ctx)
-		acc <- accepted{a, err}
-	}()
-	d, err := path.Dial(ctx, dc)
-	if err != nil {
-		t.Fatalf("dial through the path: %v", err)
-	}
-	t.Cleanup(func() { d.Abort(errTestDone) })
-	r := <-acc
-	if r.err != nil {
-		t.Fatalf("accept: %v", r.err)
-	}
-	l := r.a
-	t.Cleanup(func() { l.Abort(errTestDone) })
+	d, l := dialThrough(t, ln, path, dc)
 	echoOnce(t, d, l, 0)
 	drecv, lrecv := pendingRecv(d), pendingRecv(l)
 	path.Block(true)

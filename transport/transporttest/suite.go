@@ -44,6 +44,14 @@
 // binary therefore must call Run from a top-level test whose subtests it
 // does not rename.
 //
+// # Confidentiality
+//
+// The Confidentiality case sends a message each way over a path that shows
+// every byte it carries (Path.Tap: internal/relay's), as a capture would.
+// Options.Encrypted says whether the transport as built encrypts; the case
+// then requires the message's bytes never to cross in clear, and otherwise
+// that they do, so that a tap that saw nothing cannot pass it.
+//
 // # Strangers
 //
 // Handshake/ForgedMAC runs the dialer's side of the handshake by hand over
@@ -94,6 +102,11 @@ type Options struct {
 	// Attacks are the DoS cases' attackers, expressed for this transport
 	// (dos_cases.go); a nil one makes its case skip, saying so.
 	Attacks Attacks
+	// Encrypted says the transport as built encrypts on loopback too:
+	// the Confidentiality case then requires that no message crosses the
+	// path in clear; without it, that every one does (which shows the
+	// path's tap saw the traffic).
+	Encrypted bool
 }
 
 var testSecret = []byte("transporttest cluster secret")
@@ -135,6 +148,7 @@ func cases() []testCase {
 		{"MessageTooLarge", testTooLarge},
 		{"BadStream", testBadStream},
 		{"Garbage", testGarbage},
+		{"Confidentiality", testConfidentiality},
 		{"Liveness/BlackHole", testBlackHole},
 		{"Liveness/Frozen", testFrozen},
 		{"Liveness/IdleIsAlive", testIdleIsAlive},
@@ -165,6 +179,7 @@ func Run(t *testing.T, newT func(t *testing.T) transport.Transport, addr string,
 			o.Channel = x.Channel
 		}
 		o.Attacks = o.Attacks.merge(x.Attacks)
+		o.Encrypted = o.Encrypted || x.Encrypted
 	}
 	if o.Timeout == 0 {
 		o.Timeout = 20 * time.Second
