@@ -36,7 +36,22 @@ func New(base string) *Client {
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
-	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{}, token: os.Getenv("BRAID_TOKEN")}
+	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{Transport: defaultTransport}, token: os.Getenv("BRAID_TOKEN")}
+}
+
+// maxIdlePerHost is how many idle connections to one server a client
+// keeps (net/http's default is 2): concurrent calls then reuse
+// connections instead of opening new ones, each a TLS handshake over
+// HTTPS. BenchmarkControlPlane (server) measures it.
+const maxIdlePerHost = 64
+
+// defaultTransport is New's: net/http's default with maxIdlePerHost.
+var defaultTransport = newTransport()
+
+func newTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = maxIdlePerHost
+	return tr
 }
 
 // WithToken returns a copy of c that sends token (braid token create makes
@@ -69,8 +84,8 @@ func (c *Client) WithTLS(cfg *tls.Config) *Client {
 	if cfg == nil {
 		return &cp
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = cfg
+	tr := newTransport()
+	tr.TLSClientConfig = cfg.Clone() // net/http adds to its NextProtos
 	hc := *c.http
 	hc.Transport = tr
 	cp.http = &hc

@@ -73,6 +73,30 @@ func runJob(t *testing.T, c *client.Client, spec api.JobSpec) api.Job {
 	return j
 }
 
+// TestClusterOverHTTPS: with the control plane on HTTPS (as `braid server`
+// serves it off loopback), a client and a worker that trust the authority
+// run a job, and a client that does not is refused.
+func TestClusterOverHTTPS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := cluster.Start(ctx, cluster.Config{DataDir: t.TempDir(), TLS: serverTLS(t),
+		Workers: []cluster.WorkerSpec{{Threads: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if !strings.HasPrefix(cl.Server.URL(), "https://") {
+		t.Fatalf("server URL %s, want https", cl.Server.URL())
+	}
+	j := runJob(t, cl.Client, api.JobSpec{Op: "grayscale", Input: put(t, cl.Client, samples.GIF())})
+	if j.State != api.JobDone {
+		t.Fatalf("job %s: %s", j.State, j.Error)
+	}
+	if _, err := client.New(cl.Server.URL()).WithRetry(client.Retry{For: -1}).Jobs(testCtx(t)); err == nil {
+		t.Error("a client without the authority listed the jobs")
+	}
+}
+
 func TestRepeatJobEndToEnd(t *testing.T) {
 	cl := startCluster(t, cluster.WorkerSpec{Threads: 2}, cluster.WorkerSpec{Threads: 2})
 	c := cl.Client

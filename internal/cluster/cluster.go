@@ -5,9 +5,12 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -60,6 +63,11 @@ type Config struct {
 	// shows the first admin token, which the server wrote to its data
 	// directory.
 	Auth bool
+	// TLS, if set, makes the control plane HTTPS with its certificates
+	// (server.Config.TLS). Client and the workers then trust the last
+	// certificate of its first chain, the authority internal/pki's
+	// ServerCert puts there.
+	TLS *tls.Config
 }
 
 // Cluster is a running server and its workers.
@@ -71,6 +79,7 @@ type Cluster struct {
 	wg      sync.WaitGroup
 	tmp     string
 	errs    chan error
+	trust   *tls.Config // a client's, trusting cfg.TLS's authority (nil: plain HTTP)
 }
 
 // Start starts the server and the workers, and returns once every worker's
@@ -95,15 +104,22 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.cleanup()
 		return nil, err
 	}
+	if cfg.TLS != nil {
+		if c.trust, err = trusting(cfg.TLS); err != nil {
+			c.cleanup()
+			return nil, err
+		}
+	}
 	srv, err := server.New(server.Config{Listen: "127.0.0.1:0", DataDir: cfg.DataDir, Secret: cfg.Secret,
 		Transports: ts, Window: cfg.Window, MaxObjectSize: cfg.MaxObjectSize,
 		UploadIdleTimeout: cfg.UploadIdleTimeout, RetainFor: cfg.RetainFor, RetainJobs: cfg.RetainJobs,
-		GCGrace: cfg.GCGrace, DrainTimeout: cfg.DrainTimeout, Auth: cfg.Auth, Logger: cfg.Logger.With("role", "server")})
+		GCGrace: cfg.GCGrace, DrainTimeout: cfg.DrainTimeout, Auth: cfg.Auth, TLS: cfg.TLS, Logger: cfg.Logger.With("role", "server")})
 	if err != nil {
 		c.cleanup()
 		return nil, err
 	}
 	cl := client.New(srv.URL()).WithToken("")
+	cl = cl.WithTLS(c.trust)
 	if cfg.Auth {
 		tok, err := os.ReadFile(filepath.Join(cfg.DataDir, api.AdminTokenFile))
 		if err != nil {
@@ -155,8 +171,14 @@ func (c *Cluster) startWorker(ctx context.Context, i int, ws WorkerSpec, cfg Con
 	if ws.Secret != nil {
 		secret = ws.Secret
 	}
-	w, err := worker.New(worker.Config{Name: ws.Name, Servers: []string{c.Server.URL()}, Threads: ws.Threads,
-		Transport: t, Secret: secret, MetricsListen: ws.MetricsListen, Logger: cfg.Logger.With("role", "worker", "worker", ws.Name)})
+	wc := worker.Config{Name: ws.Name, Servers: []string{c.Server.URL()}, Threads: ws.Threads,
+		Transport: t, Secret: secret, MetricsListen: ws.MetricsListen, Logger: cfg.Logger.With("role", "worker", "worker", ws.Name)}
+	if c.trust != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = c.trust.Clone() // net/http adds to its NextProtos
+		wc.HTTPClient = &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	}
+	w, err := worker.New(wc)
 	if err != nil {
 		return err
 	}
@@ -218,4 +240,20 @@ func (c *Cluster) cleanup() {
 	if c.tmp != "" {
 		os.RemoveAll(c.tmp)
 	}
+}
+
+// trusting returns a client's TLS configuration that trusts the authority
+// at the end of cfg's first certificate chain.
+func trusting(cfg *tls.Config) (*tls.Config, error) {
+	if len(cfg.Certificates) == 0 || len(cfg.Certificates[0].Certificate) == 0 {
+		return nil, errors.New("cluster: TLS has no certificate")
+	}
+	chain := cfg.Certificates[0].Certificate
+	ca, err := x509.ParseCertificate(chain[len(chain)-1])
+	if err != nil {
+		return nil, fmt.Errorf("cluster: TLS: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return &tls.Config{RootCAs: pool}, nil
 }
