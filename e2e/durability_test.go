@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,7 +85,7 @@ func TestResumeAfterKill(t *testing.T) {
 	srv, c := startServerAt(t, addr, data)
 	// tcpn: the worker sees the killed server's connections end at once
 	// (noticing a silent peer on the UDP-based sctp is liveness work).
-	start(t, "worker", "--server", c.URL(), "--threads", "2", "--name", "w", "--transport", "tcpn")
+	w := start(t, "worker", "--server", c.URL(), "--threads", "2", "--name", "w", "--transport", "tcpn")
 	waitWorkersUp(t, c, 1)
 	obj, err := c.Put(ctx, bytes.NewReader(samples.PNG()))
 	if err != nil {
@@ -98,12 +99,21 @@ func TestResumeAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	doneBefore := waitDone(t, ctx, c, j.ID, 30)
-	// Results accepted before that status are committed within one group
-	// commit (about 10 ms); a second is room for a slow disk under load.
+	// The worker is frozen so that the job is still running when the
+	// server dies, however fast this machine is: a fast one finished all
+	// 120 units during the second below. Results accepted before that
+	// status are committed within one group commit (about 10 ms); a second
+	// is room for a slow disk under load.
+	if err := w.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(time.Second)
 	kill9(t, srv)
 	killed := time.Now()
 	_, c = startServerAt(t, addr, data) // the worker finds it again at the same address
+	if err := w.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
 	final, err := c.Wait(ctx, j.ID, nil)
 	if err == nil {
 		final, err = c.Job(ctx, j.ID, true)
