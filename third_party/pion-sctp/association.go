@@ -304,7 +304,11 @@ type Association struct {
 	recvZeroChecksum        bool
 
 	// Congestion control parameters
-	maxReceiveBufferSize      uint32
+	maxReceiveBufferSize uint32
+	// advertisedRWND is the a_rwnd of the last SACK sent, and readSinceSACK
+	// the bytes the application read since (braid patch 13); both atomic.
+	advertisedRWND            uint32
+	readSinceSACK             uint32
 	maxMessageSize            uint32
 	maxReassemblyQueueEntries uint32
 	cwnd                      uint32 // my congestion window size
@@ -816,6 +820,7 @@ func createAssociationFromConfigWithTsn(cfg *Config, tsn uint32) *Association {
 	assoc := &Association{
 		netConn:                   cfg.NetConn,
 		maxReceiveBufferSize:      maxReceiveBufferSize,
+		advertisedRWND:            maxReceiveBufferSize,
 		maxMessageSize:            maxMessageSize,
 		maxReassemblyQueueEntries: cfg.maxReassemblyQueueEntries,
 		minCwnd:                   cfg.MinCwnd,
@@ -2673,6 +2678,35 @@ func (a *Association) handlePeerLastTSNAndAcknowledgement(sackImmediately bool) 
 	return reply
 }
 
+// onStreamRead sends a window update (braid patch 13): after the
+// application read n bytes from a stream, if the window this side last
+// advertised was under half its receive buffer and reading has opened it
+// by a quarter of the buffer since, a SACK tells the peer at once (RFC 9260
+// §6.2 allows a SACK "to update the offered window as the receiving
+// application consumes new data"). Without it a sender that the window
+// stopped waits for its T3-rtx timer (at least a second) to probe, and the
+// probe it sent into the full buffer was dropped. The lock is taken once
+// per quarter of the buffer read at most. The caller must not hold a
+// stream's lock.
+func (a *Association) onStreamRead(n int) {
+	half := a.maxReceiveBufferSize / 2
+	adv := atomic.LoadUint32(&a.advertisedRWND)
+	if adv >= half {
+		return // the common case
+	}
+	if atomic.AddUint32(&a.readSinceSACK, uint32(n)) < half/2 { //nolint:gosec // G115: n is a read's length
+		return
+	}
+	a.lock.Lock()
+	defer a.lock.Unlock()
+	if a.ackState == ackStateImmediate || a.getMyReceiverWindowCredit() < adv+half/2 {
+		return
+	}
+	a.ackState = ackStateImmediate
+	a.ackTimer.stop()
+	a.awakeWriteLoop()
+}
+
 // The caller should hold the lock.
 func (a *Association) getMyReceiverWindowCredit() uint32 {
 	var bytesQueued uint32
@@ -4234,6 +4268,8 @@ func (a *Association) createSelectiveAckChunk() *chunkSelectiveAck {
 	sack := &chunkSelectiveAck{}
 	sack.cumulativeTSNAck = a.peerLastTSN()
 	sack.advertisedReceiverWindowCredit = a.getMyReceiverWindowCredit()
+	atomic.StoreUint32(&a.advertisedRWND, sack.advertisedReceiverWindowCredit)
+	atomic.StoreUint32(&a.readSinceSACK, 0)
 	const headerSize = commonHeaderSize + chunkHeaderSize + selectiveAckHeaderSize
 	maxEntries := 0
 	if mtu := a.MTU(); mtu > headerSize {

@@ -127,6 +127,15 @@ func (s *Stream) Read(p []byte) (int, error) {
 // Returns EOF when the stream is reset or an error if the stream is closed
 // otherwise.
 func (s *Stream) ReadSCTP(payload []byte) (int, PayloadProtocolIdentifier, error) {
+	n, ppi, err := s.readSCTP(payload)
+	if err == nil && s.association != nil {
+		s.association.onStreamRead(n) // braid patch 13: window update
+	}
+
+	return n, ppi, err
+}
+
+func (s *Stream) readSCTP(payload []byte) (int, PayloadProtocolIdentifier, error) {
 	s.lock.Lock()
 	defer s.lock.Unlock()
 
