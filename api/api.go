@@ -110,7 +110,9 @@ const (
 // pending any more, and Done + Failed + Cancelled == Total.
 type Progress struct {
 	Total int `json:"total"`
-	Done  int `json:"done"`
+	// Done counts the units whose result the server has stored durably: a
+	// unit counted here survives a crash of the server.
+	Done int `json:"done"`
 	// Running counts the units executing on a worker thread now, as far as
 	// the server can tell: a worker runs a server's units in the order
 	// they arrive on as many threads as it lends the server, so on each
@@ -119,8 +121,9 @@ type Progress struct {
 	// back, may be among them. Running <= Sent. (Before Sent existed,
 	// running counted every unit in flight.)
 	Running int `json:"running"`
-	// Sent counts the units handed to workers and not yet answered:
-	// running, queued at a worker, or on the wire.
+	// Sent counts the units handed to workers and not yet done: running,
+	// queued at a worker, on the wire, or answered and being stored (for
+	// up to a group commit, about 10 ms).
 	Sent    int `json:"sent"`
 	Failed  int `json:"failed"`
 	Pending int `json:"pending"`

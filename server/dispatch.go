@@ -207,8 +207,9 @@ func (d *dispatcher) refresh(j *jobRun) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if ok {
-		j.progress = api.Progress{Total: p.Total, Done: p.Done, Running: p.Running,
+		j.core = api.Progress{Total: p.Total, Done: p.Done, Running: p.Running,
 			Failed: p.Failed, Pending: p.Pending}
+		j.publishLocked()
 		j.waiting = p.Waiting
 	}
 	j.changed()

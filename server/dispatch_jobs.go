@@ -28,6 +28,9 @@ func (d *dispatcher) addJob(j *jobRun) {
 	j.mu.Lock()
 	for i := range units {
 		units[i] = scheduler.Unit{Index: i, Op: j.spec.Op, Done: j.units.recs[i].state == unitDone}
+		if units[i].Done {
+			j.stored++ // a resumed job's: read from state.db
+		}
 	}
 	j.mu.Unlock()
 	speculate := j.spec.Policy == "dynamic" || j.spec.Policy == "speed"
@@ -184,7 +187,11 @@ func (d *dispatcher) accept(f flight, r resultMsg, failed bool) {
 	}
 	rec := *u
 	j.mu.Unlock()
-	d.s.db.w.queueChange(change{apply: putUnit(j.id, f.index, rec, f.worker, errText)})
+	c := change{apply: putUnit(j.id, f.index, rec, f.worker, errText)}
+	if !failed {
+		c.after, c.lazy = j.storedOne, true
+	}
+	d.s.db.w.queueChange(c)
 	if failed && j.end == "" {
 		what := fmt.Sprintf("unit %d failed on worker %s", f.index, f.worker)
 		if f.unsent {

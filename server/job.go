@@ -47,10 +47,15 @@ type jobRun struct {
 	receivedAt time.Time
 	lastResult time.Time
 	finishedAt time.Time
-	// progress is the core's count while the job runs (the dispatch loop's
-	// refresh), whose Running is the units in flight: snapshot reports it
-	// as Sent; once the job is terminal, terminalProgress.
+	// progress is what clients see: while the job runs, the core's count
+	// (core, set by the dispatch loop's refresh) with Done cut to the units
+	// whose result is on disk (stored), the rest counted in Running, the
+	// units in flight, which snapshot reports as Sent; once the job is
+	// terminal, terminalProgress. So a unit a client saw done survives a
+	// crash of the server.
 	progress  api.Progress
+	core      api.Progress
+	stored    int
 	units     *unitTable     // nil once terminal: the records are on disk
 	perWorker map[string]int // accepted units by worker
 	notify    chan struct{}  // closed and replaced on every change
@@ -75,6 +80,31 @@ func (j *jobRun) total() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.progress.Total
+}
+
+// publishLocked sets progress from core and stored. Call with mu held,
+// while the job runs.
+func (j *jobRun) publishLocked() {
+	p := j.core
+	if shown := min(p.Done, j.stored); shown < p.Done {
+		p.Running += p.Done - shown
+		p.Done = shown
+	}
+	j.progress = p
+}
+
+// storedOne counts a done unit whose record committed (the writer's after).
+func (j *jobRun) storedOne(err error) {
+	if err != nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.stored++
+	if j.units != nil && !isTerminal(j.state) {
+		j.publishLocked()
+		j.changed()
+	}
 }
 
 // changed wakes everyone waiting on the job. Call with mu held.
@@ -142,8 +172,12 @@ func (j *jobRun) snapshot(withUnits bool) (api.Job, bool) {
 func (j *jobRun) record(state, errText, result string, finished time.Time) jobRecord {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	p := j.progress
+	if j.core.Total > 0 {
+		p = j.core // every accepted unit's record is queued before this one
+	}
 	rec := jobRecord{ID: j.id, Spec: j.spec, Owner: j.owner, State: state, Error: errText, Result: result,
-		ReceivedAt: j.receivedAt, Progress: j.progress, PerWorker: maps.Clone(j.perWorker)}
+		ReceivedAt: j.receivedAt, Progress: p, PerWorker: maps.Clone(j.perWorker)}
 	if isTerminal(state) {
 		rec.Progress = terminalProgress(rec.Progress)
 	}

@@ -41,10 +41,12 @@ type writer struct {
 // change is one queued write. apply runs inside the batch's transaction
 // (nil makes a barrier); after, if set, runs on the writer's goroutine
 // once that transaction committed (nil error) or failed. after must not
-// queue and wait on the writer.
+// queue and wait on the writer. A lazy change's after does not hurry the
+// commit: it waits for company as a change without one does.
 type change struct {
 	apply func(tx *bolt.Tx) error
 	after func(error)
+	lazy  bool
 }
 
 const (
@@ -82,8 +84,9 @@ func (w *writer) queueChange(c change) {
 	w.queue = append(w.queue, c)
 	// Wake the goroutine for the first change, for one someone waits for,
 	// and when lingering should end; not for every unit result.
-	signal := len(w.queue) == 1 || (c.after != nil && !w.urgent) || len(w.queue) == lingerMax
-	w.urgent = w.urgent || c.after != nil
+	waited := c.after != nil && !c.lazy
+	signal := len(w.queue) == 1 || (waited && !w.urgent) || len(w.queue) == lingerMax
+	w.urgent = w.urgent || waited
 	w.mu.Unlock()
 	if signal {
 		w.poke()

@@ -59,3 +59,38 @@ func TestWriterOrderAndClose(t *testing.T) {
 		t.Errorf("change after close: %v, want errStateClosed", err)
 	}
 }
+
+// TestWriterLazyAfter: a lazy change's after runs once its change is on
+// disk, and queueing it does not make the batch urgent (it may wait for
+// company, as a unit result without an after does).
+func TestWriterLazyAfter(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "w.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(jobsBucket); return err }); err != nil {
+		t.Fatal(err)
+	}
+	w := newWriter(db, slog.New(slog.DiscardHandler))
+	defer w.close()
+	seen := make(chan bool, 1)
+	w.queueChange(change{
+		apply: func(tx *bolt.Tx) error { return tx.Bucket(jobsBucket).Put([]byte("k"), []byte("v")) },
+		after: func(err error) {
+			var there bool
+			_ = db.View(func(tx *bolt.Tx) error { there = tx.Bucket(jobsBucket).Get([]byte("k")) != nil; return nil })
+			seen <- err == nil && there
+		},
+		lazy: true,
+	})
+	w.mu.Lock()
+	urgent := w.urgent
+	w.mu.Unlock()
+	if urgent {
+		t.Error("a lazy change made the batch urgent")
+	}
+	if !<-seen {
+		t.Error("a lazy change's after ran before its change was on disk")
+	}
+}
