@@ -16,14 +16,7 @@ import (
 // it whether anyone waited for it or not, close commits what is still
 // queued, and a change queued after close is refused.
 func TestWriterOrderAndClose(t *testing.T) {
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "w.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(jobsBucket); return err }); err != nil {
-		t.Fatal(err)
-	}
+	db := testDB(t)
 	w := newWriter(db, slog.New(slog.DiscardHandler))
 	put := func(k string, v int) change {
 		return change{apply: func(tx *bolt.Tx) error {
@@ -64,14 +57,7 @@ func TestWriterOrderAndClose(t *testing.T) {
 // disk, and queueing it does not make the batch urgent (it may wait for
 // company, as a unit result without an after does).
 func TestWriterLazyAfter(t *testing.T) {
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "w.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(jobsBucket); return err }); err != nil {
-		t.Fatal(err)
-	}
+	db := testDB(t)
 	w := newWriter(db, slog.New(slog.DiscardHandler))
 	defer w.close()
 	seen := make(chan bool, 1)
@@ -93,4 +79,18 @@ func TestWriterLazyAfter(t *testing.T) {
 	if !<-seen {
 		t.Error("a lazy change's after ran before its change was on disk")
 	}
+}
+
+// testDB is a new state database with the jobs bucket, closed when t ends.
+func testDB(t *testing.T) *bolt.DB {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "w.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(jobsBucket); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }

@@ -83,38 +83,36 @@ func dtlsOptions(cfgs *clustertls.Configs, mtu int) []dtls.Option {
 
 // dialDTLS runs the DTLS client handshake over a dialer's conn.
 func dialDTLS(ctx context.Context, c *dconn, secret []byte, mtu int) (*sealedConn, error) {
-	cfgs, err := clustertls.For(secret)
-	if err != nil {
-		return nil, err
-	}
-	var opts []dtls.ClientOption
-	for _, o := range dtlsOptions(cfgs, mtu) {
-		opts = append(opts, o)
-	}
-	opts = append(opts, dtls.WithRootCAs(cfgs.Pool), dtls.WithServerName(clustertls.ServerName))
-	dc, err := dtls.ClientWithOptions(dtlsnet.PacketConnFromConn(c), c.RemoteAddr(), opts...)
-	if err != nil {
-		return nil, err
-	}
-	if err := dc.HandshakeContext(ctx); err != nil {
-		_ = dc.Close()
-		return nil, dtlsError(ctx, err)
-	}
-	return newSealedConn(dc, c), nil
+	return handshakeDTLS(ctx, c, secret, func(cfgs *clustertls.Configs) (*dtls.Conn, error) {
+		var opts []dtls.ClientOption
+		for _, o := range dtlsOptions(cfgs, mtu) {
+			opts = append(opts, o)
+		}
+		opts = append(opts, dtls.WithRootCAs(cfgs.Pool), dtls.WithServerName(clustertls.ServerName))
+		return dtls.ClientWithOptions(dtlsnet.PacketConnFromConn(c), c.RemoteAddr(), opts...)
+	})
 }
 
 // acceptDTLS runs the DTLS server handshake over an accepted conn.
 func acceptDTLS(ctx context.Context, c *pconn, secret []byte, mtu int) (*sealedConn, error) {
+	return handshakeDTLS(ctx, c, secret, func(cfgs *clustertls.Configs) (*dtls.Conn, error) {
+		var opts []dtls.ServerOption
+		for _, o := range dtlsOptions(cfgs, mtu) {
+			opts = append(opts, o)
+		}
+		opts = append(opts, dtls.WithClientCAs(cfgs.Pool), dtls.WithClientAuth(dtls.RequireAndVerifyClientCert))
+		return dtls.ServerWithOptions(dtlsnet.PacketConnFromConn(c), c.RemoteAddr(), opts...)
+	})
+}
+
+// handshakeDTLS makes the DTLS conn over raw that open builds from the
+// cluster's configuration, and runs its handshake.
+func handshakeDTLS(ctx context.Context, raw net.Conn, secret []byte, open func(*clustertls.Configs) (*dtls.Conn, error)) (*sealedConn, error) {
 	cfgs, err := clustertls.For(secret)
 	if err != nil {
 		return nil, err
 	}
-	var opts []dtls.ServerOption
-	for _, o := range dtlsOptions(cfgs, mtu) {
-		opts = append(opts, o)
-	}
-	opts = append(opts, dtls.WithClientCAs(cfgs.Pool), dtls.WithClientAuth(dtls.RequireAndVerifyClientCert))
-	dc, err := dtls.ServerWithOptions(dtlsnet.PacketConnFromConn(c), c.RemoteAddr(), opts...)
+	dc, err := open(cfgs)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +120,7 @@ func acceptDTLS(ctx context.Context, c *pconn, secret []byte, mtu int) (*sealedC
 		_ = dc.Close()
 		return nil, dtlsError(ctx, err)
 	}
-	return newSealedConn(dc, c), nil
+	return newSealedConn(dc, raw), nil
 }
 
 // dtlsError marks a peer whose certificate does not chain to the cluster's
