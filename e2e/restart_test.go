@@ -16,15 +16,25 @@ import (
 	"github.com/braidhq/braid/ops/samples"
 )
 
-// freeAddr returns a loopback address with a port nobody listens on now.
+// freeAddr returns a loopback address whose port nobody listens on now,
+// over TCP or UDP.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 20 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		pc, err := net.ListenPacket("udp", addr) // for the transports over UDP
+		ln.Close()
+		if err == nil {
+			pc.Close()
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no loopback port free for TCP and UDP")
+	return ""
 }
 
 // startServerAt starts a server on addr (port 0: any) with its state in

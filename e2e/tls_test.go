@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,7 +162,7 @@ func TestDataPlaneEncrypted(t *testing.T) {
 				dir := t.TempDir()
 				srv := start(t, "server", "--listen", "127.0.0.1:0", "--data", dir, "--data-plane-tls", mode)
 				c := connect(t, srv, dir)
-				listen := freeLoopbackPort(t)
+				listen := freeAddr(t)
 				r, err := relay.New(listen)
 				if err != nil {
 					t.Fatal(err)
@@ -191,25 +190,4 @@ func TestDataPlaneEncrypted(t *testing.T) {
 			})
 		}
 	}
-}
-
-// freeLoopbackPort returns 127.0.0.1:P with P free for both TCP and UDP
-// a moment ago.
-func freeLoopbackPort(t *testing.T) string {
-	t.Helper()
-	for range 20 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		pc, err := net.ListenPacket("udp", addr)
-		ln.Close()
-		if err == nil {
-			pc.Close()
-			return addr
-		}
-	}
-	t.Fatal("no loopback port free for TCP and UDP")
-	return ""
 }

@@ -8,11 +8,11 @@ import (
 	"io"
 	"net/http"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/bench/tperf"
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/cluster"
 	"github.com/braidhq/braid/internal/pki"
@@ -120,24 +120,24 @@ func BenchmarkControlPlane(b *testing.B) {
 		}
 		b.Run(scheme+"/put-16MiB", func(b *testing.B) {
 			b.SetBytes(size)
-			cpu0 := cpuSeconds()
+			cpu0 := tperf.CPUSeconds()
 			for b.Loop() {
 				if _, err := c.Put(ctx, io.LimitReader(zeros{}, size)); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric((cpuSeconds()-cpu0)/(float64(b.N)*size/1e9), "CPU-s/GB")
+			b.ReportMetric((tperf.CPUSeconds()-cpu0)/(float64(b.N)*size/1e9), "CPU-s/GB")
 		})
 		b.Run(scheme+"/get-16MiB", func(b *testing.B) {
 			b.SetBytes(size)
-			cpu0 := cpuSeconds()
+			cpu0 := tperf.CPUSeconds()
 			for b.Loop() {
 				var n counter
 				if err := c.Get(ctx, obj.ID, &n); err != nil || n != size {
 					b.Fatalf("read %d bytes, %v; want %d", n, err, size)
 				}
 			}
-			b.ReportMetric((cpuSeconds()-cpu0)/(float64(b.N)*size/1e9), "CPU-s/GB")
+			b.ReportMetric((tperf.CPUSeconds()-cpu0)/(float64(b.N)*size/1e9), "CPU-s/GB")
 		})
 		img, err := c.Put(ctx, bytes.NewReader(samples.GIF()))
 		if err != nil {
@@ -149,7 +149,7 @@ func BenchmarkControlPlane(b *testing.B) {
 		}
 		b.Run(scheme+"/job-status", func(b *testing.B) {
 			b.SetParallelism(16 / runtime.GOMAXPROCS(0))
-			start, cpu0 := time.Now(), cpuSeconds()
+			start, cpu0 := time.Now(), tperf.CPUSeconds()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if _, err := c.Job(ctx, job.ID, false); err != nil {
@@ -159,7 +159,7 @@ func BenchmarkControlPlane(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
-			b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N)*1e6, "CPU-µs/req")
+			b.ReportMetric((tperf.CPUSeconds()-cpu0)/float64(b.N)*1e6, "CPU-µs/req")
 		})
 		cl.Close()
 	}
@@ -193,15 +193,4 @@ type counter int64
 func (c *counter) Write(p []byte) (int, error) {
 	*c += counter(len(p))
 	return len(p), nil
-}
-
-// cpuSeconds is this process's user plus system time: the server's and
-// its clients', which run in it.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Utime) + tv(ru.Stime)
 }

@@ -155,9 +155,9 @@ func inProcess(ctx context.Context, cfg Config) (Result, error) {
 
 // measure runs f and fills in the CPU time and the rates.
 func measure(_ context.Context, cfg Config, f func() (Result, error)) (Result, error) {
-	before := cpuSeconds()
+	before := CPUSeconds()
 	res, err := f()
-	res.CPUSeconds = cpuSeconds() - before
+	res.CPUSeconds = CPUSeconds() - before
 	res.fill(cfg)
 	return res, err
 }
@@ -173,8 +173,8 @@ func (r *Result) fill(cfg Config) {
 	}
 }
 
-// cpuSeconds is this process's user plus system time.
-func cpuSeconds() float64 {
+// CPUSeconds is this process's user plus system time.
+func CPUSeconds() float64 {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0

@@ -69,12 +69,24 @@ func (m *mux) readLoop() {
 	}
 }
 
+// opens tells whether datagram p opens an association: an SCTP INIT, or
+// a DTLS ClientHello (sealed).
+func opens(p []byte) (opening, sealed bool) {
+	if isInit(p) {
+		return true, false
+	}
+	return isClientHello(p), true
+}
+
 // route delivers p to its association or starts a new one for an INIT.
 func (m *mux) route(from netip.AddrPort, p packet) {
 	m.mu.Lock()
 	c := m.conns[from]
-	if c == nil && !m.closing && (isInit(p.p) || isClientHello(p.p)) {
-		sealed := !isInit(p.p)
+	opening, sealed := false, false
+	if c == nil && !m.closing {
+		opening, sealed = opens(p.p)
+	}
+	if opening {
 		if !sealed && m.plainOK != nil && !m.plainOK(from) {
 			m.mu.Unlock()
 			m.refused(from)

@@ -301,7 +301,7 @@ func testConfidentiality(t *testing.T, s *suite) {
 	var mu sync.Mutex
 	var seen bytes.Buffer
 	path.Tap(func(p []byte) { mu.Lock(); seen.Write(p); mu.Unlock() })
-	d, l := dialThrough(t, ln, path, dialCfg(2, 2))
+	d, l := connectWith(t, ln, path.Dial, dialCfg(2, 2))
 	msg := bytes.Repeat([]byte("a unit's input, which nobody on the path may read. "), 400)
 	ctx := timeoutCtx(t, s.opTimeout())
 	for _, dir := range [][2]transport.Association{{d, l}, {l, d}} {

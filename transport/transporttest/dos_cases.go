@@ -98,7 +98,7 @@ func runAttack(t *testing.T, s *suite, attack Attack, name string, n int) {
 			time.Sleep(dosDialGap)
 		}
 		t0 := time.Now()
-		d, l, err := s.tryConnect(ln, dialCfg(2, 2))
+		d, l, err := dialAccept(ln, s.dialer(ln), dialCfg(2, 2))
 		took := time.Since(t0)
 		if err != nil {
 			t.Errorf("dial %d during the attack failed after %v: %v", i, took.Round(time.Millisecond), err)

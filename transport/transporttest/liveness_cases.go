@@ -86,7 +86,7 @@ func testBlackHole(t *testing.T, s *suite) {
 	dc, lc := s.liveCfgs(t, &released)
 	ln := s.listen(t, lc)
 	path := s.opts.BlackHole(t, s.tr, ln.Addr().String())
-	d, l := dialThrough(t, ln, path, dc)
+	d, l := connectWith(t, ln, path.Dial, dc)
 	echoOnce(t, d, l, 0)
 	drecv, lrecv := pendingRecv(d), pendingRecv(l)
 	path.Block(true)

@@ -3,7 +3,6 @@ package transporttest
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/braidhq/braid/internal/relay"
 	"github.com/braidhq/braid/transport"
@@ -39,31 +38,4 @@ func RelayPath(t testing.TB, tr transport.Transport, listenAddr string) Path {
 		Block: r.Block,
 		Tap:   r.Tap,
 	}
-}
-
-// dialThrough dials ln through path and accepts the association on the
-// other side; both are aborted when t ends.
-func dialThrough(t testing.TB, ln transport.Listener, path Path, dc transport.DialConfig) (d, l transport.Association) {
-	t.Helper()
-	ctx := timeoutCtx(t, 10*time.Second)
-	type accepted struct {
-		a   transport.Association
-		err error
-	}
-	acc := make(chan accepted, 1)
-	go func() {
-		a, err := ln.Accept(ctx)
-		acc <- accepted{a, err}
-	}()
-	d, err := path.Dial(ctx, dc)
-	if err != nil {
-		t.Fatalf("dial through the path: %v", err)
-	}
-	t.Cleanup(func() { d.Abort(errTestDone) })
-	r := <-acc
-	if r.err != nil {
-		t.Fatalf("accept: %v", r.err)
-	}
-	t.Cleanup(func() { r.a.Abort(errTestDone) })
-	return d, r.a
 }

@@ -298,7 +298,14 @@ func (s *suite) listen(t testing.TB, lc transport.ListenConfig) transport.Listen
 // connect dials ln and accepts the association on the other side.
 func (s *suite) connect(t testing.TB, ln transport.Listener, dc transport.DialConfig) (d, l transport.Association) {
 	t.Helper()
-	d, l, err := s.tryConnect(ln, dc)
+	return connectWith(t, ln, s.dialer(ln), dc)
+}
+
+// connectWith is connect with dial (a Path's, say) in place of the
+// transport's own Dial. Both ends are aborted when t ends.
+func connectWith(t testing.TB, ln transport.Listener, dial dialFunc, dc transport.DialConfig) (d, l transport.Association) {
+	t.Helper()
+	d, l, err := dialAccept(ln, dial, dc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +316,19 @@ func (s *suite) connect(t testing.TB, ln transport.Listener, dc transport.DialCo
 	return d, l
 }
 
-func (s *suite) tryConnect(ln transport.Listener, dc transport.DialConfig) (d, l transport.Association, err error) {
+// dialFunc dials an association, as transport.Transport's Dial and
+// Path.Dial do.
+type dialFunc func(ctx context.Context, cfg transport.DialConfig) (transport.Association, error)
+
+// dialer is the transport's Dial to ln.
+func (s *suite) dialer(ln transport.Listener) dialFunc {
+	return func(ctx context.Context, cfg transport.DialConfig) (transport.Association, error) {
+		return s.tr.Dial(ctx, ln.Addr().String(), cfg)
+	}
+}
+
+// dialAccept dials with dial and accepts on ln, within 10 s.
+func dialAccept(ln transport.Listener, dial dialFunc, dc transport.DialConfig) (d, l transport.Association, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	type result struct {
@@ -321,7 +340,7 @@ func (s *suite) tryConnect(ln transport.Listener, dc transport.DialConfig) (d, l
 		a, err := ln.Accept(ctx)
 		ch <- result{a, err}
 	}()
-	d, err = s.tr.Dial(ctx, ln.Addr().String(), dc)
+	d, err = dial(ctx, dc)
 	if err != nil {
 		cancel()
 		if r := <-ch; r.a != nil {
