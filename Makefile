@@ -47,9 +47,10 @@ unit:
 
 ## test-pion: pion/sctp's own tests on braid's patched copy (third_party/pion-sctp is a
 ## module of its own, so the unit target's ./... does not reach it); under a minute, mostly
-## waiting on its timers
+## waiting on its timers. A failed test is run again up to twice: some of pion's count
+## packets against real-time timers and miss on a starved machine (mk/pion-test.sh says which)
 test-pion:
-	cd third_party/pion-sctp && $(GO) test -short -timeout 10m .
+	@GO="$(GO)" bash mk/pion-test.sh
 
 ## test-python: install the Python client (clients/python) into a new venv, as a user
 ## would (pip fetches the pinned build backend, setuptools, from PyPI), and run its
