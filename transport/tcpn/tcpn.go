@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/connset"
 	"github.com/braidhq/braid/transport/internal/frame"
 	"github.com/braidhq/braid/transport/internal/mux"
 	"github.com/braidhq/braid/transport/internal/tcpconn"
@@ -62,6 +63,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// joinLabel names tcpn's joins (transport/internal/connset).
+const joinLabel = "braid tcpn join"
+
 // Transport is the "tcpn" transport.
 type Transport struct {
 	cfg Config
@@ -96,68 +100,28 @@ func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux
 	}
 }
 
+// perStream is tcpn's connset.CountFunc: one connection per stream.
+func perStream(_ frame.HandshakeConn, res transport.HandshakeResult) (int, error) {
+	return res.Streams, nil
+}
+
 // Dial connects to addr, runs the handshake on the first connection and
 // opens one more connection per extra stream.
 func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
 	sec := tcpconn.Security{Secret: cfg.Secret, Mode: t.cfg.TLS}
-	c, err := tcpconn.Dial(ctx, addr, sec)
+	conns, res, err := connset.Dial(ctx, addr, sec, joinLabel, cfg, perStream, func(int) (string, error) { return addr, nil })
 	if err != nil {
 		return nil, fmt.Errorf("tcpn: dial %s: %w", addr, err)
-	}
-	stop := tcpconn.InterruptOn(ctx, c)
-	hc := frame.HandshakeConn{C: c}
-	res, err := transport.DialHandshake(ctx, hc, cfg)
-	var token [tokenLen]byte
-	if err == nil {
-		token, err = readToken(hc)
-	}
-	if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
-		return nil, fmt.Errorf("tcpn: dial %s: %w", addr, err)
-	}
-	conns := []mux.Conn{c}
-	for i := 1; i < res.Streams; i++ {
-		jc, err := dialJoin(ctx, addr, sec, token, i)
-		if err != nil {
-			closeAll(conns)
-			return nil, fmt.Errorf("tcpn: dial %s: stream %d: %w", addr, i, err)
-		}
-		conns = append(conns, jc)
 	}
 	return mux.New(conns, t.muxConfig(res, nil)), nil
 }
 
-// dialJoin opens the connection of stream i and joins it to the association.
-func dialJoin(ctx context.Context, addr string, sec tcpconn.Security, token [tokenLen]byte, i int) (mux.Conn, error) {
-	c, err := tcpconn.Dial(ctx, addr, sec)
-	if err != nil {
-		return nil, err
-	}
-	stop := tcpconn.InterruptOn(ctx, c)
-	hc := frame.HandshakeConn{C: c}
-	err = hc.WriteMsg(appendJoin(nil, sec.Secret, token, i))
-	if err == nil {
-		err = readAck(hc)
-	}
-	if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-func closeAll(conns []mux.Conn) {
-	for _, c := range conns {
-		if c != nil {
-			c.Close()
-		}
-	}
-}
-
 // Listen binds addr and accepts tcpn associations.
 func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
-	s := &server{t: t, cfg: cfg, pending: make(map[[tokenLen]byte]*pending)}
-	l, err := tcpconn.Listen("tcpn", addr, t.cfg.HandshakeTimeout, cfg.Logf, tcpconn.Security{Secret: cfg.Secret, Mode: t.cfg.TLS}, s.setup)
+	sec := tcpconn.Security{Secret: cfg.Secret, Mode: t.cfg.TLS}
+	l, err := connset.Listen("tcpn", addr, t.cfg.HandshakeTimeout, sec, joinLabel, cfg, perStream, t.muxConfig)
 	if err != nil {
 		return nil, fmt.Errorf("tcpn: listen %s: %w", addr, err)
 	}

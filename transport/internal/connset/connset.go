@@ -1,0 +1,246 @@
+package connset
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/frame"
+	"github.com/braidhq/braid/transport/internal/mux"
+	"github.com/braidhq/braid/transport/internal/preauth"
+	"github.com/braidhq/braid/transport/internal/tcpconn"
+)
+
+// gatherer is a listener's table of associations waiting for their other
+// connections. Its zero value is not ready: use newGatherer.
+type gatherer struct {
+	name   string // the transport's, for errors
+	label  string
+	secret []byte
+
+	mu      sync.Mutex // guards pending and each pending's fields
+	pending map[assocToken]*pending
+}
+
+// pending is an association whose extra connections are still arriving.
+type pending struct {
+	conns  []mux.Conn // by index; conns[0] ran the handshake
+	joined int
+	full   chan struct{} // closed when every connection has joined
+}
+
+// newGatherer returns transport name's gatherer for joins made with label
+// and secret.
+func newGatherer(name, label string, secret []byte) *gatherer {
+	return &gatherer{name: name, label: label, secret: secret, pending: make(map[assocToken]*pending)}
+}
+
+// gather waits, on the listener's side, for the n-1 other connections of
+// the association whose handshake c ran: it sends the token on c and
+// returns the n connections by index, c first. It closes those that joined
+// if it fails.
+func (g *gatherer) gather(ctx context.Context, c mux.Conn, hc frame.HandshakeConn, n int) ([]mux.Conn, error) {
+	var token assocToken
+	rand.Read(token[:])
+	p := &pending{conns: make([]mux.Conn, n), full: make(chan struct{})}
+	p.conns[0] = c
+	if n == 1 {
+		close(p.full)
+	}
+	g.mu.Lock()
+	g.pending[token] = p
+	g.mu.Unlock()
+	err := hc.WriteMsg(appendToken(nil, token))
+	if err == nil {
+		select {
+		case <-p.full:
+		case <-ctx.Done():
+			err = fmt.Errorf("%w: waiting for %d more connections: %w", transport.ErrProtocol, n-1, ctx.Err())
+		}
+	}
+	g.mu.Lock()
+	delete(g.pending, token)
+	g.mu.Unlock()
+	if err != nil {
+		CloseAll(p.conns[1:])
+		return nil, err
+	}
+	return p.conns, nil
+}
+
+// handOff joins c, whose first message msg is a join, to its association;
+// once joined, c belongs to it, and handOff returns tcpconn.ErrHandedOff
+// for the listener to let go of c.
+func (g *gatherer) handOff(ctx context.Context, c tcpconn.Conn, hc frame.HandshakeConn, stop func() bool, msg []byte) error {
+	if err := g.join(msg, c, hc); err != nil {
+		return fmt.Errorf("%s: %w", g.name, tcpconn.Settle(ctx, c, stop, err))
+	}
+	stop()
+	c.SetDeadline(time.Time{})
+	return tcpconn.ErrHandedOff
+}
+
+// join attaches c to the pending association named in msg and acks it.
+func (g *gatherer) join(msg []byte, c tcpconn.Conn, hc frame.HandshakeConn) error {
+	token, i, err := parseJoin(msg, g.label, g.secret)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := g.pending[token]
+	switch {
+	case p == nil:
+		return fmt.Errorf("%w: unknown or expired association token", transport.ErrProtocol)
+	case i < 1 || i >= len(p.conns) || p.conns[i] != nil:
+		return fmt.Errorf("%w: join for connection %d of %d is out of range or repeated", transport.ErrProtocol, i, len(p.conns))
+	}
+	// The ack goes out before the association can start sending on c.
+	if err := hc.WriteMsg([]byte(ackMagic)); err != nil {
+		return err
+	}
+	p.conns[i] = c
+	if p.joined++; p.joined == len(p.conns)-1 {
+		close(p.full)
+	}
+	return nil
+}
+
+// dialJoin opens connection i of the association named by token, to addr,
+// and joins it.
+func dialJoin(ctx context.Context, addr string, sec tcpconn.Security, label string, token assocToken, i int) (mux.Conn, error) {
+	c, err := tcpconn.Dial(ctx, addr, sec)
+	if err != nil {
+		return nil, err
+	}
+	stop := tcpconn.InterruptOn(ctx, c)
+	hc := frame.HandshakeConn{C: c}
+	err = hc.WriteMsg(appendJoin(nil, label, sec.Secret, token, i))
+	if err == nil {
+		err = readAck(hc)
+	}
+	if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// CloseAll closes the connections that are not nil.
+func CloseAll(conns []mux.Conn) {
+	for _, c := range conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+// replayConn returns a message already read before the handshake reads on.
+type replayConn struct {
+	first []byte
+	frame.HandshakeConn
+}
+
+func (r *replayConn) ReadMsg() ([]byte, error) {
+	if p := r.first; p != nil {
+		r.first = nil
+		return p, nil
+	}
+	return r.HandshakeConn.ReadMsg()
+}
+
+// CountFunc says, once the handshake on an association's first connection
+// is done, how many connections the association has; it may talk on hc to
+// agree on it (ptcp's stripe count), or not (tcpn: one per stream).
+type CountFunc func(hc frame.HandshakeConn, res transport.HandshakeResult) (int, error)
+
+// MuxConfigFunc describes the association of the gathered connections to
+// mux.New; release gives back what the listener's Admit hook granted.
+type MuxConfigFunc func(res transport.HandshakeResult, release func()) mux.Config
+
+// Listen binds addr and accepts transport name's associations of several
+// connections each, joined with label: see setup.
+func Listen(name, addr string, timeout time.Duration, sec tcpconn.Security, label string, cfg transport.ListenConfig, count CountFunc, muxConfig MuxConfigFunc) (*tcpconn.Listener, error) {
+	g := newGatherer(name, label, cfg.Secret)
+	return tcpconn.Listen(name, addr, timeout, cfg.Logf, sec, func(ctx context.Context, c tcpconn.Conn, slot *preauth.Slot) (transport.Association, error) {
+		return g.setup(ctx, c, slot, cfg, count, muxConfig)
+	})
+}
+
+// setup is a tcpconn.SetupFunc's work for a transport of several
+// connections per association: a connection whose first message is a join
+// is handed to its association (tcpconn.ErrHandedOff); any other runs the
+// handshake, then count, then waits for the others to join, and becomes an
+// association over them. A join carries its own proof (its MAC), checked
+// at once; a handshake leaves the gate once the dialer's MAC checks out
+// (slot.Config).
+func (g *gatherer) setup(ctx context.Context, c tcpconn.Conn, slot *preauth.Slot, cfg transport.ListenConfig, count CountFunc, muxConfig MuxConfigFunc) (transport.Association, error) {
+	stop := tcpconn.InterruptOn(ctx, c)
+	hc := frame.HandshakeConn{C: c}
+	first, err := slot.Conn(hc).ReadMsg()
+	if err == nil && IsJoin(first) {
+		return nil, g.handOff(ctx, c, hc, stop, first)
+	}
+	var res transport.HandshakeResult
+	release := func() {}
+	if err == nil {
+		res, release, err = transport.ListenHandshake(ctx, &replayConn{first, hc}, slot.Config(cfg, nil))
+	}
+	n := 0
+	if err == nil {
+		n, err = count(hc, res)
+	}
+	var conns []mux.Conn
+	if err == nil {
+		conns, err = g.gather(ctx, c, hc, n)
+	}
+	if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
+		if len(conns) > 1 {
+			CloseAll(conns[1:]) // joined, but the association will not start
+		}
+		release()
+		return nil, err
+	}
+	return mux.New(conns, muxConfig(res, release)), nil
+}
+
+// Dial opens an association's connections from the dialer's side: the
+// first to addr, where the handshake runs and count says how many there
+// are, then the others, connection i to route(i), each joining the
+// association. sec.Secret must be cfg.Secret.
+func Dial(ctx context.Context, addr string, sec tcpconn.Security, label string, cfg transport.DialConfig, count CountFunc, route func(i int) (string, error)) ([]mux.Conn, transport.HandshakeResult, error) {
+	c, err := tcpconn.Dial(ctx, addr, sec)
+	if err != nil {
+		return nil, transport.HandshakeResult{}, err
+	}
+	stop := tcpconn.InterruptOn(ctx, c)
+	hc := frame.HandshakeConn{C: c}
+	res, err := transport.DialHandshake(ctx, hc, cfg)
+	n := 0
+	if err == nil {
+		n, err = count(hc, res)
+	}
+	var token assocToken
+	if err == nil {
+		token, err = readToken(hc)
+	}
+	if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
+		return nil, res, err
+	}
+	conns := []mux.Conn{c}
+	for i := 1; i < n; i++ {
+		to, err := route(i)
+		var jc mux.Conn
+		if err == nil {
+			jc, err = dialJoin(ctx, to, sec, label, token, i)
+		}
+		if err != nil {
+			CloseAll(conns)
+			return nil, res, fmt.Errorf("connection %d of %d: %w", i+1, n, err)
+		}
+		conns = append(conns, jc)
+	}
+	return conns, res, nil
+}
