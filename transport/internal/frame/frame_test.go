@@ -92,12 +92,13 @@ func FuzzParse(f *testing.F) {
 	f.Add(Header{Type: Data, Stream: 1, Len: 5, MsgLen: 5, Flags: FlagEnd}.Append(nil))
 	f.Add(Header{Type: Abort, Len: 3}.Append(nil))
 	f.Add(Header{Type: Ping}.Append(nil))
+	f.Add(Header{Type: Block, Stream: 2, Len: 5, MsgLen: 9, Seq: 7}.Append(nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := Parse(data, 8)
 		if err != nil {
 			return
 		}
-		if got := h.Append(nil); !bytes.Equal(got, data[:HeaderLen]) {
+		if got := h.Append(nil)[:HeaderLen]; !bytes.Equal(got, data[:HeaderLen]) {
 			t.Fatalf("re-encoding %x gives %x", data[:HeaderLen], got)
 		}
 	})
@@ -107,6 +108,7 @@ func FuzzReader(f *testing.F) {
 	f.Add(append(Header{Type: Data, Stream: 1, Len: 5, MsgLen: 5, Flags: FlagEnd}.Append(nil), "hello"...))
 	f.Add(append(Header{Type: Data, Len: 2, MsgLen: 4}.Append(nil), "he"...))
 	f.Add(append(Header{Type: Ping}.Append(nil), Header{Type: Data, Stream: 1, Len: 1, MsgLen: 1, Flags: FlagEnd}.Append(nil)...))
+	f.Add(append(Header{Type: Block, Stream: 3, Len: 2, MsgLen: 4, Seq: 1 << 30}.Append(nil), "he"...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := NewReader(bytes.NewReader(data), 4)
 		for {
@@ -116,6 +118,9 @@ func FuzzReader(f *testing.F) {
 			}
 			if h.Type == Data && msg != nil && len(msg) != int(h.MsgLen) {
 				t.Fatalf("message of %d bytes, header says %d", len(msg), h.MsgLen)
+			}
+			if h.Type == Block && len(msg) != int(h.Len) {
+				t.Fatalf("block of %d bytes, header says %d", len(msg), h.Len)
 			}
 		}
 	})
@@ -134,5 +139,22 @@ func TestGrowsWithArrivals(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
 		t.Errorf("allocated %d bytes for a 1-byte frame of a %d-byte message", got, transport.MaxMessageSize)
+	}
+}
+
+// TestBlockRoundTrip checks that a Block frame's sequence number, after the
+// common header, survives the Reader.
+func TestBlockRoundTrip(t *testing.T) {
+	h := Header{Type: Block, Stream: 3, Len: 2, MsgLen: 7, Seq: 0xfffffffe}
+	wire := append(h.Append(nil), "hi"...)
+	if len(wire) != BlockHeaderLen+2 {
+		t.Fatalf("encoded %d bytes, want %d", len(wire), BlockHeaderLen+2)
+	}
+	got, msg, err := NewReader(bytes.NewReader(wire), 4).Next()
+	if err != nil || got != h || string(msg) != "hi" {
+		t.Fatalf("Next = %+v, %q, %v; want %+v, \"hi\"", got, msg, err, h)
+	}
+	if _, _, err := NewReader(bytes.NewReader(wire[:HeaderLen+2]), 4).Next(); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("truncated sequence number: %v, want io.ErrUnexpectedEOF", err)
 	}
 }

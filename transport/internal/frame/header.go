@@ -1,17 +1,24 @@
 // Package frame is the wire format shared by braid's TCP transports: a
 // 12-byte header, then the payload.
 //
-//	0      type     (Data, Close, Abort, Ping)
+//	0      type     (Data, Block, Close, Abort, Ping)
 //	1      flags    (FlagEnd on a message's last frame)
 //	2..3   stream   big endian
 //	4..7   length   of this frame's payload
 //	8..11  msglen   total length of the message the frame belongs to
+//	12..15 seq      Block frames only: the block's number in its stream
 //
 // A message over MaxPayload bytes is cut into frames, so that a sender can
 // interleave other streams' frames between them. Close (no payload) says the
 // sender will send nothing more; Abort carries a reason text. Ping (no
 // payload, stream 0) is a keep-alive: a sign of life that a side sends when
 // it has sent nothing else for a while, and that the receiver only notes.
+//
+// Block is a Data frame for a striped association ("ptcp"), whose messages
+// are cut into blocks spread over several connections: it carries four more
+// header bytes, the block's sequence number in its stream (counting every
+// block of every message, wrapping at 2^32), by which the receiver puts the
+// blocks of a stream back in order.
 package frame
 
 import (
@@ -30,6 +37,7 @@ const (
 	Close
 	Abort
 	Ping
+	Block
 )
 
 func (t Type) String() string {
@@ -42,6 +50,8 @@ func (t Type) String() string {
 		return "abort"
 	case Ping:
 		return "ping"
+	case Block:
+		return "block"
 	}
 	return fmt.Sprintf("type %d", uint8(t))
 }
@@ -52,6 +62,9 @@ const FlagEnd uint8 = 1
 const (
 	// HeaderLen is the size of an encoded header.
 	HeaderLen = 12
+	// BlockHeaderLen is the size of a Block frame's header, sequence
+	// number included.
+	BlockHeaderLen = HeaderLen + 4
 	// MaxPayload is the largest payload of one frame.
 	MaxPayload = 64 << 10
 	// MaxReason bounds an Abort frame's reason.
@@ -65,29 +78,46 @@ type Header struct {
 	Stream uint16
 	Len    uint32
 	MsgLen uint32
+	Seq    uint32 // Block frames only
 }
 
-// Put encodes h into b, which must hold HeaderLen bytes.
-func (h Header) Put(b []byte) {
+// Size is the length of h's encoding: HeaderLen, or BlockHeaderLen for a
+// Block frame.
+func (h Header) Size() int {
+	if h.Type == Block {
+		return BlockHeaderLen
+	}
+	return HeaderLen
+}
+
+// Put encodes h into b, which must hold h.Size() bytes, and returns the
+// encoding's length.
+func (h Header) Put(b []byte) int {
 	_ = b[HeaderLen-1]
 	b[0], b[1] = byte(h.Type), h.Flags
 	binary.BigEndian.PutUint16(b[2:], h.Stream)
 	binary.BigEndian.PutUint32(b[4:], h.Len)
 	binary.BigEndian.PutUint32(b[8:], h.MsgLen)
+	if h.Type == Block {
+		binary.BigEndian.PutUint32(b[HeaderLen:BlockHeaderLen], h.Seq)
+		return BlockHeaderLen
+	}
+	return HeaderLen
 }
 
 // Append appends h's encoding to b.
 func (h Header) Append(b []byte) []byte {
-	var buf [HeaderLen]byte
-	h.Put(buf[:])
-	return append(b, buf[:]...)
+	var buf [BlockHeaderLen]byte
+	n := h.Put(buf[:])
+	return append(b, buf[:n]...)
 }
 
 // End reports whether h ends a message.
 func (h Header) End() bool { return h.Flags&FlagEnd != 0 }
 
 // Parse decodes and validates a header for an association of streams
-// streams. Errors wrap transport.ErrProtocol or transport.ErrMessageTooLarge.
+// streams; a Block header's Seq, which follows, is not read. Errors wrap
+// transport.ErrProtocol or transport.ErrMessageTooLarge.
 func Parse(b []byte, streams int) (Header, error) {
 	if len(b) < HeaderLen {
 		return Header{}, fmt.Errorf("%w: frame header truncated (%d bytes)", transport.ErrProtocol, len(b))
@@ -104,7 +134,7 @@ func Parse(b []byte, streams int) (Header, error) {
 
 func (h Header) validate(streams int) error {
 	switch h.Type {
-	case Data:
+	case Data, Block:
 		return h.validateData(streams)
 	case Close, Ping:
 		if h.Flags != 0 || h.Stream != 0 || h.Len != 0 || h.MsgLen != 0 {

@@ -2,6 +2,7 @@ package frame
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"slices"
@@ -39,7 +40,7 @@ type Reader struct {
 
 	r       *bufio.Reader
 	streams int
-	hdr     [HeaderLen]byte
+	hdr     [BlockHeaderLen]byte
 	partial [][]byte // per stream: the message being reassembled, or nil
 	msgLen  []uint32
 }
@@ -56,18 +57,26 @@ func NewReader(r io.Reader, streams int) *Reader {
 
 // Next reads the next frame. For a Data frame that completes a message, msg
 // is that message (owned by the caller, never nil); for other Data frames
-// msg is nil. For an Abort frame msg is the reason. I/O errors are returned
-// as they are; malformed input wraps transport.ErrProtocol.
+// msg is nil. For a Block frame msg is the block's payload (owned by the
+// caller, never nil): putting blocks together is the caller's job. For an
+// Abort frame msg is the reason. I/O errors are returned as they are;
+// malformed input wraps transport.ErrProtocol.
 func (r *Reader) Next() (h Header, msg []byte, err error) {
-	if _, err := io.ReadFull(r.r, r.hdr[:]); err != nil {
+	if _, err := io.ReadFull(r.r, r.hdr[:HeaderLen]); err != nil {
 		return h, nil, err
 	}
-	if h, err = Parse(r.hdr[:], r.streams); err != nil {
+	if h, err = Parse(r.hdr[:HeaderLen], r.streams); err != nil {
 		return h, nil, err
 	}
 	switch h.Type {
 	case Data:
 		msg, err = r.data(h)
+	case Block:
+		if _, err = io.ReadFull(r.r, r.hdr[HeaderLen:]); err == nil {
+			h.Seq = binary.BigEndian.Uint32(r.hdr[HeaderLen:])
+			msg = make([]byte, h.Len)
+			_, err = io.ReadFull(r.r, msg)
+		}
 	case Abort:
 		msg = make([]byte, h.Len)
 		_, err = io.ReadFull(r.r, msg)

@@ -4,7 +4,8 @@
 //
 // With one link every stream is multiplexed onto it (transport "tcp"); with
 // one link per stream each stream has its own connection and its own receive
-// goroutine (transport "tcpn"). Each link has a dedicated receive goroutine
+// goroutine (transport "tcpn"); striped, every message is cut into blocks
+// spread over all the links (transport "ptcp", stripe.go). Each link has a dedicated receive goroutine
 // that reassembles messages into bounded per-stream queues; a full queue
 // blocks that goroutine, and so every stream of its link.
 //
@@ -36,9 +37,15 @@ type Conn interface {
 // Config describes an association to New.
 type Config struct {
 	// Streams is the negotiated stream count: 1 link carries them all, or
-	// there is one link per stream.
+	// there is one link per stream, unless Striped.
 	Streams int
-	Peer    transport.PeerInfo
+	// Striped spreads every stream's messages over all the links, in
+	// blocks of BlockSize (zero or over frame.MaxPayload: MaxPayload) as
+	// Driver says (stripe.go). Both ends must agree.
+	Striped   bool
+	Driver    Driver
+	BlockSize int
+	Peer      transport.PeerInfo
 	// Release, if set, is called once when the association has ended.
 	Release func()
 	// QueueBytes bounds each stream's receive queue.
@@ -75,6 +82,14 @@ type Assoc struct {
 	recvBudget *recvBudget         // messages being reassembled, see budget.go
 	sendBudget *semaphore.Weighted // multi-frame messages being sent on a shared link; nil with a link per stream
 
+	// Striped associations only (stripe.go).
+	sendSeq     []uint32 // per stream: the next block's number, guarded by ssem
+	rrNext      atomic.Uint32
+	reorders    []*reorder
+	heldBudget  *recvBudget    // blocks held until their turn
+	linksClosed atomic.Int32   // links the peer sent Close on
+	blocksOut   sync.WaitGroup // blocks handed to writers and not yet written
+
 	mu          sync.Mutex // guards err and localClosed
 	err         error      // why the association ended (first cause)
 	localClosed bool
@@ -82,11 +97,11 @@ type Assoc struct {
 
 var _ transport.Association = (*Assoc)(nil)
 
-// New starts an association over conns (1, or one per stream), its receive
-// goroutines and its keep-alive loop. Cancelling is by Close or Abort;
-// either way the goroutines have exited once Done is closed.
+// New starts an association over conns (1, or one per stream, or any number
+// striped), its receive goroutines and its keep-alive loop. Cancelling is by
+// Close or Abort; either way the goroutines have exited once Done is closed.
 func New(conns []Conn, cfg Config) *Assoc {
-	if len(conns) != 1 && len(conns) != cfg.Streams {
+	if len(conns) == 0 || !cfg.Striped && len(conns) != 1 && len(conns) != cfg.Streams {
 		panic(fmt.Sprintf("mux: %d links for %d streams", len(conns), cfg.Streams))
 	}
 	a := &Assoc{
@@ -102,16 +117,21 @@ func New(conns []Conn, cfg Config) *Assoc {
 	for _, c := range conns {
 		a.links = append(a.links, &link{conn: c, wsem: make(chan struct{}, 1)})
 	}
-	shared := len(conns) == 1 && cfg.Streams > 1
+	shared := len(conns) == 1 && cfg.Streams > 1 || cfg.Striped
 	if cfg.PartialBytes <= 0 {
 		cfg.PartialBytes = frame.MaxPartialBytes
 		a.cfg.PartialBytes = cfg.PartialBytes
 	}
-	a.recvBudget = newRecvBudget(cfg.PartialBytes, !shared, a.stop)
+	// Striped, a message's blocks arrive by several links: a reader waits
+	// for the others to complete theirs (see stripe.go).
+	a.recvBudget = newRecvBudget(cfg.PartialBytes, !shared || cfg.Striped, a.stop)
 	if shared {
 		a.sendBudget = semaphore.NewWeighted(cfg.PartialBytes)
 	}
 	a.live.Store(int32(len(conns)))
+	if cfg.Striped {
+		a.startStriping()
+	}
 	a.startLiveness()
 	for i := range a.links {
 		go a.readLoop(i)

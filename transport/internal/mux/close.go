@@ -35,6 +35,7 @@ func (a *Assoc) Close() error {
 	}
 	deadline := time.Now().Add(a.cfg.CloseTimeout)
 	a.drainSends(deadline)
+	a.drainBlocks(deadline)
 	if !a.markClosed(transport.ErrClosed) {
 		<-a.done // aborted meanwhile
 		return nil

@@ -47,9 +47,16 @@ func (a *Assoc) demux(i int) error {
 		if err != nil {
 			return a.readErr(err)
 		}
+		if (h.Type == frame.Block) != a.cfg.Striped && (h.Type == frame.Block || h.Type == frame.Data) {
+			return fmt.Errorf("%w: %s frame on a %s association", transport.ErrProtocol, h.Type, a.kind())
+		}
 		switch h.Type {
 		case frame.Data:
 			if err := a.deliver(i, h, msg); err != nil {
+				return err
+			}
+		case frame.Block:
+			if err := a.deliverBlock(h, msg); err != nil {
 				return err
 			}
 		case frame.Close:
@@ -75,6 +82,13 @@ func (a *Assoc) deliver(i int, h frame.Header, msg []byte) error {
 	return nil
 }
 
+func (a *Assoc) kind() string {
+	if a.cfg.Striped {
+		return "striped"
+	}
+	return "framed"
+}
+
 // readErr classifies the error that ended a link's reader.
 func (a *Assoc) readErr(err error) error {
 	select {
@@ -97,8 +111,10 @@ func (a *Assoc) readErr(err error) error {
 func (a *Assoc) peerClosed(i int) {
 	a.closing.Store(true)
 	a.setErr(transport.ErrPeerClosed)
+	// Striped, blocks may still be on their way through the other links.
+	allClosed := a.cfg.Striped && int(a.linksClosed.Add(1)) == len(a.links)
 	for s := range a.cfg.Streams {
-		if a.linkOf(s) == a.links[i] {
+		if allClosed || !a.cfg.Striped && a.linkOf(s) == a.links[i] {
 			a.queues[s].End(transport.ErrPeerClosed)
 		}
 	}

@@ -14,11 +14,12 @@ import (
 
 // link is one connection of an association.
 type link struct {
-	conn Conn
-	wsem chan struct{} // cap 1: held while a frame is written to conn
+	conn   Conn
+	wsem   chan struct{} // cap 1: held while a frame is written to conn
+	blocks chan *block   // striped: where the link's writer takes blocks from
 
 	// Guarded by wsem: scratch space for a frame's writev.
-	hdr  [frame.HeaderLen]byte
+	hdr  [frame.BlockHeaderLen]byte
 	iov  [2][]byte
 	bufs net.Buffers
 
@@ -32,8 +33,7 @@ var longAgo = time.Unix(1, 0)
 // write sends one frame. If ctx ends meanwhile, the write is interrupted by
 // a past deadline and the returned count tells how much went out.
 func (l *link) write(ctx context.Context, h frame.Header, payload []byte) (int64, error) {
-	h.Put(l.hdr[:])
-	l.iov[0], l.iov[1] = l.hdr[:], payload
+	l.iov[0], l.iov[1] = l.hdr[:h.Put(l.hdr[:])], payload
 	l.bufs = l.iov[:]
 	if len(payload) == 0 {
 		// A connection without writev (TLS) gets one Write per buffer:
@@ -124,6 +124,9 @@ func (a *Assoc) Send(ctx context.Context, s int, p []byte) error {
 		return err
 	}
 	defer release()
+	if a.cfg.Striped {
+		return a.sendStriped(ctx, s, p)
+	}
 	l := a.linkOf(s)
 	h := frame.Header{Type: frame.Data, Stream: uint16(s), MsgLen: uint32(len(p))}
 	for off := 0; ; {
