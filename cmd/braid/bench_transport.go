@@ -18,7 +18,7 @@ import (
 // stream count, memory to memory or file to file.
 func runBenchTransport(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("bench transport", "[--transport LIST] [--streams LIST] [--mode bulk,rr,hol] [--listen ADDR | --connect ADDR | --net SPEC]", e)
-	tlist := fs.String("transport", strings.Join(transports.Names, ","), "transports, comma-separated; NAME+tls (sctp+tls, tcp+tls, tcpn+tls) forces data-plane\nencryption (on loopback it is off by default), e.g. --transport tcpn,tcpn+tls compares the two in one run")
+	tlist := fs.String("transport", strings.Join(transports.Names, ","), "transports, comma-separated; NAME+tls (sctp+tls, tcp+tls, tcpn+tls, ptcp+tls) forces data-plane\nencryption (on loopback it is off by default), e.g. --transport tcpn,tcpn+tls compares the two in one run")
 	slist := fs.String("streams", "1,4", "stream counts, comma-separated")
 	mlist := fs.String("mode", "bulk,rr", "bulk (one-way throughput), rr (request/response rate), hol (latency of 100-byte round trips on stream 1 beside bulk on stream 0)")
 	size := fs.Int("size", 0, "message size in bytes (default: 64 KiB for bulk, 19 KiB for rr, 64 MiB for hol's bulk stream)")
@@ -58,8 +58,9 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 			return usageErrorf("--net runs both sides: no --listen, --connect or --file with it")
 		}
 		common := []string{"--size", strconv.Itoa(*size), "--duration", dur.String(), "--sctp-stack", topts.SCTPStack,
-			"--data-plane-tls", topts.DataPlaneTLS.String()}
-		if nb, err = newNetBench(*netSpec, *netPath, common, secret, e); err != nil {
+			"--data-plane-tls", topts.DataPlaneTLS.String(),
+			"--ptcp-stripes", strconv.Itoa(topts.PTCP.RecStripes), "--ptcp-driver", topts.PTCP.Driver}
+		if nb, err = newNetBench(*netSpec, *netPath, common, topts.PTCP.Routes, secret, e); err != nil {
 			return err
 		}
 		nb.cpuProfile = *cpuProfile

@@ -35,13 +35,17 @@ type netBench struct {
 	e          *env
 	port       int
 	path       int // the path the sides talk over
+	// routes are where a ptcp connect side's connections go in turn:
+	// every path's braid-a address, from the one the sides talk over,
+	// when the spec has several paths (or what --ptcp-routes said).
+	routes []string
 }
 
 // firstNetPort is the listen port of the first test; each test takes the
 // next, so that no test meets the last one's leftovers.
 const firstNetPort = 47100
 
-func newNetBench(spec string, path int, common []string, secret []byte, e *env) (*netBench, error) {
+func newNetBench(spec string, path int, common, routes []string, secret []byte, e *env) (*netBench, error) {
 	s, err := netem.Parse(spec)
 	if err != nil {
 		return nil, usageErrorf("--net: %v", err)
@@ -62,7 +66,13 @@ func newNetBench(spec string, path int, common []string, secret []byte, e *env) 
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	nb := &netBench{bed: bed, exe: exe, dir: dir, common: common, e: e, port: firstNetPort, env: os.Environ(), path: path}
+	nb := &netBench{bed: bed, exe: exe, dir: dir, common: common, e: e, port: firstNetPort, env: os.Environ(), path: path, routes: routes}
+	if nb.routes == nil && len(s.Paths) > 1 {
+		for i := range s.Paths {
+			a, _ := netem.PathAddrs((path + i) % len(s.Paths))
+			nb.routes = append(nb.routes, a.String())
+		}
+	}
 	if secret != nil {
 		nb.env = append(nb.env, "BRAID_SECRET="+string(secret))
 	}
@@ -93,7 +103,14 @@ func (nb *netBench) run(ctx context.Context, tname, mode string, streams int, du
 
 	lctx, lcancel := context.WithCancel(ctx)
 	defer lcancel()
-	largs := slices.Concat(args, []string{"--listen", addr, "--json-out", lout})
+	laddr := addr
+	if strings.HasPrefix(tname, "ptcp") && nb.routes != nil {
+		// Striped over the paths: the listener takes connections on all
+		// of braid-a's addresses, and the driver sends them round.
+		laddr = net.JoinHostPort("0.0.0.0", strconv.Itoa(nb.port))
+		args = append(args, "--ptcp-routes", strings.Join(nb.routes, ","))
+	}
+	largs := slices.Concat(args, []string{"--listen", laddr, "--json-out", lout})
 	cargs := slices.Concat(args, []string{"--connect", addr, "--json-out", cout})
 	if nb.cpuProfile != "" {
 		largs = append(largs, "--cpuprofile", nb.cpuProfile+".listen")

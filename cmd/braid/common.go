@@ -18,6 +18,7 @@ import (
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/transports"
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/ptcp"
 )
 
 // clientFlags are the flags every client command shares.
@@ -248,7 +249,18 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 	fs.StringVar(&o.SCTPStack, "sctp-stack", transports.StackAuto,
 		"SCTP implementation: auto (kernel SCTP between hosts that have it, userspace over UDP with the others), kernel or user")
-	fs.Func("data-plane-tls", "encryption keyed to the cluster secret: TLS 1.3 on tcp and tcpn, DTLS on sctp (its userspace stack). auto (between hosts,\n"+
+	fs.IntVar(&o.PTCP.RecStripes, "ptcp-stripes", 4, "ptcp: TCP connections per association this side recommends (the two sides' offers decide, at most 16)")
+	fs.StringVar(&o.PTCP.Driver, "ptcp-driver", ptcp.DriverPollAll, "ptcp: how blocks are spread over the connections: pollall (whichever can take data now) or rr (in turn)")
+	fs.Func("ptcp-routes", "ptcp, dialing side: comma-separated hosts that the association's connections go to in turn, on the dialed port\n(one per path to a listener bound to several addresses); connection 0 goes to the dialed address", func(s string) error {
+		o.PTCP.Routes = nil
+		for _, h := range strings.Split(s, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				o.PTCP.Routes = append(o.PTCP.Routes, h)
+			}
+		}
+		return nil
+	})
+	fs.Func("data-plane-tls", "encryption keyed to the cluster secret: TLS 1.3 on tcp, tcpn and ptcp, DTLS on sctp (its userspace stack). auto (between hosts,\n"+
 		"not on loopback; the default), on or off (trusted networks; a listener still takes it). quic is always encrypted", func(s string) error {
 		m, err := transport.ParseTLSMode(s)
 		o.DataPlaneTLS = m

@@ -24,6 +24,7 @@ import (
 
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/ksctp"
+	"github.com/braidhq/braid/transport/ptcp"
 	"github.com/braidhq/braid/transport/quic"
 	"github.com/braidhq/braid/transport/sctp"
 	"github.com/braidhq/braid/transport/tcp"
@@ -31,7 +32,7 @@ import (
 )
 
 // Names lists the transports this binary has, default first.
-var Names = []string{"sctp", "tcpn", "tcp", "quic"}
+var Names = []string{"sctp", "tcpn", "tcp", "quic", "ptcp"}
 
 // Default is what workers and the demo use unless told otherwise.
 const Default = "sctp"
@@ -56,6 +57,9 @@ type Options struct {
 	DataPlaneTLS transport.TLSMode
 	// Logger receives transport logs (default: discard).
 	Logger *slog.Logger
+	// PTCP tunes ptcp's striping: its RecStripes, Driver and Routes are
+	// used (TLS comes from DataPlaneTLS).
+	PTCP ptcp.Config
 }
 
 // New builds the named transport.
@@ -69,6 +73,8 @@ func New(name string, opts Options) (transport.Transport, error) {
 		return tcpn.New(tcpn.Config{TLS: opts.DataPlaneTLS}), nil
 	case "quic":
 		return quic.New(quic.Config{}), nil
+	case "ptcp":
+		return ptcp.New(ptcp.Config{RecStripes: opts.PTCP.RecStripes, Driver: opts.PTCP.Driver, Routes: opts.PTCP.Routes, TLS: opts.DataPlaneTLS})
 	}
 	return nil, fmt.Errorf("unknown transport %q; available: %s", name, strings.Join(Names, ", "))
 }

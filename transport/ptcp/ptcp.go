@@ -1,0 +1,255 @@
+// Package ptcp is braid's striping transport, after psockets (seed 002):
+// every association has N TCP connections, and each message is cut into
+// blocks spread over all of them, so that a single stream gets N congestion
+// windows and, through connections routed over different paths, the
+// capacity of several paths.
+//
+// The first connection carries the braid handshake. Then the listener
+// offers its recommended and maximum stripe counts, the dialer picks N by
+// psock's rule, min(max(recA, recB), maxA, maxB), and the listener sends an
+// association token; the dialer opens the other N-1 connections, each
+// joining with an HMAC of the token under the cluster secret
+// (transport/internal/connset). Connection i goes to Config.Routes[i mod
+// len(Routes)] on the dialed port when routes are set, so that stripes can
+// take different paths to a listener bound to several addresses.
+//
+// A driver spreads the blocks (transport/internal/mux, stripe.go): "rr"
+// deals them to the connections in turn, so the slowest sets the pace;
+// "pollall" gives each block to whichever connection can take it now, so a
+// faster path carries more. The receiver puts each stream's blocks back in
+// order. Streams share the connections, so a stream whose reader stops
+// stalls the others once buffers fill: ptcp's streams are not independent,
+// which Capabilities says (use tcpn or sctp for that).
+//
+// Liveness, TLS (keyed to the cluster secret, between hosts by default) and
+// the close work as for tcpn.
+package ptcp
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/connset"
+	"github.com/braidhq/braid/transport/internal/frame"
+	"github.com/braidhq/braid/transport/internal/mux"
+	"github.com/braidhq/braid/transport/internal/tcpconn"
+)
+
+// MaxStripes bounds the connections of one association.
+const MaxStripes = 16
+
+// Drivers, by the names the command line uses.
+const (
+	DriverRR      = "rr"
+	DriverPollAll = "pollall"
+)
+
+// Config configures the transport. The zero value is ready to use.
+type Config struct {
+	// RecStripes and MaxStripes are this side's recommended and maximum
+	// connection counts per association; the two sides' offers give N by
+	// psock's rule. Zero means 4 and MaxStripes; both are clamped to
+	// [1, MaxStripes].
+	RecStripes, MaxStripes int
+	// Driver spreads blocks over the connections: DriverRR or
+	// DriverPollAll (the default). Each side drives what it sends.
+	Driver string
+	// BlockSize is the size blocks are cut to; zero (or over 64 KiB)
+	// means 64 KiB.
+	BlockSize int
+	// Routes, if set, are the hosts (IP addresses or names) that the
+	// dialer's connections go to in turn, on the port of the dialed
+	// address; connection i goes to Routes[i mod len(Routes)]. The first
+	// connection always goes to the dialed address.
+	Routes []string
+	// HandshakeTimeout bounds connecting, the handshake and the joining of
+	// all the connections. Zero means 10 s.
+	HandshakeTimeout time.Duration
+	// CloseTimeout bounds how long Close waits for the peer. Zero means 5 s.
+	CloseTimeout time.Duration
+	// QueueBytes bounds each stream's receive queue. Zero means 4 MiB.
+	QueueBytes int
+	// TLS says when connections use TLS 1.3 keyed to the cluster secret:
+	// the zero value, transport.TLSAuto, between hosts, not on loopback.
+	TLS transport.TLSMode
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.RecStripes <= 0 {
+		c.RecStripes = 4
+	}
+	if c.MaxStripes <= 0 {
+		c.MaxStripes = MaxStripes
+	}
+	c.RecStripes, c.MaxStripes = min(c.RecStripes, MaxStripes), min(c.MaxStripes, MaxStripes)
+	switch c.Driver {
+	case "":
+		c.Driver = DriverPollAll
+	case DriverRR, DriverPollAll:
+	default:
+		return c, fmt.Errorf("ptcp: driver %q: want %s or %s", c.Driver, DriverRR, DriverPollAll)
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.CloseTimeout <= 0 {
+		c.CloseTimeout = 5 * time.Second
+	}
+	if c.QueueBytes <= 0 {
+		c.QueueBytes = 4 << 20
+	}
+	return c, nil
+}
+
+// joinLabel names ptcp's joins (transport/internal/connset).
+const joinLabel = "braid ptcp join"
+
+// Transport is the "ptcp" transport.
+type Transport struct {
+	cfg Config
+}
+
+var (
+	_ transport.Transport = (*Transport)(nil)
+	_ transport.Describer = (*Transport)(nil)
+)
+
+// New returns a ptcp Transport, or an error for a bad Config.
+func New(cfg Config) (*Transport, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Transport{cfg: cfg}, nil
+}
+
+// Name returns "ptcp".
+func (t *Transport) Name() string { return "ptcp" }
+
+// Capabilities reports dependent streams: they share the connections.
+func (t *Transport) Capabilities() transport.Capabilities {
+	return transport.Capabilities{IndependentStreams: false}
+}
+
+func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux.Config {
+	driver := mux.PollAll
+	if t.cfg.Driver == DriverRR {
+		driver = mux.RoundRobin
+	}
+	return mux.Config{
+		Streams:      res.Streams,
+		Striped:      true,
+		Driver:       driver,
+		BlockSize:    t.cfg.BlockSize,
+		Peer:         res.Peer,
+		Release:      release,
+		QueueBytes:   t.cfg.QueueBytes,
+		CloseTimeout: t.cfg.CloseTimeout,
+		Liveness:     res.Liveness,
+	}
+}
+
+// The stripe-count messages on the first connection, after the handshake
+// and before connset's token, length-prefixed like handshake messages:
+//
+//	listener -> dialer  offer  {magic "BRPO", rec u16, max u16}
+//	dialer -> listener  choice {magic "BRPN", n u16}
+const (
+	offerMagic  = "BRPO"
+	choiceMagic = "BRPN"
+)
+
+func (t *Transport) appendOffer(b []byte) []byte {
+	b = append(b, offerMagic...)
+	b = binary.BigEndian.AppendUint16(b, uint16(t.cfg.RecStripes))
+	return binary.BigEndian.AppendUint16(b, uint16(t.cfg.MaxStripes))
+}
+
+// choose reads the listener's offer and picks N.
+func (t *Transport) choose(hc frame.HandshakeConn) (int, error) {
+	p, err := hc.ReadMsg()
+	if err != nil {
+		return 0, fmt.Errorf("read stripe offer: %w", err)
+	}
+	if len(p) != len(offerMagic)+4 || string(p[:len(offerMagic)]) != offerMagic {
+		return 0, fmt.Errorf("%w: bad stripe offer (is the peer ptcp?)", transport.ErrProtocol)
+	}
+	rec, maxN := int(binary.BigEndian.Uint16(p[4:])), int(binary.BigEndian.Uint16(p[6:]))
+	if rec < 1 || maxN < 1 {
+		return 0, fmt.Errorf("%w: stripe offer of %d recommended, %d at most", transport.ErrProtocol, rec, maxN)
+	}
+	return transport.NegotiateStreams(t.cfg.RecStripes, t.cfg.MaxStripes, rec, maxN), nil
+}
+
+func appendChoice(b []byte, n int) []byte {
+	return binary.BigEndian.AppendUint16(append(b, choiceMagic...), uint16(n))
+}
+
+// readChoice reads the dialer's N, which must be within this side's offer.
+func (t *Transport) readChoice(hc frame.HandshakeConn) (int, error) {
+	p, err := hc.ReadMsg()
+	if err != nil {
+		return 0, fmt.Errorf("read stripe count: %w", err)
+	}
+	if len(p) != len(choiceMagic)+2 || string(p[:len(choiceMagic)]) != choiceMagic {
+		return 0, fmt.Errorf("%w: bad stripe count message", transport.ErrProtocol)
+	}
+	n := int(binary.BigEndian.Uint16(p[len(choiceMagic):]))
+	if n < 1 || n > t.cfg.MaxStripes {
+		return 0, fmt.Errorf("%w: %d stripes asked, this side takes 1 to %d", transport.ErrProtocol, n, t.cfg.MaxStripes)
+	}
+	return n, nil
+}
+
+// route is where connection i goes.
+func (t *Transport) route(addr string, i int) (string, error) {
+	if i == 0 || len(t.cfg.Routes) == 0 {
+		return addr, nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(t.cfg.Routes[i%len(t.cfg.Routes)], port), nil
+}
+
+// Dial connects to addr, runs the handshake on the first connection, agrees
+// on N with the listener and opens the other N-1 connections.
+func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
+	defer cancel()
+	sec := tcpconn.Security{Secret: cfg.Secret, Mode: t.cfg.TLS}
+	count := func(hc frame.HandshakeConn, _ transport.HandshakeResult) (int, error) {
+		n, err := t.choose(hc)
+		if err == nil {
+			err = hc.WriteMsg(appendChoice(nil, n))
+		}
+		return n, err
+	}
+	route := func(i int) (string, error) { return t.route(addr, i) }
+	conns, res, err := connset.Dial(ctx, addr, sec, joinLabel, cfg, count, route)
+	if err != nil {
+		return nil, fmt.Errorf("ptcp: dial %s: %w", addr, err)
+	}
+	return mux.New(conns, t.muxConfig(res, nil)), nil
+}
+
+// Listen binds addr and accepts ptcp associations.
+func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
+	count := func(hc frame.HandshakeConn, _ transport.HandshakeResult) (int, error) {
+		if err := hc.WriteMsg(t.appendOffer(nil)); err != nil {
+			return 0, err
+		}
+		return t.readChoice(hc)
+	}
+	sec := tcpconn.Security{Secret: cfg.Secret, Mode: t.cfg.TLS}
+	l, err := connset.Listen("ptcp", addr, t.cfg.HandshakeTimeout, sec, joinLabel, cfg, count, t.muxConfig)
+	if err != nil {
+		return nil, fmt.Errorf("ptcp: listen %s: %w", addr, err)
+	}
+	return l, nil
+}
