@@ -59,8 +59,9 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 		}
 		common := []string{"--size", strconv.Itoa(*size), "--duration", dur.String(), "--sctp-stack", topts.SCTPStack,
 			"--data-plane-tls", topts.DataPlaneTLS.String(),
-			"--ptcp-stripes", strconv.Itoa(topts.PTCP.RecStripes), "--ptcp-driver", topts.PTCP.Driver}
-		if nb, err = newNetBench(*netSpec, *netPath, common, topts.PTCP.Routes, secret, e); err != nil {
+			"--ptcp-stripes", strconv.Itoa(topts.PTCP.RecStripes), "--ptcp-driver", topts.PTCP.Driver,
+			"--mptcp=" + strconv.FormatBool(topts.MPTCP)}
+		if nb, err = newNetBench(*netSpec, *netPath, common, topts, secret, e); err != nil {
 			return err
 		}
 		nb.cpuProfile = *cpuProfile

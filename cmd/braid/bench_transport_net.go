@@ -17,6 +17,7 @@ import (
 
 	"github.com/braidhq/braid/bench/tperf"
 	"github.com/braidhq/braid/internal/netem"
+	"github.com/braidhq/braid/internal/transports"
 )
 
 // netBench runs `bench transport` tests through an emulated network: this
@@ -39,13 +40,14 @@ type netBench struct {
 	// every path's braid-a address, from the one the sides talk over,
 	// when the spec has several paths (or what --ptcp-routes said).
 	routes []string
+	mptcp  bool // --mptcp
 }
 
 // firstNetPort is the listen port of the first test; each test takes the
 // next, so that no test meets the last one's leftovers.
 const firstNetPort = 47100
 
-func newNetBench(spec string, path int, common, routes []string, secret []byte, e *env) (*netBench, error) {
+func newNetBench(spec string, path int, common []string, topts transports.Options, secret []byte, e *env) (*netBench, error) {
 	s, err := netem.Parse(spec)
 	if err != nil {
 		return nil, usageErrorf("--net: %v", err)
@@ -66,7 +68,8 @@ func newNetBench(spec string, path int, common, routes []string, secret []byte, 
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	nb := &netBench{bed: bed, exe: exe, dir: dir, common: common, e: e, port: firstNetPort, env: os.Environ(), path: path, routes: routes}
+	nb := &netBench{bed: bed, exe: exe, dir: dir, common: common, e: e, port: firstNetPort, env: os.Environ(), path: path,
+		routes: topts.PTCP.Routes, mptcp: topts.MPTCP}
 	if nb.routes == nil && len(s.Paths) > 1 {
 		for i := range s.Paths {
 			a, _ := netem.PathAddrs((path + i) % len(s.Paths))
@@ -104,11 +107,14 @@ func (nb *netBench) run(ctx context.Context, tname, mode string, streams int, du
 	lctx, lcancel := context.WithCancel(ctx)
 	defer lcancel()
 	laddr := addr
-	if strings.HasPrefix(tname, "ptcp") && nb.routes != nil {
-		// Striped over the paths: the listener takes connections on all
-		// of braid-a's addresses, and the driver sends them round.
-		laddr = net.JoinHostPort("0.0.0.0", strconv.Itoa(nb.port))
+	ptcp := strings.HasPrefix(tname, "ptcp") && nb.routes != nil
+	if ptcp {
 		args = append(args, "--ptcp-routes", strings.Join(nb.routes, ","))
+	}
+	if ptcp || nb.mptcp && len(nb.bed.Paths()) > 1 {
+		// Over several paths: the listener takes connections (ptcp's
+		// stripes, MPTCP's subflows) on all of braid-a's addresses.
+		laddr = net.JoinHostPort("0.0.0.0", strconv.Itoa(nb.port))
 	}
 	largs := slices.Concat(args, []string{"--listen", laddr, "--json-out", lout})
 	cargs := slices.Concat(args, []string{"--connect", addr, "--json-out", cout})

@@ -249,6 +249,7 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 	fs.StringVar(&o.SCTPStack, "sctp-stack", transports.StackAuto,
 		"SCTP implementation: auto (kernel SCTP between hosts that have it, userspace over UDP with the others), kernel or user")
+	fs.BoolVar(&o.MPTCP, "mptcp", false, "run tcp, tcpn and ptcp over Multipath TCP (Linux) where both ends' kernels take it, plain TCP otherwise;\nthe kernel's path manager ('ip mptcp') decides which paths its subflows take")
 	fs.IntVar(&o.PTCP.RecStripes, "ptcp-stripes", 4, "ptcp: TCP connections per association this side recommends (the two sides' offers decide, at most 16)")
 	fs.StringVar(&o.PTCP.Driver, "ptcp-driver", ptcp.DriverPollAll, "ptcp: how blocks are spread over the connections: pollall (whichever can take data now) or rr (in turn)")
 	fs.Func("ptcp-routes", "ptcp, dialing side: comma-separated hosts that the association's connections go to in turn, on the dialed port\n(one per path to a listener bound to several addresses); connection 0 goes to the dialed address", func(s string) error {

@@ -20,7 +20,9 @@ const netHelp = `Usage: braid net up SPEC | down | status      (root, Linux)
 A WAN test bed: host namespaces braid-a and braid-b joined by a userspace
 link emulator (TUN devices), which runs as a background process until
 'braid net down'. Path i is 10.77.i.1 in braid-a and 10.77.i.2 in braid-b;
-run programs on either side with 'ip netns exec braid-a CMD'.
+run programs on either side with 'ip netns exec braid-a CMD'. With several
+paths, braid-a announces 10.77.i.1 for MPTCP ('ip mptcp endpoint ... signal'):
+a Multipath TCP connection to 10.77.0.1 gets a subflow through each path.
 
 SPEC: paths separated by ';', settings by ','; a setting applies to both
 directions unless prefixed ab. (braid-a to braid-b) or ba.

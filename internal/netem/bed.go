@@ -24,6 +24,10 @@ type Options struct {
 	StateDir string
 	// Logger receives the bed's events (default: discard).
 	Logger *slog.Logger
+	// Wait is how long Up waits for a bed that another process holds to
+	// go before it returns ErrBusy (default: not at all). Tests that
+	// each need the bed take turns this way.
+	Wait time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -106,6 +110,10 @@ func Up(spec Spec, opts Options) (*Bed, error) {
 	}
 	b := &Bed{spec: spec, opts: opts.withDefaults(), done: make(chan struct{}), start: time.Now()}
 	lock, err := takeLock(b.opts.StateDir)
+	for deadline := time.Now().Add(b.opts.Wait); errors.Is(err, ErrBusy) && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		lock, err = takeLock(b.opts.StateDir)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +152,39 @@ func (b *Bed) build() error {
 			return err
 		}
 	}
+	return b.multipath()
+}
+
+// multipath sets up the kernel's MPTCP path manager in both namespaces for
+// a bed of several paths: braid-a announces its address on each path but
+// the first (an ADD_ADDR "signal" endpoint), and both ends accept as many
+// subflows and announcements as there are paths. So an MPTCP connection
+// from braid-b to 10.77.0.1 opens a subflow to 10.77.i.1, through path i,
+// for every other path; the listener must be bound to all of braid-a's
+// addresses (0.0.0.0) for the subflows to reach it. A kernel without MPTCP
+// leaves nothing to set up.
+func (b *Bed) multipath() error {
+	n := len(b.spec.Paths)
+	if n < 2 || !mptcpAvailable() {
+		return nil
+	}
+	for _, ns := range []string{NSA, NSB} {
+		if err := ip("-n", ns, "mptcp", "limits", "set", "subflows", strconv.Itoa(n), "add_addr_accepted", strconv.Itoa(n)); err != nil {
+			return err
+		}
+	}
+	for _, p := range b.paths[1:] {
+		if err := ip("-n", NSA, "mptcp", "endpoint", "add", p.AddrA.String(), "dev", p.DevA, "signal"); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// mptcpAvailable reports whether the kernel has MPTCP.
+func mptcpAvailable() bool {
+	_, err := os.Stat("/proc/sys/net/mptcp/enabled")
+	return err == nil
 }
 
 // addPath creates path i's two TUN devices, moves each into its namespace

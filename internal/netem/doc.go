@@ -11,7 +11,11 @@
 // the kernel sends into one TUN and writes it into the other after the
 // path's model of that direction let it through. Programs reach the other
 // host at its path address: a listener in braid-a on 10.77.0.1 is reached
-// from braid-b through path 0; on 10.77.1.1 through path 1.
+// from braid-b through path 0; on 10.77.1.1 through path 1. With several
+// paths the kernel's MPTCP path manager is set up too: braid-a announces
+// its address on every path but the first, so that a Multipath TCP
+// connection to 10.77.0.1 gets a subflow through each path (to a listener
+// bound to 0.0.0.0).
 //
 // # The model of one direction
 //

@@ -24,7 +24,7 @@ func upBed(t *testing.T, s string) *Bed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Up(spec, Options{})
+	b, err := Up(spec, Options{Wait: 5 * time.Minute}) // other packages' tests take turns
 	if errors.Is(err, ErrBusy) {
 		t.Skipf("emulator fidelity tests skipped: %v", err)
 	}

@@ -57,6 +57,9 @@ type Options struct {
 	DataPlaneTLS transport.TLSMode
 	// Logger receives transport logs (default: discard).
 	Logger *slog.Logger
+	// MPTCP runs tcp, tcpn and ptcp over Multipath TCP (Linux) where both
+	// ends' kernels take it, plain TCP otherwise.
+	MPTCP bool
 	// PTCP tunes ptcp's striping: its RecStripes, Driver and Routes are
 	// used (TLS comes from DataPlaneTLS).
 	PTCP ptcp.Config
@@ -68,13 +71,13 @@ func New(name string, opts Options) (transport.Transport, error) {
 	case "sctp":
 		return newSCTP(opts)
 	case "tcp":
-		return tcp.New(tcp.Config{TLS: opts.DataPlaneTLS}), nil
+		return tcp.New(tcp.Config{TLS: opts.DataPlaneTLS, MPTCP: opts.MPTCP}), nil
 	case "tcpn":
-		return tcpn.New(tcpn.Config{TLS: opts.DataPlaneTLS}), nil
+		return tcpn.New(tcpn.Config{TLS: opts.DataPlaneTLS, MPTCP: opts.MPTCP}), nil
 	case "quic":
 		return quic.New(quic.Config{}), nil
 	case "ptcp":
-		return ptcp.New(ptcp.Config{RecStripes: opts.PTCP.RecStripes, Driver: opts.PTCP.Driver, Routes: opts.PTCP.Routes, TLS: opts.DataPlaneTLS})
+		return ptcp.New(ptcp.Config{RecStripes: opts.PTCP.RecStripes, Driver: opts.PTCP.Driver, Routes: opts.PTCP.Routes, TLS: opts.DataPlaneTLS, MPTCP: opts.MPTCP})
 	}
 	return nil, fmt.Errorf("unknown transport %q; available: %s", name, strings.Join(Names, ", "))
 }

@@ -73,6 +73,9 @@ type Config struct {
 	CloseTimeout time.Duration
 	// QueueBytes bounds each stream's receive queue. Zero means 4 MiB.
 	QueueBytes int
+	// MPTCP asks for Multipath TCP (Linux) on every connection; one whose
+	// peer does not take it runs plain TCP.
+	MPTCP bool
 	// TLS says when connections use TLS 1.3 keyed to the cluster secret:
 	// the zero value, transport.TLSAuto, between hosts, not on loopback.
 	TLS transport.TLSMode
@@ -222,7 +225,7 @@ func (t *Transport) route(addr string, i int) (string, error) {
 func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
-	sec := tcpconn.Security{Secret: cfg.Secret, Mode: t.cfg.TLS}
+	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP}
 	count := func(hc frame.HandshakeConn, _ transport.HandshakeResult) (int, error) {
 		n, err := t.choose(hc)
 		if err == nil {
@@ -246,7 +249,7 @@ func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.L
 		}
 		return t.readChoice(hc)
 	}
-	sec := tcpconn.Security{Secret: cfg.Secret, Mode: t.cfg.TLS}
+	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP}
 	l, err := connset.Listen("ptcp", addr, t.cfg.HandshakeTimeout, sec, joinLabel, cfg, count, t.muxConfig)
 	if err != nil {
 		return nil, fmt.Errorf("ptcp: listen %s: %w", addr, err)

@@ -44,6 +44,9 @@ type Config struct {
 	CloseTimeout time.Duration
 	// QueueBytes bounds each stream's receive queue. Zero means 4 MiB.
 	QueueBytes int
+	// MPTCP asks for Multipath TCP (Linux) on every connection; one whose
+	// peer does not take it runs plain TCP.
+	MPTCP bool
 	// TLS says when connections use TLS 1.3 keyed to the cluster secret
 	// (transport/internal/clustertls): the zero value, transport.TLSAuto,
 	// between hosts, not on loopback.
@@ -91,7 +94,7 @@ func (t *Transport) Capabilities() transport.Capabilities {
 func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
-	c, err := tcpconn.Dial(ctx, addr, tcpconn.Security{Secret: cfg.Secret, Mode: t.cfg.TLS})
+	c, err := tcpconn.Dial(ctx, addr, tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP})
 	if err != nil {
 		return nil, fmt.Errorf("tcp: dial %s: %w", addr, err)
 	}
@@ -125,7 +128,7 @@ func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.L
 		}
 		return mux.New([]mux.Conn{c}, t.muxConfig(res, release)), nil
 	}
-	l, err := tcpconn.Listen("tcp", addr, t.cfg.HandshakeTimeout, cfg.Logf, tcpconn.Security{Secret: cfg.Secret, Mode: t.cfg.TLS}, setup)
+	l, err := tcpconn.Listen("tcp", addr, t.cfg.HandshakeTimeout, cfg.Logf, tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP}, setup)
 	if err != nil {
 		return nil, fmt.Errorf("tcp: listen %s: %w", addr, err)
 	}

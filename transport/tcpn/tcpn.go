@@ -44,6 +44,9 @@ type Config struct {
 	CloseTimeout time.Duration
 	// QueueBytes bounds each stream's receive queue. Zero means 4 MiB.
 	QueueBytes int
+	// MPTCP asks for Multipath TCP (Linux) on every connection; one whose
+	// peer does not take it runs plain TCP.
+	MPTCP bool
 	// TLS says when connections use TLS 1.3 keyed to the cluster secret
 	// (transport/internal/clustertls): the zero value, transport.TLSAuto,
 	// between hosts, not on loopback.
@@ -110,7 +113,7 @@ func perStream(_ frame.HandshakeConn, res transport.HandshakeResult) (int, error
 func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
-	sec := tcpconn.Security{Secret: cfg.Secret, Mode: t.cfg.TLS}
+	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP}
 	conns, res, err := connset.Dial(ctx, addr, sec, joinLabel, cfg, perStream, func(int) (string, error) { return addr, nil })
 	if err != nil {
 		return nil, fmt.Errorf("tcpn: dial %s: %w", addr, err)
@@ -120,7 +123,7 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 
 // Listen binds addr and accepts tcpn associations.
 func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
-	sec := tcpconn.Security{Secret: cfg.Secret, Mode: t.cfg.TLS}
+	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP}
 	l, err := connset.Listen("tcpn", addr, t.cfg.HandshakeTimeout, sec, joinLabel, cfg, perStream, t.muxConfig)
 	if err != nil {
 		return nil, fmt.Errorf("tcpn: listen %s: %w", addr, err)

@@ -111,7 +111,7 @@ func (g *gatherer) join(msg []byte, c tcpconn.Conn, hc frame.HandshakeConn) erro
 
 // dialJoin opens connection i of the association named by token, to addr,
 // and joins it.
-func dialJoin(ctx context.Context, addr string, sec tcpconn.Security, label string, token assocToken, i int) (mux.Conn, error) {
+func dialJoin(ctx context.Context, addr string, sec tcpconn.Options, label string, token assocToken, i int) (mux.Conn, error) {
 	c, err := tcpconn.Dial(ctx, addr, sec)
 	if err != nil {
 		return nil, err
@@ -162,7 +162,7 @@ type MuxConfigFunc func(res transport.HandshakeResult, release func()) mux.Confi
 
 // Listen binds addr and accepts transport name's associations of several
 // connections each, joined with label: see setup.
-func Listen(name, addr string, timeout time.Duration, sec tcpconn.Security, label string, cfg transport.ListenConfig, count CountFunc, muxConfig MuxConfigFunc) (*tcpconn.Listener, error) {
+func Listen(name, addr string, timeout time.Duration, sec tcpconn.Options, label string, cfg transport.ListenConfig, count CountFunc, muxConfig MuxConfigFunc) (*tcpconn.Listener, error) {
 	g := newGatherer(name, label, cfg.Secret)
 	return tcpconn.Listen(name, addr, timeout, cfg.Logf, sec, func(ctx context.Context, c tcpconn.Conn, slot *preauth.Slot) (transport.Association, error) {
 		return g.setup(ctx, c, slot, cfg, count, muxConfig)
@@ -210,7 +210,7 @@ func (g *gatherer) setup(ctx context.Context, c tcpconn.Conn, slot *preauth.Slot
 // first to addr, where the handshake runs and count says how many there
 // are, then the others, connection i to route(i), each joining the
 // association. sec.Secret must be cfg.Secret.
-func Dial(ctx context.Context, addr string, sec tcpconn.Security, label string, cfg transport.DialConfig, count CountFunc, route func(i int) (string, error)) ([]mux.Conn, transport.HandshakeResult, error) {
+func Dial(ctx context.Context, addr string, sec tcpconn.Options, label string, cfg transport.DialConfig, count CountFunc, route func(i int) (string, error)) ([]mux.Conn, transport.HandshakeResult, error) {
 	c, err := tcpconn.Dial(ctx, addr, sec)
 	if err != nil {
 		return nil, transport.HandshakeResult{}, err

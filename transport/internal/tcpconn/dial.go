@@ -7,10 +7,12 @@ import (
 	"time"
 )
 
-// DialConn opens a TCP connection with Nagle's algorithm off and unsent
-// bytes bounded (tune).
-func DialConn(ctx context.Context, addr string) (*net.TCPConn, error) {
+// DialConn opens a TCP connection, Multipath TCP if mptcp is set and the
+// peer takes it, with Nagle's algorithm off and unsent bytes bounded
+// (tune).
+func DialConn(ctx context.Context, addr string, mptcp bool) (*net.TCPConn, error) {
 	var d net.Dialer
+	d.SetMultipathTCP(mptcp)
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err

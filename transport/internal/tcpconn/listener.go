@@ -28,7 +28,7 @@ type Listener struct {
 	logf    func(string, ...any)
 	timeout time.Duration
 	setup   SetupFunc
-	sec     Security
+	sec     Options
 
 	gate      preauth.Gate
 	evictions preauth.Tally // logged as a summary, not a line per peer
@@ -59,15 +59,14 @@ type SetupFunc func(ctx context.Context, c Conn, slot *preauth.Slot) (transport.
 
 // Listen binds addr and starts accepting with setup; sec says which peers
 // must use TLS (accept).
-func Listen(name, addr string, timeout time.Duration, logf func(string, ...any), sec Security, setup SetupFunc) (*Listener, error) {
-	la, err := net.ResolveTCPAddr("tcp", addr)
+func Listen(name, addr string, timeout time.Duration, logf func(string, ...any), sec Options, setup SetupFunc) (*Listener, error) {
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(sec.MPTCP)
+	nl, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.ListenTCP("tcp", la)
-	if err != nil {
-		return nil, err
-	}
+	ln := nl.(*net.TCPListener)
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}

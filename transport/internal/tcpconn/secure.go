@@ -19,16 +19,21 @@ type Conn interface {
 	CloseWrite() error
 }
 
-// Security is how a transport's connections are protected: TLS keyed to
-// the cluster secret (clustertls), used as Mode says.
-type Security struct {
+// Options are how a transport's connections are made: protected by TLS
+// keyed to the cluster secret (clustertls) as Mode says, and over Multipath
+// TCP if MPTCP is set.
+type Options struct {
 	Secret []byte
 	Mode   transport.TLSMode
+	// MPTCP asks the kernel for Multipath TCP (Linux): a connection whose
+	// peer (or kernel) does not take it falls back to plain TCP, which
+	// Multipath reports.
+	MPTCP bool
 }
 
 // Dial opens a connection to addr, over TLS if sec says so for the peer.
-func Dial(ctx context.Context, addr string, sec Security) (Conn, error) {
-	c, err := DialConn(ctx, addr)
+func Dial(ctx context.Context, addr string, sec Options) (Conn, error) {
+	c, err := DialConn(ctx, addr, sec.MPTCP)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +56,7 @@ func Dial(ctx context.Context, addr string, sec Security) (Conn, error) {
 // accept looks at the first byte of an accepted connection and, if it
 // starts a TLS handshake, completes it as the server; plaintext is taken
 // only where sec allows it for the peer. ctx bounds the wait.
-func accept(ctx context.Context, c *net.TCPConn, sec Security) (Conn, error) {
+func accept(ctx context.Context, c *net.TCPConn, sec Options) (Conn, error) {
 	stop := InterruptOn(ctx, c)
 	first, rest, err := peekByte(c)
 	if err = Settle(ctx, c, stop, err); err != nil {
