@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/cluster"
 	"github.com/braidhq/braid/internal/transports"
 )
@@ -27,7 +28,7 @@ type overheadResult struct {
 }
 
 func runBenchOverhead(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("bench overhead", "[--transport NAME] [--units N] [--runs N]", e)
+	fs := newFlagSet("bench overhead", "[--transport NAME] [--units N] [--runs N] [--net SPEC]", e)
 	tlist := fs.String("transport", transports.Default, "transports to measure, comma-separated; NAME+tls (sctp+tls, tcp+tls, tcpn+tls) forces data-plane encryption (on loopback it is off by default)")
 	units := fs.Int("units", 20000, "units per run")
 	runs := fs.Int("runs", 3, "runs per transport (the best and the median are reported)")
@@ -37,8 +38,22 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	window := fs.Int("window", 0, "units in flight per stream (0: scheduler default)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs (server and workers run in this process) to FILE, for 'go tool pprof'")
+	netSpec := fs.String("net", "", "run the server in braid-a and the workers in braid-b, processes joined by an emulated link (root, Linux),\ne.g. \"rtt=50ms,loss=1%,rate=100M\"; see 'braid net -h'")
+	var topts transports.Options
+	registerTransportFlags(fs, &topts)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	var nc *netCluster
+	if *netSpec != "" {
+		if *cpuProfile != "" {
+			return usageErrorf("--cpuprofile profiles this process: not with --net, whose server and workers are others")
+		}
+		var err error
+		if nc, err = newNetCluster(*netSpec, e); err != nil {
+			return err
+		}
+		defer nc.Close()
 	}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
@@ -49,7 +64,7 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	}
 	var all []overheadResult
 	for _, tname := range strings.Split(*tlist, ",") {
-		rs, err := overheadRuns(ctx, tname, *nWorkers, *threads, *units, *size, *runs, *window)
+		rs, err := overheadRuns(ctx, tname, topts, nc, *nWorkers, *threads, *units, *size, *runs, *window)
 		if err != nil {
 			return fmt.Errorf("%s: %w", tname, err)
 		}
@@ -61,30 +76,43 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	return printOverhead(e, all, *runs)
 }
 
-func overheadRuns(ctx context.Context, tname string, nWorkers, threads, units, size, runs, window int) ([]overheadResult, error) {
-	base, topts := benchTLS(tname, transports.Options{})
-	specs := make([]cluster.WorkerSpec, nWorkers)
-	for i := range specs {
-		specs[i] = cluster.WorkerSpec{Threads: threads, Transport: base}
+// overheadRuns starts a cluster of transport tname, in this process or,
+// with nc, through its emulated network, and runs the jobs.
+func overheadRuns(ctx context.Context, tname string, topts transports.Options, nc *netCluster, nWorkers, threads, units, size, runs, window int) ([]overheadResult, error) {
+	base, topts := benchTLS(tname, topts)
+	var cl *client.Client
+	if nc != nil {
+		c, stop, err := nc.start(ctx, base, topts, nWorkers, threads, window)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		cl = c
+	} else {
+		specs := make([]cluster.WorkerSpec, nWorkers)
+		for i := range specs {
+			specs[i] = cluster.WorkerSpec{Threads: threads, Transport: base}
+		}
+		c, err := cluster.Start(ctx, cluster.Config{Workers: specs, Window: window, Transports: topts})
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		cl = c.Client
 	}
-	cl, err := cluster.Start(ctx, cluster.Config{Workers: specs, Window: window, Transports: topts})
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
 	payload := make([]byte, size)
 	_, _ = rand.Read(payload)
-	obj, err := cl.Client.Put(ctx, bytes.NewReader(payload))
+	obj, err := cl.Put(ctx, bytes.NewReader(payload))
 	if err != nil {
 		return nil, err
 	}
 	var out []overheadResult
 	for range runs {
-		j, err := cl.Client.Submit(ctx, api.JobSpec{Op: "noop", Input: obj.ID, Repeat: units})
+		j, err := cl.Submit(ctx, api.JobSpec{Op: "noop", Input: obj.ID, Repeat: units})
 		if err != nil {
 			return nil, err
 		}
-		if j, err = cl.Client.Wait(ctx, j.ID, nil); err != nil {
+		if j, err = cl.Wait(ctx, j.ID, nil); err != nil {
 			return nil, err
 		}
 		if j.State != api.JobDone {

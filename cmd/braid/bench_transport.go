@@ -57,10 +57,7 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 		if *listen != "" || *connect != "" || *file != "" {
 			return usageErrorf("--net runs both sides: no --listen, --connect or --file with it")
 		}
-		common := []string{"--size", strconv.Itoa(*size), "--duration", dur.String(), "--sctp-stack", topts.SCTPStack,
-			"--data-plane-tls", topts.DataPlaneTLS.String(),
-			"--ptcp-stripes", strconv.Itoa(topts.PTCP.RecStripes), "--ptcp-driver", topts.PTCP.Driver,
-			"--mptcp=" + strconv.FormatBool(topts.MPTCP)}
+		common := append([]string{"--size", strconv.Itoa(*size), "--duration", dur.String()}, transportArgs(topts)...)
 		if nb, err = newNetBench(*netSpec, *netPath, common, topts, secret, e); err != nil {
 			return err
 		}

@@ -86,9 +86,9 @@ type Assoc struct {
 	sendSeq     []uint32 // per stream: the next block's number, guarded by ssem
 	rrNext      atomic.Uint32
 	reorders    []*reorder
-	heldBudget  *recvBudget    // blocks held until their turn
-	linksClosed atomic.Int32   // links the peer sent Close on
-	blocksOut   sync.WaitGroup // blocks handed to writers and not yet written
+	heldBudget  *recvBudget  // blocks held until their turn
+	linksClosed atomic.Int32 // links the peer sent Close on
+	blocksOut   atomic.Int64 // blocks handed to writers and not yet written
 
 	mu          sync.Mutex // guards err and localClosed
 	err         error      // why the association ended (first cause)

@@ -114,7 +114,7 @@ func (a *Assoc) writeBlocks(l *link) {
 		case b := <-l.blocks:
 			_ = a.writeFrame(context.Background(), l, b.h, *b.buf, true)
 			b.free()
-			a.blocksOut.Done()
+			a.blocksOut.Add(-1)
 		case <-a.stop:
 			return
 		}
@@ -136,7 +136,7 @@ func (a *Assoc) sendStriped(ctx context.Context, s int, p []byte) error {
 		b := newBlock(h, p[off:off+m])
 		a.blocksOut.Add(1)
 		if err := a.dispatch(ctx, b); err != nil {
-			a.blocksOut.Done()
+			a.blocksOut.Add(-1)
 			b.free()
 			if handed > 0 {
 				// The blocks handed over cannot be put together
@@ -164,22 +164,15 @@ func newBlock(h frame.Header, p []byte) *block {
 func (b *block) free() { blockPool.Put(b.buf) }
 
 // drainBlocks waits, until deadline, for the writers to write the blocks
-// handed to them.
+// handed to them. It polls: Close calls it once, and a Send that outlived
+// drainSends may still hand over blocks meanwhile.
 func (a *Assoc) drainBlocks(deadline time.Time) {
-	if !a.cfg.Striped {
-		return
-	}
-	written := make(chan struct{})
-	go func() {
-		a.blocksOut.Wait()
-		close(written)
-	}()
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-written:
-	case <-a.done:
-	case <-t.C:
+	for a.cfg.Striped && a.blocksOut.Load() > 0 && time.Now().Before(deadline) {
+		select {
+		case <-a.done:
+			return
+		case <-time.After(time.Millisecond):
+		}
 	}
 }
 

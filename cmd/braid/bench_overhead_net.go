@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/netem"
+	"github.com/braidhq/braid/internal/transports"
+)
+
+// netCluster runs the overhead benchmark's cluster through an emulated
+// network: a `braid server` process in braid-a listening on path 0's
+// address, the workers processes in braid-b reached by the server over the
+// path. This process submits the jobs through a connection it makes in
+// braid-a, so that only the cluster's own traffic crosses the path: the
+// server's data plane, and the workers' registration and heartbeats.
+type netCluster struct {
+	bed  *netem.Bed
+	exe  string
+	e    *env
+	port int // the server's for the next cluster; workers take the ones after
+}
+
+func newNetCluster(spec string, e *env) (*netCluster, error) {
+	s, err := netem.Parse(spec)
+	if err != nil {
+		return nil, usageErrorf("--net: %v", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	bed, err := netem.Up(s, netem.Options{})
+	if err != nil {
+		return nil, err
+	}
+	p := bed.Paths()[0]
+	fmt.Fprintf(e.stderr, "net: server in %s at %s, workers in %s at %s: a→b %s; b→a %s\n",
+		netem.NSA, p.AddrA, netem.NSB, p.AddrB, p.AB, p.BA)
+	return &netCluster{bed: bed, exe: exe, e: e, port: firstNetPort + 500}, nil
+}
+
+// Close stops the emulator and removes the namespaces.
+func (nc *netCluster) Close() error { return nc.bed.Close() }
+
+// start starts a server and nWorkers workers of transport tname, waits
+// until every worker is up, and returns a client of the server and the
+// func that stops it all.
+func (nc *netCluster) start(ctx context.Context, tname string, topts transports.Options, nWorkers, threads, window int) (*client.Client, func(), error) {
+	dir, err := os.MkdirTemp("", "braid-netjobs-")
+	if err != nil {
+		return nil, nil, err
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	var procs []*exec.Cmd
+	var dialer *nsDialer
+	stop := func() {
+		cancel() // SIGTERM, SIGKILL 3 s later (netem.Command)
+		for i := len(procs) - 1; i >= 0; i-- {
+			_ = procs[i].Wait()
+		}
+		if dialer != nil {
+			dialer.close()
+		}
+		os.RemoveAll(dir)
+	}
+	fail := func(err error) (*client.Client, func(), error) {
+		stop()
+		return nil, nil, err
+	}
+	secret := make([]byte, 24)
+	_, _ = rand.Read(secret)
+	secretFile := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secretFile, []byte(hex.EncodeToString(secret)), 0o600); err != nil {
+		return fail(err)
+	}
+	a, b := netem.PathAddrs(0)
+	nc.port += 1 + nWorkers
+	addr := net.JoinHostPort(a.String(), strconv.Itoa(nc.port))
+	common := append(transportArgs(topts), "--secret-file", secretFile, "--log-level", "warn")
+	args := append([]string{"server", "--listen", addr, "--data", filepath.Join(dir, "data"), "--auth=false",
+		"--insecure-http", "--window", strconv.Itoa(window)}, common...)
+	run := func(ns, name string, args []string) error {
+		log, err := os.Create(filepath.Join(dir, name+".log"))
+		if err != nil {
+			return err
+		}
+		defer log.Close()
+		cmd := netem.Command(pctx, ns, nc.exe, args...)
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("start %s: %w", name, err)
+		}
+		procs = append(procs, cmd)
+		return nil
+	}
+	if err := run(netem.NSA, "server", args); err != nil {
+		return fail(err)
+	}
+	url := "http://" + addr
+	for i := range nWorkers {
+		name := "w" + strconv.Itoa(i+1)
+		wargs := append([]string{"worker", "--server", url, "--name", name, "--transport", tname,
+			"--threads", strconv.Itoa(threads), "--listen", net.JoinHostPort(b.String(), strconv.Itoa(nc.port+1+i))}, common...)
+		if err := run(netem.NSB, name, wargs); err != nil {
+			return fail(err)
+		}
+	}
+	dialer = newNSDialer(netem.NSA)
+	cl := client.New(url).WithHTTPClient(&http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}})
+	if err := waitWorkersUp(ctx, cl, nWorkers); err != nil {
+		logs, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+		return fail(fmt.Errorf("%w; the server said: %s", err, logs))
+	}
+	return cl, stop, nil
+}
+
+// nsDialer dials from a namespace, on one OS thread that joined it and
+// lives until close. Not netem.InNS per dial: the thread it uses dies
+// afterwards, and a child this process started from that thread would die
+// with it (PR_SET_PDEATHSIG, which netem.Command sets, is per thread).
+type nsDialer struct {
+	reqs chan dialReq
+	done chan struct{}
+}
+
+type dialReq struct {
+	ctx           context.Context
+	network, addr string
+	res           chan<- dialRes
+}
+
+type dialRes struct {
+	c   net.Conn
+	err error
+}
+
+func newNSDialer(ns string) *nsDialer {
+	d := &nsDialer{reqs: make(chan dialReq), done: make(chan struct{})}
+	go func() {
+		_ = netem.InNS(ns, func() error {
+			for {
+				select {
+				case r := <-d.reqs:
+					var nd net.Dialer
+					c, err := nd.DialContext(r.ctx, r.network, r.addr)
+					r.res <- dialRes{c, err}
+				case <-d.done:
+					return nil
+				}
+			}
+		})
+	}()
+	return d
+}
+
+// DialContext is an http.Transport's.
+func (d *nsDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	res := make(chan dialRes, 1)
+	select {
+	case d.reqs <- dialReq{ctx, network, addr, res}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	r := <-res
+	return r.c, r.err
+}
+
+func (d *nsDialer) close() { close(d.done) }
+
+// waitWorkersUp waits, up to 30 s, until n workers are up.
+func waitWorkersUp(ctx context.Context, cl *client.Client, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		ws, err := cl.Workers(ctx)
+		up := 0
+		for _, w := range ws {
+			if w.State == api.WorkerUp {
+				up++
+			}
+		}
+		if err == nil && up == n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d workers up: %w (last: %v)", up, n, ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// transportArgs are the command-line flags that give a child process
+// topts.
+func transportArgs(topts transports.Options) []string {
+	return []string{"--sctp-stack", topts.SCTPStack, "--data-plane-tls", topts.DataPlaneTLS.String(),
+		"--ptcp-stripes", strconv.Itoa(topts.PTCP.RecStripes), "--ptcp-driver", topts.PTCP.Driver,
+		"--mptcp=" + strconv.FormatBool(topts.MPTCP)}
+}

@@ -1,0 +1,59 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/internal/netem"
+)
+
+// TestJobsOverEmulatedLink runs `braid bench overhead --net`: a server
+// process in one network namespace, worker processes in another, joined by
+// the emulated link (root, Linux; skips elsewhere), and jobs of real units
+// through it on ptcp and tcpn. Every job must finish; the figures are
+// `bench overhead`'s business, not this test's.
+func TestJobsOverEmulatedLink(t *testing.T) {
+	if err := netem.Check(); err != nil {
+		t.Skipf("needs the WAN test bed: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	var out, stderr bytes.Buffer
+	for {
+		out.Reset()
+		stderr.Reset()
+		cmd := exec.CommandContext(ctx, braidBin, "bench", "overhead", "--net", "rtt=4ms,rate=200M",
+			"--transport", "ptcp,tcpn", "--units", "8", "--size", "262144", "--runs", "1", "--json")
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		err := cmd.Run()
+		if err != nil && strings.Contains(stderr.String(), "a test bed is already up") && ctx.Err() == nil {
+			time.Sleep(time.Second) // another package's test has the bed: take turns
+			continue
+		}
+		if err != nil {
+			t.Fatalf("bench overhead --net: %v\n%s", err, stderr.String())
+		}
+		break
+	}
+	var rs []struct {
+		Transport   string  `json:"transport"`
+		Units       int     `json:"units"`
+		UnitsPerSec float64 `json:"units_per_sec"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rs); err != nil {
+		t.Fatalf("results %q: %v", out.String(), err)
+	}
+	if len(rs) != 2 || rs[0].Transport != "ptcp" || rs[1].Transport != "tcpn" {
+		t.Fatalf("results %+v, want one run of ptcp and one of tcpn", rs)
+	}
+	for _, r := range rs {
+		if r.Units != 8 || !(r.UnitsPerSec > 0) {
+			t.Errorf("%s: %+v", r.Transport, r)
+		}
+	}
+}
