@@ -200,7 +200,15 @@ type ManifestUnit struct {
 type Endpoint struct {
 	Transport string `json:"transport"`
 	Addr      string `json:"addr"`
+	// Routes are other hosts (addresses or names, no port) at which the
+	// worker takes connections on Addr's port, one per further network
+	// path; a transport that spreads an association over paths (ptcp)
+	// sends some of its connections through them. At most MaxRoutes.
+	Routes []string `json:"routes,omitempty"`
 }
+
+// MaxRoutes bounds an Endpoint's Routes.
+const MaxRoutes = 15
 
 // WorkerInfo is what a worker tells servers about itself, at registration,
 // on every change, and from its GET /v1/info.

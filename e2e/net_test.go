@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -14,9 +15,11 @@ import (
 
 // TestJobsOverEmulatedLink runs `braid bench overhead --net`: a server
 // process in one network namespace, worker processes in another, joined by
-// the emulated link (root, Linux; skips elsewhere), and jobs of real units
-// through it on ptcp and tcpn. Every job must finish; the figures are
-// `bench overhead`'s business, not this test's.
+// two emulated paths (root, Linux; skips elsewhere), and jobs of real units
+// through them on ptcp and tcpn. Every job must finish. The workers
+// advertise their second path's address as a route (--advertise-routes):
+// ptcp's association must use that path too, tcpn's must not. The figures
+// are `bench overhead`'s business, not this test's.
 func TestJobsOverEmulatedLink(t *testing.T) {
 	if err := netem.Check(); err != nil {
 		t.Skipf("needs the WAN test bed: %v", err)
@@ -27,7 +30,7 @@ func TestJobsOverEmulatedLink(t *testing.T) {
 	for {
 		out.Reset()
 		stderr.Reset()
-		cmd := exec.CommandContext(ctx, braidBin, "bench", "overhead", "--net", "rtt=4ms,rate=200M",
+		cmd := exec.CommandContext(ctx, braidBin, "bench", "overhead", "--net", "rtt=4ms,rate=200M; rtt=4ms,rate=100M",
 			"--transport", "ptcp,tcpn", "--units", "8", "--size", "262144", "--runs", "1", "--json")
 		cmd.Stdout, cmd.Stderr = &out, &stderr
 		err := cmd.Run()
@@ -55,5 +58,18 @@ func TestJobsOverEmulatedLink(t *testing.T) {
 		if r.Units != 8 || !(r.UnitsPerSec > 0) {
 			t.Errorf("%s: %+v", r.Transport, r)
 		}
+	}
+	// After each transport's run the bench prints what each path carried,
+	// "net path 1: a→b N packets, ...".
+	var second []int
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), "net path 1: a→b %d packets", &n); err == nil {
+			second = append(second, n)
+		}
+	}
+	if len(second) != 2 || second[0] < 100 || second[1] > 10 {
+		t.Errorf("packets server to workers over the second path, ptcp then tcpn: %v; want ptcp's at least 100, tcpn's at most 10\n%s",
+			second, stderr.String())
 	}
 }

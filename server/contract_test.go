@@ -5,6 +5,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -147,6 +148,34 @@ func TestRegistrationChecksInfoURL(t *testing.T) {
 	for _, good := range []string{"", "http://127.0.0.1:7171", "https://w1.example:8443/"} {
 		if resp, body := call(t, cl, "POST", "/v1/workers", reg(good), api.WorkerTokenHeader, wt); resp.StatusCode != 200 {
 			t.Errorf("info_url %q: %d %s; want 200", good, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestRegistrationChecksRoutes: an endpoint's routes are hosts the server
+// dials on the endpoint's port; one with a port, a path or spaces, or too
+// many of them, is refused at registration, not dialed and failed later.
+func TestRegistrationChecksRoutes(t *testing.T) {
+	cl := startCluster(t)
+	wt := api.WorkerToken([]byte("braid-cluster-secret"))
+	reg := func(routes ...string) string {
+		r, _ := json.Marshal(routes)
+		return `{"name": "w", "cores": 1, "clock_mhz": 1, "ram_bytes": 1, "disk_free_bytes": 1, "max_threads": 1,
+			"free_threads": 1, "ops": ["noop"], "endpoints": [{"transport": "ptcp", "addr": "10.0.0.5:7171", "routes": ` + string(r) + `}]}`
+	}
+	many := make([]string, api.MaxRoutes+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("10.0.%d.5", i)
+	}
+	for _, bad := range [][]string{{"10.0.1.5:7171"}, {""}, {"w1.example/x"}, {"a b"}, {"[::1]"}, many} {
+		resp, body := call(t, cl, "POST", "/v1/workers", reg(bad...), api.WorkerTokenHeader, wt)
+		if resp.StatusCode != 400 || errorCode(t, body) != api.CodeBadParameter || !strings.Contains(body, "route") {
+			t.Errorf("routes %q: %d %s; want 400 bad_parameter naming the route", bad, resp.StatusCode, body)
+		}
+	}
+	for _, good := range [][]string{nil, {"10.0.1.5"}, {"fe80::1", "w1-b.example"}} {
+		if resp, body := call(t, cl, "POST", "/v1/workers", reg(good...), api.WorkerTokenHeader, wt); resp.StatusCode != 200 {
+			t.Errorf("routes %q: %d %s; want 200", good, resp.StatusCode, body)
 		}
 	}
 }

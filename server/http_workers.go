@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -36,6 +37,25 @@ func validateWorker(info *api.WorkerInfo) error {
 	for _, ep := range info.Endpoints {
 		if ep.Addr == "" || ep.Transport == "" {
 			return badRequest(api.CodeBadParameter, "endpoint %+v: want transport and addr", ep)
+		}
+		if err := validateRoutes(ep.Routes); err != nil {
+			return badRequest(api.CodeBadParameter, "endpoint %s %s: %v", ep.Transport, ep.Addr, err)
+		}
+	}
+	return nil
+}
+
+// validateRoutes checks an endpoint's routes: hosts, without ports.
+func validateRoutes(routes []string) error {
+	if len(routes) > api.MaxRoutes {
+		return fmt.Errorf("%d routes: want at most %d", len(routes), api.MaxRoutes)
+	}
+	for _, r := range routes {
+		if _, err := netip.ParseAddr(r); err == nil {
+			continue
+		}
+		if r == "" || len(r) > 253 || strings.ContainsAny(r, ":/ \t\n[]@") {
+			return fmt.Errorf("route %q: want a host (an IP address or a name), without a port", r)
 		}
 	}
 	return nil

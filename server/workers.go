@@ -66,7 +66,7 @@ func (d *dispatcher) register(info api.WorkerInfo) {
 		d.log.Info("worker registered", "worker", info.Name, "threads", info.MaxThreads, "ops", len(info.Ops),
 			"endpoints", endpoints(info.Endpoints), "version", info.Version)
 	}
-	moved := !slices.Equal(w.info.Endpoints, info.Endpoints) || !slices.Equal(w.info.Ops, info.Ops)
+	moved := !slices.EqualFunc(w.info.Endpoints, info.Endpoints, sameEndpoint) || !slices.Equal(w.info.Ops, info.Ops)
 	restarted := w.otherProcess(info.Epoch)
 	w.info = info
 	w.seen(now)
@@ -211,7 +211,7 @@ func (d *dispatcher) ensureAssoc(w *workerConn) {
 	w.dialing, w.gen = true, d.nextGen
 	name, gen := w.info.Name, w.gen
 	cfg := transport.DialConfig{Secret: d.s.cfg.Secret, Name: d.s.cfg.Name, ID: d.s.ID(), Epoch: d.s.Epoch(), Liveness: d.s.cfg.Liveness,
-		RecStreams: max(w.info.MaxThreads, 1), MaxStreams: transport.MaxStreams}
+		RecStreams: max(w.info.MaxThreads, 1), MaxStreams: transport.MaxStreams, Routes: ep.Routes}
 	d.s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(d.s.ctx, 10*time.Second)
 		defer cancel()
@@ -443,4 +443,10 @@ func (d *dispatcher) reader(a transport.Association, worker string, gen, s int) 
 			return
 		}
 	}
+}
+
+// sameEndpoint reports whether a and b are the same endpoint, routes
+// included.
+func sameEndpoint(a, b api.Endpoint) bool {
+	return a.Transport == b.Transport && a.Addr == b.Addr && slices.Equal(a.Routes, b.Routes)
 }

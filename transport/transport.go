@@ -174,6 +174,12 @@ type DialConfig struct {
 	// Liveness is this side's offer for the liveness bound (see
 	// NegotiateLiveness). Zero means DefaultLiveness.
 	Liveness time.Duration
+	// Routes are other hosts (addresses or names, no port) at which the
+	// listener takes connections on the dialed port, one per further
+	// network path. A transport that spreads an association over
+	// several connections (ptcp) sends some through them; the others
+	// ignore them.
+	Routes []string
 }
 
 // ListenConfig configures the listening side (the worker).

@@ -53,6 +53,11 @@ type Config struct {
 	// must reach the worker through another address than Listen (a NAT, a
 	// relay). Default: the listener's address.
 	Advertise string
+	// Routes are announced with the address: other hosts at which
+	// servers reach the data-plane listener on the same port, one per
+	// further network path (api.Endpoint.Routes). The listener must be
+	// bound to them too (Listen 0.0.0.0:PORT, say).
+	Routes []string
 	// InfoListen is the HTTP address serving GET /v1/info (default
 	// 127.0.0.1:0).
 	InfoListen string
@@ -261,7 +266,7 @@ func (w *Worker) Info() api.WorkerInfo {
 	return api.WorkerInfo{Name: w.cfg.Name, Cores: f.cores, ClockMHz: f.clockMHz, RAMBytes: f.ramBytes,
 		DiskFreeBytes: f.diskFree, MaxThreads: w.cfg.Threads, FreeThreads: w.cfg.Threads - len(w.threads),
 		LeasedThreads: w.lender.leased(), Ops: slices.Clone(w.cfg.Ops), InfoURL: "http://" + w.infoLn.Addr().String(), Epoch: w.epoch, Version: version.String(),
-		Endpoints: []api.Endpoint{{Transport: w.cfg.Transport.Name(), Addr: addr}}}
+		Endpoints: []api.Endpoint{{Transport: w.cfg.Transport.Name(), Addr: addr, Routes: slices.Clone(w.cfg.Routes)}}}
 }
 
 // DataAddr is the data-plane listener's address.

@@ -87,6 +87,8 @@ func overheadRuns(ctx context.Context, tname string, topts transports.Options, n
 			return nil, err
 		}
 		defer stop()
+		before := nc.bed.Stats()
+		defer func() { logPathStats(nc.e, before, nc.bed.Stats()) }()
 		cl = c
 	} else {
 		specs := make([]cluster.WorkerSpec, nWorkers)

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -22,9 +23,11 @@ import (
 // netCluster runs the overhead benchmark's cluster through an emulated
 // network: a `braid server` process in braid-a listening on path 0's
 // address, the workers processes in braid-b reached by the server over the
-// path. This process submits the jobs through a connection it makes in
-// braid-a, so that only the cluster's own traffic crosses the path: the
-// server's data plane, and the workers' registration and heartbeats.
+// path; with several paths the workers take connections on all of their
+// addresses and advertise the others as routes. This process submits the
+// jobs through a connection it makes in braid-a, so that only the
+// cluster's own traffic crosses the link: the server's data plane, and the
+// workers' registration and heartbeats.
 type netCluster struct {
 	bed  *netem.Bed
 	exe  string
@@ -109,10 +112,22 @@ func (nc *netCluster) start(ctx context.Context, tname string, topts transports.
 		return fail(err)
 	}
 	url := "http://" + addr
+	var routes []string // the workers' addresses on the other paths
+	for _, p := range nc.bed.Paths()[1:] {
+		routes = append(routes, p.AddrB.String())
+	}
 	for i := range nWorkers {
 		name := "w" + strconv.Itoa(i+1)
-		wargs := append([]string{"worker", "--server", url, "--name", name, "--transport", tname,
-			"--threads", strconv.Itoa(threads), "--listen", net.JoinHostPort(b.String(), strconv.Itoa(nc.port+1+i))}, common...)
+		port := strconv.Itoa(nc.port + 1 + i)
+		wargs := []string{"worker", "--server", url, "--name", name, "--transport", tname,
+			"--threads", strconv.Itoa(threads), "--listen", net.JoinHostPort(b.String(), port)}
+		if routes != nil {
+			// Reachable on every path: ptcp spreads its connections over
+			// them, MPTCP its subflows.
+			wargs = append(wargs[:len(wargs)-1], net.JoinHostPort("0.0.0.0", port),
+				"--advertise", net.JoinHostPort(b.String(), port), "--advertise-routes", strings.Join(routes, ","))
+		}
+		wargs = append(wargs, common...)
 		if err := run(netem.NSB, name, wargs); err != nil {
 			return fail(err)
 		}

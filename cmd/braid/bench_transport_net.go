@@ -36,9 +36,9 @@ type netBench struct {
 	e          *env
 	port       int
 	path       int // the path the sides talk over
-	// routes are where a ptcp connect side's connections go in turn:
-	// every path's braid-a address, from the one the sides talk over,
-	// when the spec has several paths (or what --ptcp-routes said).
+	// routes are a ptcp connect side's --ptcp-routes: braid-a's
+	// addresses on the paths but the one the sides talk over, when the
+	// spec has several (or what --ptcp-routes said).
 	routes []string
 	mptcp  bool // --mptcp
 }
@@ -71,7 +71,7 @@ func newNetBench(spec string, path int, common []string, topts transports.Option
 	nb := &netBench{bed: bed, exe: exe, dir: dir, common: common, e: e, port: firstNetPort, env: os.Environ(), path: path,
 		routes: topts.PTCP.Routes, mptcp: topts.MPTCP}
 	if nb.routes == nil && len(s.Paths) > 1 {
-		for i := range s.Paths {
+		for i := 1; i < len(s.Paths); i++ {
 			a, _ := netem.PathAddrs((path + i) % len(s.Paths))
 			nb.routes = append(nb.routes, a.String())
 		}
@@ -156,7 +156,7 @@ func (nb *netBench) run(ctx context.Context, tname, mode string, streams int, du
 	if err != nil {
 		return tperf.Result{}, fmt.Errorf("listen side: %w", err)
 	}
-	nb.logStats(before, nb.bed.Stats())
+	logPathStats(nb.e, before, nb.bed.Stats())
 	return combine(cout, lout)
 }
 
@@ -193,15 +193,15 @@ func (nb *netBench) start(cmd *exec.Cmd, role string) (<-chan struct{}, <-chan e
 	return ready, done, nil
 }
 
-// logStats prints what the emulator did during one test.
-func (nb *netBench) logStats(before, after []netem.PathStats) {
+// logPathStats prints what the emulator did between two readings.
+func logPathStats(e *env, before, after []netem.PathStats) {
 	d := func(a, b netem.DirStats) string {
 		return fmt.Sprintf("%d packets, %d lost, %d queue drops, %d emulator drops",
 			b.InPackets-a.InPackets, b.LostRandom+b.LostBurst-a.LostRandom-a.LostBurst,
 			b.DroppedQueue-a.DroppedQueue, b.DroppedOverflow-a.DroppedOverflow)
 	}
 	for i := range after {
-		fmt.Fprintf(nb.e.stderr, "  net path %d: a→b %s; b→a %s\n", i, d(before[i].AB, after[i].AB), d(before[i].BA, after[i].BA))
+		fmt.Fprintf(e.stderr, "  net path %d: a→b %s; b→a %s\n", i, d(before[i].AB, after[i].AB), d(before[i].BA, after[i].BA))
 	}
 }
 

@@ -252,13 +252,8 @@ func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 	fs.BoolVar(&o.MPTCP, "mptcp", false, "run tcp, tcpn and ptcp over Multipath TCP (Linux) where both ends' kernels take it, plain TCP otherwise;\nthe kernel's path manager ('ip mptcp') decides which paths its subflows take")
 	fs.IntVar(&o.PTCP.RecStripes, "ptcp-stripes", 4, "ptcp: TCP connections per association this side recommends (the two sides' offers decide, at most 16)")
 	fs.StringVar(&o.PTCP.Driver, "ptcp-driver", ptcp.DriverPollAll, "ptcp: how blocks are spread over the connections: pollall (whichever can take data now) or rr (in turn)")
-	fs.Func("ptcp-routes", "ptcp, dialing side: comma-separated hosts that the association's connections go to in turn, on the dialed port\n(one per path to a listener bound to several addresses); connection 0 goes to the dialed address", func(s string) error {
-		o.PTCP.Routes = nil
-		for _, h := range strings.Split(s, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				o.PTCP.Routes = append(o.PTCP.Routes, h)
-			}
-		}
+	fs.Func("ptcp-routes", "ptcp, dialing side: comma-separated other hosts of every listener dialed, one per further path, on the dialed port;\nthe connections go to the dialed host and to these in turn (a worker's --advertise-routes take their place)", func(s string) error {
+		o.PTCP.Routes = splitList(s)
 		return nil
 	})
 	fs.Func("data-plane-tls", "encryption keyed to the cluster secret: TLS 1.3 on tcp, tcpn and ptcp, DTLS on sctp (its userspace stack). auto (between hosts,\n"+
@@ -267,4 +262,15 @@ func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 		o.DataPlaneTLS = m
 		return err
 	})
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -26,6 +26,7 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	name := fs.String("name", "", "worker name (default: hostname-pid)")
 	opsList := fs.String("ops", "", "comma-separated operations this worker runs (default: all)")
 	advertise := fs.String("advertise", "", "data-plane address to announce to servers, if they must reach this worker through another address than --listen (NAT, relay)")
+	routes := fs.String("advertise-routes", "", "other hosts of this worker, comma-separated, one per further network path, at which servers reach the data-plane\nlistener on the same port (bind it to all of them: --listen 0.0.0.0:PORT); ptcp sends some of its connections through them")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or Ctrl-C, wait this long for running units to finish (a second signal stops at once)")
 	leaseIdle := fs.Duration("lease-idle", time.Second, "a server that stops asking for threads keeps them this long before they go to other servers")
 	liveness := fs.Duration("liveness", 3*time.Second, "a server silent this long on an association is taken for dead and its units are dropped (the smaller of the two ends' values applies)")
@@ -91,7 +92,7 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 		hc.Transport = tr
 	}
 	w, err := worker.New(worker.Config{Name: *name, Servers: servers, Threads: *threads, Transport: t,
-		Listen: *listen, Advertise: *advertise, InfoListen: *infoListen, MetricsListen: *metricsAddr, Secret: secret, Ops: opNames, Logger: log,
+		Listen: *listen, Advertise: *advertise, Routes: splitList(*routes), InfoListen: *infoListen, MetricsListen: *metricsAddr, Secret: secret, Ops: opNames, Logger: log,
 		DrainTimeout: *drain, LeaseIdle: *leaseIdle, Liveness: *liveness, HTTPClient: hc})
 	if err != nil {
 		return err

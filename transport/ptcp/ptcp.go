@@ -9,9 +9,10 @@
 // psock's rule, min(max(recA, recB), maxA, maxB), and the listener sends an
 // association token; the dialer opens the other N-1 connections, each
 // joining with an HMAC of the token under the cluster secret
-// (transport/internal/connset). Connection i goes to Config.Routes[i mod
-// len(Routes)] on the dialed port when routes are set, so that stripes can
-// take different paths to a listener bound to several addresses.
+// (transport/internal/connset). With routes (the listener's other hosts,
+// from DialConfig.Routes or Config.Routes) the connections go in turn to
+// the dialed host and to each route, on the dialed port, so that stripes
+// can take different paths to a listener bound to several addresses.
 //
 // A driver spreads the blocks (transport/internal/mux, stripe.go): "rr"
 // deals them to the connections in turn, so the slowest sets the pace;
@@ -51,9 +52,8 @@ const (
 // Config configures the transport. The zero value is ready to use.
 type Config struct {
 	// RecStripes and MaxStripes are this side's recommended and maximum
-	// connection counts per association; the two sides' offers give N by
-	// psock's rule. Zero means 4 and MaxStripes; both are clamped to
-	// [1, MaxStripes].
+	// connection counts per association, 1 to MaxStripes; the two sides'
+	// offers give N by psock's rule. Zero means 4 and MaxStripes.
 	RecStripes, MaxStripes int
 	// Driver spreads blocks over the connections: DriverRR or
 	// DriverPollAll (the default). Each side drives what it sends.
@@ -61,10 +61,12 @@ type Config struct {
 	// BlockSize is the size blocks are cut to; zero (or over 64 KiB)
 	// means 64 KiB.
 	BlockSize int
-	// Routes, if set, are the hosts (IP addresses or names) that the
-	// dialer's connections go to in turn, on the port of the dialed
-	// address; connection i goes to Routes[i mod len(Routes)]. The first
-	// connection always goes to the dialed address.
+	// Routes, if set, are other hosts (IP addresses or names) at which
+	// every listener this side dials takes connections on the dialed
+	// port, one per further path; a dial's DialConfig.Routes, if set,
+	// takes their place. The association's connections go in turn to the
+	// dialed host and to each route: connection i to hosts[i mod
+	// len(hosts)], hosts being the dialed host, then the routes.
 	Routes []string
 	// HandshakeTimeout bounds connecting, the handshake and the joining of
 	// all the connections. Zero means 10 s.
@@ -82,13 +84,20 @@ type Config struct {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if c.RecStripes <= 0 {
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"stripes", c.RecStripes}, {"maximum stripes", c.MaxStripes}} {
+		if n.v < 0 || n.v > MaxStripes {
+			return c, fmt.Errorf("ptcp: %d %s: want 1 to %d (0 for the default)", n.v, n.name, MaxStripes)
+		}
+	}
+	if c.RecStripes == 0 {
 		c.RecStripes = 4
 	}
-	if c.MaxStripes <= 0 {
+	if c.MaxStripes == 0 {
 		c.MaxStripes = MaxStripes
 	}
-	c.RecStripes, c.MaxStripes = min(c.RecStripes, MaxStripes), min(c.MaxStripes, MaxStripes)
 	switch c.Driver {
 	case "":
 		c.Driver = DriverPollAll
@@ -208,16 +217,20 @@ func (t *Transport) readChoice(hc frame.HandshakeConn) (int, error) {
 	return n, nil
 }
 
-// route is where connection i goes.
-func (t *Transport) route(addr string, i int) (string, error) {
-	if i == 0 || len(t.cfg.Routes) == 0 {
+// route is where connection i of an association dialed at addr goes:
+// routes (the dial's, else the transport's) are the listener's other hosts.
+func (t *Transport) route(addr string, routes []string, i int) (string, error) {
+	if len(routes) == 0 {
+		routes = t.cfg.Routes
+	}
+	if i%(len(routes)+1) == 0 {
 		return addr, nil
 	}
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", err
 	}
-	return net.JoinHostPort(t.cfg.Routes[i%len(t.cfg.Routes)], port), nil
+	return net.JoinHostPort(routes[i%(len(routes)+1)-1], port), nil
 }
 
 // Dial connects to addr, runs the handshake on the first connection, agrees
@@ -233,7 +246,7 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 		}
 		return n, err
 	}
-	route := func(i int) (string, error) { return t.route(addr, i) }
+	route := func(i int) (string, error) { return t.route(addr, cfg.Routes, i) }
 	conns, res, err := connset.Dial(ctx, addr, sec, joinLabel, cfg, count, route)
 	if err != nil {
 		return nil, fmt.Errorf("ptcp: dial %s: %w", addr, err)

@@ -1,6 +1,7 @@
 package ptcp_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/braidhq/braid/transport"
@@ -46,4 +47,24 @@ func BenchmarkTransport(b *testing.B) {
 	transporttest.Bench(b, func(b *testing.B) transport.Transport {
 		return newT(b, ptcp.Config{})
 	}, "127.0.0.1:0")
+}
+
+// TestBadConfig: a configuration no association could use is refused with
+// a reason, not clamped.
+func TestBadConfig(t *testing.T) {
+	for _, c := range []struct {
+		cfg  ptcp.Config
+		want string
+	}{
+		{ptcp.Config{RecStripes: 17}, "17 stripes: want 1 to 16"},
+		{ptcp.Config{MaxStripes: -1}, "-1 maximum stripes"},
+		{ptcp.Config{Driver: "fastest"}, `driver "fastest": want rr or pollall`},
+	} {
+		if _, err := ptcp.New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New(%+v) = %v, want an error with %q", c.cfg, err, c.want)
+		}
+	}
+	if _, err := ptcp.New(ptcp.Config{RecStripes: 16, MaxStripes: 1, Driver: ptcp.DriverRR}); err != nil {
+		t.Errorf("a good config refused: %v", err)
+	}
 }

@@ -5,9 +5,10 @@
 // With one link every stream is multiplexed onto it (transport "tcp"); with
 // one link per stream each stream has its own connection and its own receive
 // goroutine (transport "tcpn"); striped, every message is cut into blocks
-// spread over all the links (transport "ptcp", stripe.go). Each link has a dedicated receive goroutine
-// that reassembles messages into bounded per-stream queues; a full queue
-// blocks that goroutine, and so every stream of its link.
+// spread over all the links (transport "ptcp", stripe.go). Each link has a
+// dedicated receive goroutine that reassembles messages into bounded
+// per-stream queues; a full queue blocks that goroutine, and so every stream
+// of its link.
 //
 // A keep-alive loop per association sends ping frames when the association
 // is idle and ends it with a *transport.PeerLostError once nothing has

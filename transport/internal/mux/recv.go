@@ -47,7 +47,7 @@ func (a *Assoc) demux(i int) error {
 		if err != nil {
 			return a.readErr(err)
 		}
-		if (h.Type == frame.Block) != a.cfg.Striped && (h.Type == frame.Block || h.Type == frame.Data) {
+		if h.Type == frame.Data && a.cfg.Striped || h.Type == frame.Block && !a.cfg.Striped {
 			return fmt.Errorf("%w: %s frame on a %s association", transport.ErrProtocol, h.Type, a.kind())
 		}
 		switch h.Type {

@@ -187,10 +187,11 @@ class Manifest:
 
 @dataclass
 class Endpoint:
-    """A data-plane address and the transport that serves it."""
+    """A data-plane address and the transport that serves it; ``routes`` are the worker's other hosts, one per further network path."""
 
     transport: str
     addr: str
+    routes: List[str] = field(default_factory=list)
 
 
 @dataclass
