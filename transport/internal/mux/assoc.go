@@ -243,6 +243,7 @@ func (a *Assoc) failure() error {
 
 // finish runs once, after the last receive goroutine has exited.
 func (a *Assoc) finish() {
+	a.stopReaders() // and a striped association's writers, after a peer's orderly close
 	err := a.cause()
 	for _, q := range a.queues {
 		q.End(err)

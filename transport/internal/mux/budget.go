@@ -75,8 +75,8 @@ func (b *recvBudget) Release(n uint32) {
 // reserveSend takes a message of n bytes from the send budget when it will
 // go in more than one frame on a shared link; release gives it back.
 func (a *Assoc) reserveSend(ctx context.Context, n int) (release func(), err error) {
-	if a.sendBudget == nil || n <= frame.MaxPayload {
-		return func() {}, nil
+	if a.sendBudget == nil || n <= frame.MaxPayload && (!a.cfg.Striped || n <= a.cfg.BlockSize) {
+		return func() {}, nil // one frame (block): the receiver reserves nothing
 	}
 	n = min(n, int(a.cfg.PartialBytes)) // one message always fits, as in Reserve
 	if a.sendBudget.TryAcquire(int64(n)) {

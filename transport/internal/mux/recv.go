@@ -41,7 +41,9 @@ func (a *Assoc) readLoop(i int) {
 func (a *Assoc) demux(i int) error {
 	l := a.links[i]
 	r := frame.NewReader(stampConn{Conn: l.conn, clock: &a.lv.clock}, a.cfg.Streams)
-	r.Budget = a.recvBudget
+	if !a.cfg.Striped { // striped, Data frames are refused on sight; blocks have their own accounting
+		r.Budget = a.recvBudget
+	}
 	for {
 		h, msg, err := r.Next()
 		if err != nil {
@@ -57,7 +59,7 @@ func (a *Assoc) demux(i int) error {
 			}
 		case frame.Block:
 			if err := a.deliverBlock(h, msg); err != nil {
-				return err
+				return a.readErr(err) // a local close while waiting for room is no failure
 			}
 		case frame.Close:
 			a.peerClosed(i)

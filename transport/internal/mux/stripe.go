@@ -34,10 +34,13 @@ import (
 // The receiver puts a stream's blocks back in order: a block that arrives
 // ahead of its turn is held until the blocks before it have come through
 // the other links. Held blocks are bounded by Config.PartialBytes for the
-// association; a link reader with a block to hold beyond the bound waits
-// until blocks already held are delivered, which the other links' readers
-// do. Messages being put together are bounded as on a shared link, with the
-// sender reserving a message's length before its first block (budget.go).
+// association, each counted as its bytes plus 256 for its bookkeeping (so
+// that a peer cannot park millions of empty ones); a link reader with a
+// block to hold beyond the bound waits until blocks already held are
+// delivered, which the other links' readers do. Messages being put
+// together are bounded as on a shared link, with the sender reserving a
+// message's length before its first block when it takes more than one
+// (budget.go).
 // A stream's messages go into its queue in order; while the application
 // leaves a queue full, the reader delivering to it waits, and so does every
 // other link whose blocks that stream needs next: striped streams are not
@@ -62,6 +65,10 @@ func (d Driver) String() string {
 // maxAhead bounds how far ahead of a stream's next block a block may be
 // numbered: farther is a protocol violation.
 const maxAhead = 1 << 24
+
+// heldCost is what a held block of n bytes costs the held budget: its
+// bytes and its bookkeeping, so that empty blocks are not free.
+func heldCost(n uint32) uint32 { return n + 256 }
 
 // block is one Block frame on its way to a link's writer.
 type block struct {
@@ -138,10 +145,13 @@ func (a *Assoc) sendStriped(ctx context.Context, s int, p []byte) error {
 		if err := a.dispatch(ctx, b); err != nil {
 			a.blocksOut.Add(-1)
 			b.free()
-			if handed > 0 {
+			if handed > 0 && ctx.Err() != nil {
 				// The blocks handed over cannot be put together
-				// without the rest.
-				a.abortCancelled(ctx)
+				// without the rest. Abort before the stream is free
+				// again: a next Send would take the missing block's
+				// number, and the peer would fail on the splice
+				// instead of hearing why.
+				a.Abort(fmt.Errorf("send cancelled mid-message: %w", ctx.Err()))
 			}
 			return err
 		}
@@ -180,7 +190,7 @@ func (a *Assoc) drainBlocks(deadline time.Time) {
 func (a *Assoc) dispatch(ctx context.Context, b *block) error {
 	q := a.links[0].blocks
 	if a.cfg.Driver == RoundRobin {
-		q = a.links[int(a.rrNext.Add(1)-1)%len(a.links)].blocks
+		q = a.links[(a.rrNext.Add(1)-1)%uint32(len(a.links))].blocks
 	}
 	select {
 	case q <- b:
@@ -215,7 +225,7 @@ func (a *Assoc) deliverBlock(h frame.Header, p []byte) error {
 		// Wait for room without the lock: the blocks due before this one
 		// come through other links' readers, which need it.
 		r.mu.Unlock()
-		err := a.heldBudget.Reserve(h.Len)
+		err := a.heldBudget.Reserve(heldCost(h.Len))
 		r.mu.Lock()
 		if err != nil {
 			return err
@@ -223,7 +233,7 @@ func (a *Assoc) deliverBlock(h frame.Header, p []byte) error {
 		reserved = true
 	}
 	if reserved {
-		a.heldBudget.Release(h.Len)
+		a.heldBudget.Release(heldCost(h.Len))
 	}
 	for {
 		if err := a.assemble(r, h, p); err != nil {
@@ -235,7 +245,7 @@ func (a *Assoc) deliverBlock(h frame.Header, p []byte) error {
 			return nil
 		}
 		delete(r.held, r.next)
-		a.heldBudget.Release(hb.h.Len)
+		a.heldBudget.Release(heldCost(hb.h.Len))
 		h, p = hb.h, hb.payload
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -182,5 +184,90 @@ func TestStripedRoundTrip(t *testing.T) {
 				t.Fatalf("after the peer's Close: %v, want ErrPeerClosed", err)
 			}
 		})
+	}
+}
+
+// TestStripedHeldBound: a peer that sends a stream's blocks far ahead of
+// the one due, even empty ones, cannot make the receiver hold more than
+// the bound; the reader waits, and once the due block comes everything
+// is delivered in order.
+func TestStripedHeldBound(t *testing.T) {
+	m0, r0 := tcpPair(t)
+	m1, r1 := tcpPair(t)
+	cfg := stripedConfig(1)
+	cfg.PartialBytes = 64 << 10
+	a := New([]Conn{m0, m1}, cfg)
+	defer a.Abort(errors.New("test done"))
+	const ahead = 2000 // 2000 × 256 bytes of bookkeeping: far over 64 KiB
+	go func() {
+		for seq := uint32(1); seq <= ahead; seq++ {
+			if _, err := r1.Write(blockFrame(0, seq, 0, true, "")); err != nil {
+				return
+			}
+		}
+	}()
+	held := func() int64 {
+		b := a.heldBudget
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.used
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for held() < cfg.PartialBytes-int64(heldCost(0)) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // a reader over the bound would push it further
+	if got := held(); got > cfg.PartialBytes || got < cfg.PartialBytes/2 {
+		t.Fatalf("held %d bytes' worth with a bound of %d", got, cfg.PartialBytes)
+	}
+	r0.Write(blockFrame(0, 0, 1, true, "x"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if msg, err := a.Recv(ctx, 0); err != nil || string(msg) != "x" {
+		t.Fatalf("the due block: %q, %v", msg, err)
+	}
+	for i := range ahead {
+		if msg, err := a.Recv(ctx, 0); err != nil || len(msg) != 0 {
+			t.Fatalf("empty message %d: %q, %v", i+1, msg, err)
+		}
+	}
+}
+
+// TestStripedWritersEndWithPeerClose: when the peer closes, the
+// association ends and so do its block writers, with no local Close.
+func TestStripedWritersEndWithPeerClose(t *testing.T) {
+	writers := func() int { // goroutines startStriping started, running or not yet
+		buf := make([]byte, 1<<20)
+		n := 0
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "created by github.com/braidhq/braid/transport/internal/mux.(*Assoc).startStriping") {
+				n++
+			}
+		}
+		return n
+	}
+	settle := func(want int) int {
+		deadline := time.Now().Add(5 * time.Second)
+		for writers() != want && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		return writers()
+	}
+	if got := settle(0); got != 0 { // earlier tests' associations are gone
+		t.Fatalf("%d block writers running before the test", got)
+	}
+	const base = 0
+	a, b := stripedPair(t, 3, 1, PollAll, RoundRobin, 0)
+	if got := writers(); got != base+6 {
+		t.Fatalf("%d block writers running, want %d", got, base+6)
+	}
+	b.Close()
+	select {
+	case <-a.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the association did not end when its peer closed")
+	}
+	if got := settle(base); got != base {
+		t.Errorf("%d block writers still running after both ends ended, want %d", got, base)
 	}
 }
