@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/cluster"
 	"github.com/braidhq/braid/internal/netem"
 	"github.com/braidhq/braid/internal/transports"
 )
@@ -134,7 +134,10 @@ func (nc *netCluster) start(ctx context.Context, tname string, topts transports.
 	}
 	dialer = newNSDialer(netem.NSA)
 	cl := client.New(url).WithHTTPClient(&http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}})
-	if err := waitWorkersUp(ctx, cl, nWorkers); err != nil {
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	err = cluster.WaitUp(wctx, cl, nWorkers, nil)
+	wcancel()
+	if err != nil {
 		logs, _ := os.ReadFile(filepath.Join(dir, "server.log"))
 		return fail(fmt.Errorf("%w; the server said: %s", err, logs))
 	}
@@ -193,29 +196,6 @@ func (d *nsDialer) DialContext(ctx context.Context, network, addr string) (net.C
 }
 
 func (d *nsDialer) close() { close(d.done) }
-
-// waitWorkersUp waits, up to 30 s, until n workers are up.
-func waitWorkersUp(ctx context.Context, cl *client.Client, n int) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		ws, err := cl.Workers(ctx)
-		up := 0
-		for _, w := range ws {
-			if w.State == api.WorkerUp {
-				up++
-			}
-		}
-		if err == nil && up == n {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%d of %d workers up: %w (last: %v)", up, n, ctx.Err(), err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
 
 // transportArgs are the command-line flags that give a child process
 // topts.

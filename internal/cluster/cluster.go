@@ -199,8 +199,18 @@ func (c *Cluster) goRun(f func() error) {
 func (c *Cluster) WaitWorkers(ctx context.Context, n int) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
+	if err := WaitUp(ctx, c.Client, n, c.errs); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return nil
+}
+
+// WaitUp waits until the server of cl has at least n workers up, polling,
+// until ctx ends or a part of the cluster reports on stopped (nil: none to
+// watch).
+func WaitUp(ctx context.Context, cl *client.Client, n int, stopped <-chan error) error {
 	for {
-		ws, err := c.Client.Workers(ctx)
+		ws, err := cl.Workers(ctx)
 		up := 0
 		for _, w := range ws {
 			if w.State == api.WorkerUp {
@@ -212,9 +222,9 @@ func (c *Cluster) WaitWorkers(ctx context.Context, n int) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster: %d of %d workers up after waiting: %w (last error: %v)", up, n, ctx.Err(), err)
-		case err := <-c.errs:
-			return fmt.Errorf("cluster: a part stopped: %w", err)
+			return fmt.Errorf("%d of %d workers up after waiting: %w (last error: %v)", up, n, ctx.Err(), err)
+		case err := <-stopped:
+			return fmt.Errorf("a part stopped: %w", err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
