@@ -81,17 +81,8 @@ type Header struct {
 	Seq    uint32 // Block frames only
 }
 
-// Size is the length of h's encoding: HeaderLen, or BlockHeaderLen for a
-// Block frame.
-func (h Header) Size() int {
-	if h.Type == Block {
-		return BlockHeaderLen
-	}
-	return HeaderLen
-}
-
-// Put encodes h into b, which must hold h.Size() bytes, and returns the
-// encoding's length.
+// Put encodes h into b, which must hold BlockHeaderLen bytes for a Block
+// frame and HeaderLen for the others, and returns the encoding's length.
 func (h Header) Put(b []byte) int {
 	_ = b[HeaderLen-1]
 	b[0], b[1] = byte(h.Type), h.Flags

@@ -271,3 +271,31 @@ func TestStripedWritersEndWithPeerClose(t *testing.T) {
 		t.Errorf("%d block writers still running after both ends ended, want %d", got, base)
 	}
 }
+
+// TestStripedSenderReservesMultiBlock: a message of more than one block
+// is put together by the receiver under its budget, so the sender must
+// reserve it too, even when it is under 64 KiB (small blocks); a sender that
+// did not could fill the receiver's budget and leave its reader waiting for
+// blocks stuck behind it.
+func TestStripedSenderReservesMultiBlock(t *testing.T) {
+	a, _ := stripedPair(t, 2, 1, PollAll, PollAll, 4<<10)
+	release, err := a.reserveSend(context.Background(), 8<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if a.sendBudget.TryAcquire(a.cfg.PartialBytes - 8<<10 + 1) {
+		a.sendBudget.Release(a.cfg.PartialBytes - 8<<10 + 1)
+		t.Error("an 8 KiB message of two 4 KiB blocks was sent without a reservation")
+	}
+	one, err := a.reserveSend(context.Background(), 4<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one()
+	if !a.sendBudget.TryAcquire(a.cfg.PartialBytes - 8<<10) {
+		t.Error("a one-block message took a reservation")
+	} else {
+		a.sendBudget.Release(a.cfg.PartialBytes - 8<<10)
+	}
+}
