@@ -4,7 +4,7 @@ PYTHON  ?= python3
 BIN     := bin/braid
 PKGS    := ./...
 
-.PHONY: all build demo test test-deps vet lint fmt-check tidy-check unit test-pion test-python test-api fuzz-api bench fuzz clean
+.PHONY: all build examples demo test test-deps vet lint fmt-check tidy-check unit test-pion test-python test-api fuzz-api bench fuzz clean
 
 all: build
 
@@ -12,6 +12,13 @@ all: build
 # it falls back to the version Go records.
 build:
 	$(GO) build -ldflags "-X github.com/braidhq/braid/internal/version.Version=$$(git describe --always --dirty 2>/dev/null)" -o $(BIN) ./cmd/braid
+
+## examples: build the example user operations (examples/ops) into bin/ops/*.wasm with the Go
+## toolchain's wasip1 port; `braid op add` registers them (docs/user-ops.md)
+examples:
+	@mkdir -p bin/ops
+	GOOS=wasip1 GOARCH=wasm $(GO) build -o bin/ops/wordcount.wasm ./examples/ops/wordcount
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o bin/ops/echo.wasm ./examples/ops/echo
 
 ## demo: start a server and two workers on loopback and run the sample jobs
 demo: build

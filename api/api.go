@@ -31,6 +31,7 @@ const (
 	CodeUnknownOp        = "unknown_operation"
 	CodeNoObject         = "object_not_found"
 	CodeBadImage         = "bad_image"
+	CodeBadModule        = "bad_module" // a user operation's module would not run
 	CodeTooLarge         = "too_large"
 	CodeTimeout          = "timeout"
 	CodeNotFound         = "not_found"
@@ -58,28 +59,100 @@ type Object struct {
 	Owner string `json:"owner,omitempty"`
 }
 
-// Operation is one entry of the operations catalogue.
+// Operation is one entry of the operations catalogue: a built-in
+// operation, or the current version of a user operation.
 type Operation struct {
 	Name     string      `json:"name"`
 	Summary  string      `json:"summary"`
 	Params   []Parameter `json:"params"`
 	Tileable bool        `json:"tileable"`
+	// Kind is OpBuiltin or OpWasm.
+	Kind string `json:"kind"`
+	// The rest describe user operations only. Digest is the module's
+	// object id (sha256); Version counts the registrations of Name, from
+	// 1; Reach is the halo a tiled job gives each tile (nil: the
+	// operation is not tileable).
+	Digest  string    `json:"digest,omitempty"`
+	Version int       `json:"version,omitempty"`
+	ABI     string    `json:"abi,omitempty"`
+	Reach   *int      `json:"reach,omitempty"`
+	Limits  *OpLimits `json:"limits,omitempty"`
+	Owner   string    `json:"owner,omitempty"`
+	Created time.Time `json:"created,omitzero"`
 }
 
-// Parameter documents one operation parameter.
+// Operation kinds.
+const (
+	OpBuiltin = "builtin"
+	OpWasm    = "wasm"
+)
+
+// User operation ABIs (docs/user-ops.md).
+const (
+	// ABICommand: a WASI command run once per unit, the unit's input on
+	// stdin, its output on stdout, parameters as arguments.
+	ABICommand = "command"
+	// ABIReactor: a WASI reactor instantiated once per worker thread,
+	// whose exported braid_run is called once per unit.
+	ABIReactor = "reactor"
+)
+
+// Parameter documents one operation parameter. Type is "float", "int",
+// "string" or (user operations) "bool". Min and Max bound a number,
+// inclusively.
 type Parameter struct {
-	Name    string `json:"name"`
-	Type    string `json:"type"`
-	Default string `json:"default,omitempty"`
-	Doc     string `json:"doc"`
+	Name    string   `json:"name"`
+	Type    string   `json:"type"`
+	Default string   `json:"default,omitempty"`
+	Doc     string   `json:"doc"`
+	Min     *float64 `json:"min,omitempty"`
+	Max     *float64 `json:"max,omitempty"`
+}
+
+// OperationSpec registers a user operation (POST /v1/operations): the
+// WebAssembly module, uploaded before as an object, and what the server
+// needs to validate jobs and workers need to run them. Registering a
+// name again makes a new version; jobs keep the version they started
+// with.
+type OperationSpec struct {
+	Name string `json:"name"`
+	// Module is the object id of the WebAssembly module.
+	Module  string      `json:"module"`
+	ABI     string      `json:"abi,omitempty"` // ABICommand (default) or ABIReactor
+	Summary string      `json:"summary,omitempty"`
+	Params  []Parameter `json:"params,omitempty"`
+	// Reach, when set, makes the operation tileable: each tile carries a
+	// halo this many pixels wide. Only for operations on images whose
+	// output pixel depends on input pixels at most Reach away.
+	Reach  *int     `json:"reach,omitempty"`
+	Limits OpLimits `json:"limits,omitzero"`
+}
+
+// OpLimits bound one unit of a user operation. Zero means the default.
+type OpLimits struct {
+	// TimeoutMS is the wall time a unit may run (default 60 s); a job's
+	// UnitTimeoutMS overrides it.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// MemoryMiB caps the module's linear memory (default 256 MiB).
+	MemoryMiB int `json:"memory_mib,omitempty"`
+	// MaxOutput caps a unit's output in bytes (default and most: a
+	// data-plane message, 64 MiB).
+	MaxOutput int64 `json:"max_output,omitempty"`
 }
 
 // JobSpec is what a client submits. Exactly one of Repeat and Tiles may be
 // set; with neither the job is one unit on the whole input.
 type JobSpec struct {
-	Op     string            `json:"op"`
-	Input  string            `json:"input"`
-	Params map[string]string `json:"params,omitempty"`
+	Op string `json:"op"`
+	// OpVersion pins a user operation's version; the server fills it in
+	// (with OpDigest, the module's id) with the version current at
+	// submit, and a resumed job runs the same one.
+	OpVersion int    `json:"op_version,omitempty"`
+	OpDigest  string `json:"op_digest,omitempty"`
+	// UnitTimeoutMS overrides a user operation's wall-time limit per unit.
+	UnitTimeoutMS int64             `json:"unit_timeout_ms,omitempty"`
+	Input         string            `json:"input"`
+	Params        map[string]string `json:"params,omitempty"`
 	// Repeat runs the op Repeat times on the whole input (the paper's
 	// workload), 1 to MaxUnits; 0 (or absent) means one unit, like 1. The
 	// result of a job of several units is a manifest listing each unit's
@@ -223,9 +296,12 @@ type WorkerInfo struct {
 	FreeThreads int `json:"free_threads"`
 	// LeasedThreads are the threads lent to servers right now (the sum of
 	// the leases; docs/leases.md).
-	LeasedThreads int        `json:"leased_threads"`
-	Ops           []string   `json:"ops"`
-	Endpoints     []Endpoint `json:"endpoints"`
+	LeasedThreads int      `json:"leased_threads"`
+	Ops           []string `json:"ops"`
+	// Runtimes are the kinds of user operation the worker runs
+	// (OpWasm); it fetches their code from the server.
+	Runtimes  []string   `json:"runtimes,omitempty"`
+	Endpoints []Endpoint `json:"endpoints"`
 	// InfoURL is the worker's own HTTP address for GET /v1/info.
 	InfoURL string `json:"info_url,omitempty"`
 	// Epoch changes when the worker process restarts, so that a server

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -210,7 +211,8 @@ func (d *dispatcher) refresh(j *jobRun) {
 		j.core = api.Progress{Total: p.Total, Done: p.Done, Running: p.Running,
 			Failed: p.Failed, Pending: p.Pending}
 		j.publishLocked()
-		j.waiting = p.Waiting
+		j.waiting = strings.ReplaceAll(p.Waiting, `operation "`+wasmCapability+`"`,
+			"user operations (no worker runs WebAssembly; start one without --no-wasm)")
 	}
 	j.changed()
 }

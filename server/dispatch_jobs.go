@@ -27,7 +27,7 @@ func (d *dispatcher) addJob(j *jobRun) {
 	units := make([]scheduler.Unit, j.total())
 	j.mu.Lock()
 	for i := range units {
-		units[i] = scheduler.Unit{Index: i, Op: j.spec.Op, Done: j.units.recs[i].state == unitDone}
+		units[i] = scheduler.Unit{Index: i, Op: schedOp(j.spec), Done: j.units.recs[i].state == unitDone}
 		if units[i].Done {
 			j.stored++ // a resumed job's: read from state.db
 		}
@@ -66,7 +66,7 @@ func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
 	d.nextID++
 	id := d.nextID
 	u := wire.Unit{ID: id, Job: j.id, Index: a.Unit, Attempt: a.Attempt, Op: j.spec.Op,
-		Params: j.params, Input: j.unitInput(a.Unit)}
+		Digest: j.digest, Params: j.params, Input: j.unitInput(a.Unit)}
 	msg, err := wire.AppendUnit(getBuf(len(u.Input)+512), &u)
 	if err == nil && len(msg) > transport.MaxMessageSize {
 		err = fmt.Errorf("a %d-byte unit is over the data plane's %d-byte message limit", len(msg), transport.MaxMessageSize)

@@ -133,6 +133,10 @@ func (s *Server) handleDeleteObject(w http.ResponseWriter, r *http.Request) {
 			id, how, j))
 		return
 	}
+	if _, live := s.userOps.hasCode(id); live {
+		writeError(w, conflict("object %s is the module of a user operation; remove the operation first (braid op rm)", id))
+		return
+	}
 	err := s.store.Remove(id)
 	if errors.Is(err, store.ErrNotFound) {
 		writeError(w, &apiError{status: 404, code: api.CodeNoObject, msg: "no object " + id})
@@ -171,6 +175,8 @@ func (j *jobRun) uses(id string, want [32]byte) string {
 		return ""
 	case j.spec.Input == id:
 		return "the input of"
+	case j.spec.OpDigest == id:
+		return "the operation module of"
 	case j.units == nil:
 		return ""
 	}
@@ -261,16 +267,18 @@ func (s *Server) handleGetObject(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(w, f)
 }
 
+// handleOperations lists the built-in operations, then the current
+// version of every user operation.
 func (s *Server) handleOperations(w http.ResponseWriter, _ *http.Request) {
 	var out []api.Operation
 	for _, info := range ops.Catalogue() {
-		op := api.Operation{Name: info.Name, Summary: info.Summary, Tileable: info.Tileable, Params: []api.Parameter{}}
+		op := api.Operation{Name: info.Name, Summary: info.Summary, Tileable: info.Tileable, Params: []api.Parameter{}, Kind: api.OpBuiltin}
 		for _, p := range info.Params {
-			op.Params = append(op.Params, api.Parameter(p))
+			op.Params = append(op.Params, api.Parameter{Name: p.Name, Type: p.Type, Default: p.Default, Doc: p.Doc})
 		}
 		out = append(out, op)
 	}
-	writeJSON(w, 200, out)
+	writeJSON(w, 200, append(out, s.userOps.list()...))
 }
 
 func objectOf(info store.Info) api.Object {

@@ -27,6 +27,8 @@ func validateWorker(info *api.WorkerInfo) error {
 		return badRequest(api.CodeBadParameter, "worker %s lists no data-plane endpoints", info.Name)
 	case len(info.Ops) == 0:
 		return badRequest(api.CodeBadParameter, "worker %s lists no operations", info.Name)
+	case len(info.Runtimes) > 4 || slices.ContainsFunc(info.Runtimes, func(r string) bool { return r != api.OpWasm }):
+		return badRequest(api.CodeBadParameter, "runtimes %q: the only runtime is %q", info.Runtimes, api.OpWasm)
 	}
 	if info.InfoURL != "" {
 		u, err := url.Parse(info.InfoURL)

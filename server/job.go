@@ -27,7 +27,8 @@ type jobRun struct {
 	// Set by split; read by the loop, which drops them when the job ends.
 	input  []byte     // repeat jobs: every unit's input
 	tiles  []ops.Tile // tiled jobs: unit i's input is tiles[i].Data
-	params ops.Params // unit params (tiles add format=png)
+	params ops.Params // unit params (tiles add format=png; a user operation's invocation)
+	digest [32]byte   // a user operation's module; zero for built-ins
 	format string     // tiled jobs: the output format
 	bounds image.Rectangle
 	// Loop-owned. assembling is set while the result is being built (the

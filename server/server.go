@@ -200,6 +200,8 @@ type Server struct {
 	metricsHandler http.Handler // GET /metrics
 
 	tokens *tokens // nil without Config.Auth
+	// userOps is the catalogue of user operations.
+	userOps *userOps
 }
 
 // New opens the data directory and binds the HTTP listener.
@@ -239,6 +241,11 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("server: tokens: %w", err)
 		}
 	}
+	userOps, err := db.loadUserOps()
+	if err != nil {
+		db.close()
+		return nil, fmt.Errorf("server: user operations: %w", err)
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		db.close()
@@ -247,7 +254,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TLS != nil {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: st, db: db, ln: ln, tokens: toks,
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, db: db, ln: ln, tokens: toks, userOps: userOps,
 		stopped: make(chan struct{}), jobs: map[string]*jobRun{}}
 	s.disp = newDispatcher(s)
 	s.metrics = newServerMetrics(s)

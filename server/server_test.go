@@ -318,9 +318,12 @@ func TestWaitingForCapableWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err = cl.Client.Job(ctx, j.ID, false)
-	if err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(5 * time.Second) // the scheduler's loop says why a moment after the submit
+	for !strings.Contains(j.Waiting, "sobel") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		if j, err = cl.Client.Job(ctx, j.ID, false); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if j.State != api.JobQueued || !strings.Contains(j.Waiting, "sobel") {
 		t.Fatalf("job with no capable worker: state %s waiting %q", j.State, j.Waiting)

@@ -27,6 +27,8 @@ import (
 //	         that uploaded it if any: objects clients uploaded, which the
 //	         collector never deletes
 //	tokens   token id → tokenRecord (JSON, auth.go)
+//	operations  name, 0, version (uint32) → opRecord (JSON, userops.go):
+//	         every version of every user operation
 //
 // Every change goes through the group-commit writer (writer.go).
 type stateDB struct {
@@ -49,6 +51,7 @@ var (
 	unitsBucket   = []byte("units")
 	uploadsBucket = []byte("uploads")
 	tokensBucket  = []byte("tokens")
+	opsBucket     = []byte("operations")
 
 	schemaKey   = []byte("schema")
 	serverIDKey = []byte("server_id")
@@ -75,7 +78,7 @@ func openState(path string, log *slog.Logger) (*stateDB, error) {
 // init creates the buckets, reads the schema version, and takes the
 // server id (made on the first start) and a new epoch.
 func (s *stateDB) init(tx *bolt.Tx) error {
-	for _, name := range [][]byte{metaBucket, jobsBucket, unitsBucket, uploadsBucket, tokensBucket} {
+	for _, name := range [][]byte{metaBucket, jobsBucket, unitsBucket, uploadsBucket, tokensBucket, opsBucket} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}

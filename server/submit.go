@@ -15,6 +15,7 @@ import (
 	"github.com/braidhq/braid/scheduler"
 	"github.com/braidhq/braid/store"
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/userop"
 )
 
 // MaxUnits bounds the units one job may have.
@@ -46,16 +47,8 @@ func conflict(format string, args ...any) *apiError {
 }
 
 // validateSpec checks everything about a spec that needs no object bytes,
-// filling in defaults.
-func validateSpec(spec *api.JobSpec) error {
-	op, ok := ops.Lookup(spec.Op)
-	if !ok {
-		names := []string{}
-		for _, info := range ops.Catalogue() {
-			names = append(names, info.Name)
-		}
-		return badRequest(api.CodeUnknownOp, "unknown operation %q; available: %v", spec.Op, names)
-	}
+// filling in defaults, and the version of a user operation.
+func (s *Server) validateSpec(spec *api.JobSpec) error {
 	extra := 0
 	if spec.Tiles != "" && spec.Params["format"] == "" {
 		extra = 1 // tiles travel as png
@@ -66,8 +59,9 @@ func validateSpec(spec *api.JobSpec) error {
 	if !store.ValidID(spec.Input) {
 		return badRequest(api.CodeBadRequest, "input %q is not an object id (64 lowercase hex digits, as `braid put` prints)", spec.Input)
 	}
-	if err := op.Validate(ops.Params(spec.Params)); err != nil {
-		return badRequest(api.CodeBadParameter, "%v", err)
+	reach, err := s.validateOp(spec)
+	if err != nil {
+		return err
 	}
 	if spec.Repeat < 0 || spec.Repeat > MaxUnits {
 		return badRequest(api.CodeBadParameter, "repeat %d: want 1 to %d (or leave it out for one unit)", spec.Repeat, MaxUnits)
@@ -79,7 +73,7 @@ func validateSpec(spec *api.JobSpec) error {
 		if _, _, err := parseTiles(spec.Tiles); err != nil {
 			return badRequest(api.CodeBadParameter, "%v", err)
 		}
-		if _, err := op.Reach(ops.Params(spec.Params)); err != nil {
+		if _, err := reach(); err != nil {
 			return badRequest(api.CodeBadParameter, "operation %s cannot be tiled: %v", spec.Op, err)
 		}
 	}
@@ -92,11 +86,100 @@ func validateSpec(spec *api.JobSpec) error {
 	return nil
 }
 
+// validateOp checks the operation and its parameters; for a user
+// operation it pins the version (OpVersion, OpDigest). It returns the
+// operation's reach, for tiling.
+func (s *Server) validateOp(spec *api.JobSpec) (reach func() (int, error), err error) {
+	if op, ok := ops.Lookup(spec.Op); ok {
+		if spec.OpVersion != 0 || spec.OpDigest != "" || spec.UnitTimeoutMS != 0 {
+			return nil, badRequest(api.CodeBadRequest, "op_version, op_digest and unit_timeout_ms are for user operations; %s is built in", spec.Op)
+		}
+		if err := op.Validate(ops.Params(spec.Params)); err != nil {
+			return nil, badRequest(api.CodeBadParameter, "%v", err)
+		}
+		return func() (int, error) { return op.Reach(ops.Params(spec.Params)) }, nil
+	}
+	rec, err := s.pinUserOp(spec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := userop.Values(spec.Op, rec.Op.Params, spec.Params); err != nil {
+		return nil, badRequest(api.CodeBadParameter, "%v", trimErr(err, userop.ErrBadParam))
+	}
+	if err := userop.CheckJobTimeout(spec.UnitTimeoutMS); err != nil {
+		return nil, badRequest(api.CodeBadParameter, "%v", trimErr(err, userop.ErrBadParam))
+	}
+	return func() (int, error) { return userReach(rec) }, nil
+}
+
+// pinUserOp finds the user operation a spec names, at the version it
+// pins or the current one, and pins that.
+func (s *Server) pinUserOp(spec *api.JobSpec) (*opRecord, error) {
+	rec := s.userOps.current(spec.Op)
+	if spec.OpVersion != 0 {
+		rec = s.userOps.version(spec.Op, spec.OpVersion)
+	}
+	switch {
+	case rec == nil && spec.OpVersion != 0 && s.userOps.current(spec.Op) != nil:
+		return nil, badRequest(api.CodeUnknownOp, "operation %s has no version %d", spec.Op, spec.OpVersion)
+	case rec == nil || spec.OpVersion != 0 && s.userOps.current(spec.Op) == nil:
+		names := []string{}
+		for _, info := range ops.Catalogue() {
+			names = append(names, info.Name)
+		}
+		for _, op := range s.userOps.list() {
+			names = append(names, op.Name)
+		}
+		return nil, badRequest(api.CodeUnknownOp, "unknown operation %q; available: %v", spec.Op, names)
+	case spec.OpDigest != "" && spec.OpDigest != rec.Op.Digest:
+		return nil, badRequest(api.CodeConflict, "operation %s version %d has module %s, not %s", spec.Op, rec.Op.Version, rec.Op.Digest, spec.OpDigest)
+	}
+	spec.OpVersion, spec.OpDigest = rec.Op.Version, rec.Op.Digest
+	return rec, nil
+}
+
+func userReach(rec *opRecord) (int, error) {
+	if rec.Op.Reach == nil {
+		return 0, fmt.Errorf("it was registered without a reach (braid op add --reach N makes it tileable)")
+	}
+	return *rec.Op.Reach, nil
+}
+
+// unitSetup is what every unit of a job carries besides its input: the
+// parameters, and for a user operation its module's digest and reach.
+type unitSetup struct {
+	params ops.Params
+	digest [32]byte
+	user   *opRecord
+}
+
+// setupUnits builds a job's unitSetup. A user operation's version is the
+// one the spec pinned at submit, even if it was removed since (a resumed
+// job runs the version it started with).
+func (s *Server) setupUnits(spec api.JobSpec) (unitSetup, error) {
+	if _, ok := ops.Lookup(spec.Op); ok {
+		return unitSetup{params: unitParams(spec)}, nil
+	}
+	rec := s.userOps.version(spec.Op, spec.OpVersion)
+	if rec == nil || rec.Op.Digest != spec.OpDigest {
+		return unitSetup{}, badRequest(api.CodeUnknownOp, "operation %s version %d is not in the catalogue", spec.Op, spec.OpVersion)
+	}
+	values, err := userop.Values(spec.Op, rec.Op.Params, spec.Params)
+	if err != nil {
+		return unitSetup{}, badRequest(api.CodeBadParameter, "%v", trimErr(err, userop.ErrBadParam))
+	}
+	inv := userop.NewInvocation(rec.Op.ABI, *rec.Op.Limits, spec.UnitTimeoutMS, values)
+	return unitSetup{params: inv.UnitParams(), digest: digestOf(rec.Op.Digest), user: rec}, nil
+}
+
 // split builds a job's units from its spec and input object. Every unit
 // fits one data-plane message with its header, or split fails with 400.
 func (s *Server) split(id string, spec api.JobSpec, received time.Time) (*jobRun, error) {
-	params := unitParams(spec)
-	header, err := unitHeaderLen(id, spec.Op, params)
+	setup, err := s.setupUnits(spec)
+	if err != nil {
+		return nil, err
+	}
+	header, err := unitHeaderLen(id, spec.Op, setup.params)
 	if err != nil {
 		return nil, err
 	}
@@ -110,15 +193,17 @@ func (s *Server) split(id string, spec api.JobSpec, received time.Time) (*jobRun
 	case err != nil:
 		return nil, err
 	}
-	if err := ops.CheckInput(spec.Op, input); err != nil {
-		return nil, badImage(spec, err)
+	if setup.user == nil {
+		if err := ops.CheckInput(spec.Op, input); err != nil {
+			return nil, badImage(spec, err)
+		}
 	}
 	if spec.Tiles == "" {
 		j := newJobRun(id, spec, max(spec.Repeat, 1), received)
-		j.params, j.input = params, input
+		j.params, j.digest, j.input = setup.params, setup.digest, input
 		return j, nil
 	}
-	return s.splitTiles(id, spec, input, params, header, received)
+	return s.splitTiles(id, spec, input, setup, header, received)
 }
 
 // unitParams are the parameters every unit of spec carries: tiles travel
@@ -134,10 +219,16 @@ func unitParams(spec api.JobSpec) ops.Params {
 	return params
 }
 
-func (s *Server) splitTiles(id string, spec api.JobSpec, input []byte, params ops.Params, header int, received time.Time) (*jobRun, error) {
+func (s *Server) splitTiles(id string, spec api.JobSpec, input []byte, setup unitSetup, header int, received time.Time) (*jobRun, error) {
 	rows, cols, _ := parseTiles(spec.Tiles)
-	op, _ := ops.Lookup(spec.Op)
-	halo, err := op.Reach(ops.Params(spec.Params))
+	var halo int
+	var err error
+	if setup.user != nil {
+		halo, err = userReach(setup.user)
+	} else {
+		op, _ := ops.Lookup(spec.Op)
+		halo, err = op.Reach(ops.Params(spec.Params))
+	}
 	if err != nil {
 		return nil, badRequest(api.CodeBadParameter, "%v", err)
 	}
@@ -157,7 +248,7 @@ func (s *Server) splitTiles(id string, spec api.JobSpec, input []byte, params op
 		}
 	}
 	j := newJobRun(id, spec, len(tiles), received)
-	j.params, j.tiles, j.format, j.bounds = params, tiles, format, bounds
+	j.params, j.digest, j.tiles, j.format, j.bounds = setup.params, setup.digest, tiles, format, bounds
 	return j, nil
 }
 
@@ -188,7 +279,7 @@ func (s *Server) submit(spec api.JobSpec, owner string) (*jobRun, error) {
 	if s.draining.Load() {
 		return nil, errDraining
 	}
-	if err := validateSpec(&spec); err != nil {
+	if err := s.validateSpec(&spec); err != nil {
 		return nil, err
 	}
 	if err := s.manifestFits(spec); err != nil {

@@ -66,7 +66,7 @@ func (d *dispatcher) register(info api.WorkerInfo) {
 		d.log.Info("worker registered", "worker", info.Name, "threads", info.MaxThreads, "ops", len(info.Ops),
 			"endpoints", endpoints(info.Endpoints), "version", info.Version)
 	}
-	moved := !slices.EqualFunc(w.info.Endpoints, info.Endpoints, sameEndpoint) || !slices.Equal(w.info.Ops, info.Ops)
+	moved := !slices.EqualFunc(w.info.Endpoints, info.Endpoints, sameEndpoint) || !slices.Equal(w.info.Ops, info.Ops) || !slices.Equal(w.info.Runtimes, info.Runtimes)
 	restarted := w.otherProcess(info.Epoch)
 	w.info = info
 	w.seen(now)
@@ -256,7 +256,7 @@ func (d *dispatcher) dialed(name string, gen int, tname string, a transport.Asso
 	w.lease, w.leaseSeq, w.want = 0, 0, wire.Want{}
 	d.startStreams(w, a)
 	d.log.Info("association up", "worker", name, "transport", tname, "streams", a.Streams())
-	d.step(scheduler.WorkerUp{Worker: name, Streams: a.Streams(), Threads: w.info.MaxThreads, Ops: w.info.Ops, AwaitLease: true})
+	d.step(scheduler.WorkerUp{Worker: name, Streams: a.Streams(), Threads: w.info.MaxThreads, Ops: schedOps(w.info), AwaitLease: true})
 	d.sendWant(w, true)
 }
 

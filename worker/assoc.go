@@ -12,6 +12,7 @@ import (
 
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/userop"
 	"github.com/braidhq/braid/wire"
 )
 
@@ -258,7 +259,7 @@ func (s *session) runOnThread(ctx context.Context, t task) (wire.Result, bool) {
 		return wire.Result{}, false
 	}
 	defer func() { <-s.w.threads }()
-	return s.run(t), true
+	return s.run(ctx, t), true
 }
 
 // control sends the lease whenever it changes and hands back units: those
@@ -335,17 +336,17 @@ func (s *session) handBack(ctx context.Context, t task) bool {
 }
 
 // run executes one unit and fills in its result and the feedback.
-func (s *session) run(t task) wire.Result {
+func (s *session) run(ctx context.Context, t task) wire.Result {
 	res := wire.Result{ID: t.unit.ID}
 	start := time.Now()
 	res.Queued = start.Sub(t.queued)
-	if !s.canRun[t.unit.Op] {
-		res.Status, res.Error = wire.StatusRefused, fmt.Sprintf("worker %s does not run operation %q", s.w.cfg.Name, t.unit.Op)
+	if reason := s.refusal(t.unit); reason != "" {
+		res.Status, res.Error = wire.StatusRefused, reason
 		s.w.log.Warn("unit refused", "server", s.a.Peer().Name, "job", t.unit.Job, "unit", t.unit.Index, "op", t.unit.Op, "reason", res.Error)
 		s.w.metrics.observe(true, false, res.Queued, 0)
 		return res
 	}
-	out, err := runOp(t.unit)
+	out, err := s.runOp(ctx, t.unit)
 	res.Compute = time.Since(start)
 	if err != nil {
 		res.Status, res.Error = wire.StatusFailed, err.Error()
@@ -368,9 +369,28 @@ func (s *session) run(t task) wire.Result {
 	return res
 }
 
-// runOp runs an operation, turning a panic in it into an error so that one
-// hostile input cannot take the worker down.
-func runOp(u wire.Unit) (out []byte, err error) {
+// refusal says why the worker cannot run u at all, or "".
+func (s *session) refusal(u wire.Unit) string {
+	switch {
+	case u.Digest != [32]byte{} && s.w.wasm == nil:
+		return fmt.Sprintf("worker %s does not run user operations (it was started with --no-wasm)", s.w.cfg.Name)
+	case u.Digest == [32]byte{} && !s.canRun[u.Op]:
+		return fmt.Sprintf("worker %s does not run operation %q", s.w.cfg.Name, u.Op)
+	}
+	return ""
+}
+
+// runOp runs a unit's operation: a user operation (its unit names the
+// module's digest) in the sandbox, a built-in one here, turning a panic
+// into an error so that one hostile input cannot take the worker down.
+func (s *session) runOp(ctx context.Context, u wire.Unit) (out []byte, err error) {
+	if u.Digest != [32]byte{} {
+		inv, err := userop.ParseInvocation(u.Params)
+		if err != nil {
+			return nil, err
+		}
+		return s.w.wasm.Run(ctx, u.Op, u.Digest, inv, u.Input)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("operation %s panicked: %v", u.Op, r)

@@ -19,6 +19,7 @@ package worker
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,9 +32,11 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/version"
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/userop"
 )
 
 // Config configures a Worker. Zero values mean the documented defaults.
@@ -83,6 +86,16 @@ type Config struct {
 	// Liveness is how long a server may stay silent on an association
 	// before the worker takes it for dead (default: the transport's, 3 s).
 	Liveness time.Duration
+	// NoWasm turns off user operations (docs/user-ops.md). By default the
+	// worker runs them in its WebAssembly sandbox, fetching each module
+	// from a server the first time a unit needs it.
+	NoWasm bool
+	// WasmCache is a directory that keeps user operations' compiled code
+	// across restarts (default: none; code is compiled in memory).
+	WasmCache string
+	// WasmCacheMax bounds WasmCache, in bytes; the least recently loaded
+	// modules' code goes first (default 1 GiB).
+	WasmCacheMax int64
 }
 
 func (c *Config) validate() error {
@@ -153,6 +166,8 @@ type Worker struct {
 	metrics   *workerMetrics
 	metricsLn net.Listener // nil without Config.MetricsListen
 
+	wasm *userop.Runtime // nil with Config.NoWasm
+
 	drainOnce    sync.Once
 	drainStarted chan struct{} // closed when a graceful stop begins
 
@@ -202,6 +217,18 @@ func New(cfg Config) (*Worker, error) {
 			ln.Close()
 			infoLn.Close()
 			return nil, fmt.Errorf("worker: metrics: %w", err)
+		}
+	}
+	if !cfg.NoWasm {
+		w.wasm, err = userop.NewRuntime(userop.Config{CacheDir: cfg.WasmCache, MaxCache: cfg.WasmCacheMax,
+			Fetch: w.fetchCode, Logger: cfg.Logger.With("component", "wasm")})
+		if err != nil {
+			ln.Close()
+			infoLn.Close()
+			if w.metricsLn != nil {
+				w.metricsLn.Close()
+			}
+			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}
 	w.ln, w.infoLn = ln, infoLn
@@ -265,8 +292,31 @@ func (w *Worker) Info() api.WorkerInfo {
 	}
 	return api.WorkerInfo{Name: w.cfg.Name, Cores: f.cores, ClockMHz: f.clockMHz, RAMBytes: f.ramBytes,
 		DiskFreeBytes: f.diskFree, MaxThreads: w.cfg.Threads, FreeThreads: w.cfg.Threads - len(w.threads),
-		LeasedThreads: w.lender.leased(), Ops: slices.Clone(w.cfg.Ops), InfoURL: "http://" + w.infoLn.Addr().String(), Epoch: w.epoch, Version: version.String(),
+		LeasedThreads: w.lender.leased(), Ops: slices.Clone(w.cfg.Ops), Runtimes: w.runtimes(), InfoURL: "http://" + w.infoLn.Addr().String(), Epoch: w.epoch, Version: version.String(),
 		Endpoints: []api.Endpoint{{Transport: w.cfg.Transport.Name(), Addr: addr, Routes: slices.Clone(w.cfg.Routes)}}}
+}
+
+// runtimes are the kinds of user operation the worker runs.
+func (w *Worker) runtimes() []string {
+	if w.wasm == nil {
+		return nil
+	}
+	return []string{api.OpWasm}
+}
+
+// fetchCode gets a user operation's module from the first server that
+// has it (the runtime checks the digest, so any server will do).
+func (w *Worker) fetchCode(ctx context.Context, digest [32]byte) ([]byte, error) {
+	var errs []error
+	for _, base := range w.cfg.Servers {
+		c := client.New(base).WithHTTPClient(w.cfg.HTTPClient).WithSecret(w.cfg.Secret).WithRetry(client.Retry{For: -1})
+		code, err := c.Code(ctx, hex.EncodeToString(digest[:]))
+		if err == nil {
+			return code, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", base, err))
+	}
+	return nil, errors.Join(errs...)
 }
 
 // DataAddr is the data-plane listener's address.
@@ -316,6 +366,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	_ = hs.Close()
 	_ = ms.Close()
 	w.waitGoroutines()
+	if w.wasm != nil {
+		w.wasm.Close()
+	}
 	w.lender.stop()
 	w.log.Info("worker stopped")
 	return err

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -19,6 +20,7 @@ import (
 // overheadResult is one run of the overhead benchmark.
 type overheadResult struct {
 	Transport   string  `json:"transport"`
+	Op          string  `json:"op"`
 	Workers     int     `json:"workers"`
 	Threads     int     `json:"threads"`
 	Units       int     `json:"units"`
@@ -28,7 +30,7 @@ type overheadResult struct {
 }
 
 func runBenchOverhead(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("bench overhead", "[--transport NAME] [--units N] [--runs N] [--net SPEC]", e)
+	fs := newFlagSet("bench overhead", "[--transport NAME] [--units N] [--runs N] [--net SPEC] [--wasm FILE [--abi ABI]]", e)
 	tlist := fs.String("transport", transports.Default, "transports to measure, comma-separated; NAME+tls (sctp+tls, tcp+tls, tcpn+tls) forces data-plane encryption (on loopback it is off by default)")
 	units := fs.Int("units", 20000, "units per run")
 	runs := fs.Int("runs", 3, "runs per transport (the best and the median are reported)")
@@ -39,10 +41,20 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs (server and workers run in this process) to FILE, for 'go tool pprof'")
 	netSpec := fs.String("net", "", "run the server in braid-a and the workers in braid-b, processes joined by an emulated link (root, Linux),\ne.g. \"rtt=50ms,loss=1%,rate=100M\"; see 'braid net -h'")
+	wasm := fs.String("wasm", "", "run this WebAssembly module, registered as a user operation, instead of the built-in noop\n(make examples builds bin/ops/echo.wasm, a reactor that returns its input)")
+	abi := fs.String("abi", api.ABIReactor, "the --wasm module's ABI: command or reactor")
 	var topts transports.Options
 	registerTransportFlags(fs, &topts)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	op := overheadOp{name: "noop"}
+	if *wasm != "" {
+		code, err := os.ReadFile(*wasm)
+		if err != nil {
+			return err
+		}
+		op = overheadOp{name: "bench-wasm", module: code, abi: *abi}
 	}
 	var nc *netCluster
 	if *netSpec != "" {
@@ -64,7 +76,7 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	}
 	var all []overheadResult
 	for _, tname := range strings.Split(*tlist, ",") {
-		rs, err := overheadRuns(ctx, tname, topts, nc, *nWorkers, *threads, *units, *size, *runs, *window)
+		rs, err := overheadRuns(ctx, tname, topts, nc, op, *nWorkers, *threads, *units, *size, *runs, *window)
 		if err != nil {
 			return fmt.Errorf("%s: %w", tname, err)
 		}
@@ -76,9 +88,28 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	return printOverhead(e, all, *runs)
 }
 
+// overheadOp is the operation the overhead benchmark runs: the built-in
+// noop, or a user operation's module.
+type overheadOp struct {
+	name, abi string
+	module    []byte
+}
+
+// register makes op a user operation on cl's server, if it is one.
+func (op overheadOp) register(ctx context.Context, cl *client.Client) error {
+	if op.module == nil {
+		return nil
+	}
+	obj, err := cl.Put(ctx, bytes.NewReader(op.module))
+	if err == nil {
+		_, err = cl.AddOperation(ctx, api.OperationSpec{Name: op.name, Module: obj.ID, ABI: op.abi})
+	}
+	return err
+}
+
 // overheadRuns starts a cluster of transport tname, in this process or,
 // with nc, through its emulated network, and runs the jobs.
-func overheadRuns(ctx context.Context, tname string, topts transports.Options, nc *netCluster, nWorkers, threads, units, size, runs, window int) ([]overheadResult, error) {
+func overheadRuns(ctx context.Context, tname string, topts transports.Options, nc *netCluster, op overheadOp, nWorkers, threads, units, size, runs, window int) ([]overheadResult, error) {
 	base, topts := benchTLS(tname, topts)
 	var cl *client.Client
 	if nc != nil {
@@ -102,6 +133,9 @@ func overheadRuns(ctx context.Context, tname string, topts transports.Options, n
 		defer c.Close()
 		cl = c.Client
 	}
+	if err := op.register(ctx, cl); err != nil {
+		return nil, err
+	}
 	payload := make([]byte, size)
 	_, _ = rand.Read(payload)
 	obj, err := cl.Put(ctx, bytes.NewReader(payload))
@@ -110,7 +144,7 @@ func overheadRuns(ctx context.Context, tname string, topts transports.Options, n
 	}
 	var out []overheadResult
 	for range runs {
-		j, err := cl.Submit(ctx, api.JobSpec{Op: "noop", Input: obj.ID, Repeat: units})
+		j, err := cl.Submit(ctx, api.JobSpec{Op: op.name, Input: obj.ID, Repeat: units})
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +154,7 @@ func overheadRuns(ctx context.Context, tname string, topts transports.Options, n
 		if j.State != api.JobDone {
 			return nil, fmt.Errorf("job %s: %s %s", j.ID, j.State, j.Error)
 		}
-		out = append(out, overheadResult{Transport: tname, Workers: nWorkers, Threads: threads, Units: units,
+		out = append(out, overheadResult{Transport: tname, Op: op.name, Workers: nWorkers, Threads: threads, Units: units,
 			Size: size, MakespanMS: j.MakespanMS, UnitsPerSec: float64(units) / (j.MakespanMS / 1000)})
 	}
 	return out, nil
@@ -128,7 +162,7 @@ func overheadRuns(ctx context.Context, tname string, topts transports.Options, n
 
 func printOverhead(e *env, rs []overheadResult, runs int) error {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "transport\tworkers×threads\tunits\tbytes/unit\tbest units/s\tmedian units/s\t")
+	fmt.Fprintln(w, "transport\top\tworkers×threads\tunits\tbytes/unit\tbest units/s\tmedian units/s\t")
 	for i := 0; i < len(rs); i += runs {
 		group := rs[i:min(i+runs, len(rs))]
 		rates := make([]float64, len(group))
@@ -137,7 +171,7 @@ func printOverhead(e *env, rs []overheadResult, runs int) error {
 		}
 		slices.Sort(rates)
 		r := group[0]
-		fmt.Fprintf(w, "%s\t%d×%d\t%d\t%d\t%.0f\t%.0f\t\n", r.Transport, r.Workers, r.Threads, r.Units, r.Size,
+		fmt.Fprintf(w, "%s\t%s\t%d×%d\t%d\t%d\t%.0f\t%.0f\t\n", r.Transport, r.Op, r.Workers, r.Threads, r.Units, r.Size,
 			rates[len(rates)-1], median(rates))
 	}
 	return w.Flush()

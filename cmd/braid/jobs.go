@@ -30,6 +30,7 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 	tiles := fs.String("tiles", "", "cut the image into `RxC` tiles, R and C 1 to 64, and stitch the result")
 	policy := fs.String("policy", "dynamic", "assignment policy: "+strings.Join(scheduler.PolicyNames, ", "))
 	speculate := fs.String("speculate", "", "re-run stragglers at the end of the job: true or false (default: the policy's)")
+	unitTimeout := fs.Duration("unit-timeout", 0, "a user operation's wall-time limit per unit, e.g. 10s (default: the operation's)")
 	wait := fs.Bool("wait", false, "wait for the job to finish: print its id on stdout at once, then its final\n"+
 		"status on stderr (with --json: the final status on stdout); a failed job exits 1")
 	if err := parse(fs, args); err != nil {
@@ -44,6 +45,10 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
+	if *unitTimeout < 0 || *unitTimeout > 0 && *unitTimeout < time.Millisecond {
+		return usageErrorf("--unit-timeout %v: want a positive duration of at least 1ms", *unitTimeout)
+	}
+	spec.UnitTimeoutMS = unitTimeout.Milliseconds()
 	timeout := defaultTimeout
 	if *wait {
 		timeout = 0

@@ -158,16 +158,33 @@ func printOps(e *env, list []api.Operation) error {
 		if op.Tileable {
 			tiles = " (takes --tiles)"
 		}
+		if op.Kind == api.OpWasm {
+			tiles += fmt.Sprintf(" [user op v%d, %s, module %.12s]", op.Version, op.ABI, op.Digest)
+		}
 		fmt.Fprintf(w, "%s\t%s%s\n", op.Name, op.Summary, tiles)
 		for _, p := range op.Params {
 			def := "default " + p.Default
 			if p.Default == "" {
 				def = ""
 			}
-			fmt.Fprintf(w, "  --param %s=%s\t%s\t%s\n", p.Name, strings.ToUpper(p.Type), def, p.Doc)
+			if p.Min != nil || p.Max != nil {
+				def += " " + bounds(p)
+			}
+			fmt.Fprintf(w, "  --param %s=%s\t%s\t%s\n", p.Name, strings.ToUpper(p.Type), strings.TrimSpace(def), p.Doc)
 		}
 	}
 	return w.Flush()
+}
+
+// bounds prints a parameter's range, e.g. "0..10" or "0..".
+func bounds(p api.Parameter) string {
+	f := func(v *float64) string {
+		if v == nil {
+			return ""
+		}
+		return fmt.Sprint(*v)
+	}
+	return "range " + f(p.Min) + ".." + f(p.Max)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

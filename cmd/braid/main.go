@@ -56,6 +56,7 @@ func init() {
 		"jobs":    {"list jobs", runJobs},
 		"workers": {"list registered workers, or remove down ones with rm", runWorkers},
 		"ops":     {"list the operations catalogue", runOps},
+		"op":      {"add or remove user operations (WebAssembly modules)", runOp},
 		"token":   {"make, list and revoke the tokens clients show the server (admin)", runToken},
 		"demo":    {"start a server and two workers on loopback and run sample jobs", runDemo},
 		"bench":   {"run benchmarks: overhead, transport, paper, soak, chaos", runBench},

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,6 +31,9 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	routes := fs.String("advertise-routes", "", "other hosts of this worker, comma-separated, one per further network path, at which servers reach the data-plane\nlistener on the same port (bind it to all of them: --listen 0.0.0.0:PORT); ptcp sends some of its connections through them")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or Ctrl-C, wait this long for running units to finish (a second signal stops at once)")
 	leaseIdle := fs.Duration("lease-idle", time.Second, "a server that stops asking for threads keeps them this long before they go to other servers")
+	noWasm := fs.Bool("no-wasm", false, "do not run user operations (WebAssembly modules fetched from servers, sandboxed)")
+	wasmCache := fs.String("wasm-cache", defaultWasmCache(), "`DIR` keeping user operations' compiled code across restarts (empty: compile in memory)")
+	wasmCacheMax := fs.Int64("wasm-cache-max", 1<<30, "bound on --wasm-cache in `BYTES`; the least recently loaded code goes first")
 	liveness := fs.Duration("liveness", 3*time.Second, "a server silent this long on an association is taken for dead and its units are dropped (the smaller of the two ends' values applies)")
 	var sec secretFlags
 	var logs logFlags
@@ -93,11 +98,22 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	}
 	w, err := worker.New(worker.Config{Name: *name, Servers: servers, Threads: *threads, Transport: t,
 		Listen: *listen, Advertise: *advertise, Routes: splitList(*routes), InfoListen: *infoListen, MetricsListen: *metricsAddr, Secret: secret, Ops: opNames, Logger: log,
-		DrainTimeout: *drain, LeaseIdle: *leaseIdle, Liveness: *liveness, HTTPClient: hc})
+		DrainTimeout: *drain, LeaseIdle: *leaseIdle, Liveness: *liveness, HTTPClient: hc,
+		NoWasm: *noWasm, WasmCache: *wasmCache, WasmCacheMax: *wasmCacheMax})
 	if err != nil {
 		return err
 	}
 	return w.Run(ctx)
+}
+
+// defaultWasmCache is $XDG_CACHE_HOME/braid/wasm (~/.cache/braid/wasm),
+// or none when there is no cache directory.
+func defaultWasmCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "braid", "wasm")
 }
 
 // checkThreads refuses a --threads given out of range; left out, the

@@ -34,7 +34,12 @@ type WorkerSpec struct {
 	// MetricsListen is the worker's Prometheus metrics address (empty:
 	// none).
 	MetricsListen string
+	// NoWasm turns user operations off on this worker.
+	NoWasm bool
 }
+
+// DefaultSecret is a cluster's secret unless Config.Secret says otherwise.
+var DefaultSecret = []byte("braid-cluster-secret")
 
 // Config describes a cluster.
 type Config struct {
@@ -94,7 +99,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		cfg.DataDir, c.tmp = dir, dir
 	}
 	if cfg.Secret == nil {
-		cfg.Secret = []byte("braid-cluster-secret")
+		cfg.Secret = DefaultSecret
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -172,7 +177,7 @@ func (c *Cluster) startWorker(ctx context.Context, i int, ws WorkerSpec, cfg Con
 		secret = ws.Secret
 	}
 	wc := worker.Config{Name: ws.Name, Servers: []string{c.Server.URL()}, Threads: ws.Threads,
-		Transport: t, Secret: secret, MetricsListen: ws.MetricsListen, Logger: cfg.Logger.With("role", "worker", "worker", ws.Name)}
+		Transport: t, Secret: secret, MetricsListen: ws.MetricsListen, NoWasm: ws.NoWasm, Logger: cfg.Logger.With("role", "worker", "worker", ws.Name)}
 	if c.trust != nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.TLSClientConfig = c.trust.Clone() // net/http adds to its NextProtos

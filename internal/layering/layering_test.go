@@ -1,6 +1,7 @@
 // Package layering checks the import rules that keep braid's layers apart
 // (STYLE.md): transports never import the scheduler or the server,
-// operations never import networking, and the scheduler core does no I/O.
+// operations and the user-operation sandbox never import networking, the
+// client library stays light, and the scheduler core does no I/O.
 package layering
 
 import (
@@ -20,6 +21,10 @@ var rules = []struct {
 	{"ops", []string{"net", "net/http", module + "transport", module + "server", module + "worker"}},
 	{"scheduler", []string{"net", "net/http", "os", "io/fs", "os/exec", module + "transport", module + "server"}},
 	{"wire", []string{"net", "os", module + "server", module + "worker"}},
+	// The sandbox fetches nothing itself (its Fetcher is injected), and
+	// the client library stays free of the WebAssembly runtime.
+	{"userop", []string{"net", "net/http", module + "transport", module + "server", module + "worker", module + "client"}},
+	{"client", []string{module + "userop", module + "server", module + "worker"}},
 }
 
 func TestImportRules(t *testing.T) {

@@ -84,7 +84,8 @@ class Cluster:
             self.token = tok.read_text().strip() or None
         for i, args in enumerate(self.worker_args):
             self.spawn(f"worker{i + 1}", [binary, "worker", "--server", self.url, "--secret", SECRET,
-                                          "--drain-timeout", "1s", "--log-level", "warn", *args])
+                                          "--drain-timeout", "1s", "--log-level", "warn",
+                                          "--wasm-cache", str(self.tmp / f"wasm{i + 1}"), *args])
         self.until(self.workers_up, f"{len(self.worker_args)} workers are up")
 
     def stop_server(self) -> None:

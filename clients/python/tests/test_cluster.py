@@ -86,7 +86,8 @@ class TestServer(ClusterTest):
         self.assertEqual((sigma.type, sigma.default), ("float", "2"))
         self.assertTrue(ops["blur"].tileable)
         for op in ops.values():
-            self.assertIn("format", [p.name for p in op.params], op.name)
+            if op.kind == "builtin":
+                self.assertIn("format", [p.name for p in op.params], op.name)
 
     def test_workers(self) -> None:
         ws = self.client.workers()
@@ -140,6 +141,43 @@ class TestServer(ClusterTest):
         for path, methods in used.items():
             for m in methods:
                 self.assertIn(m, paths.get(path, {}), f"{m.upper()} {path}")
+
+
+# EMPTY_MODULE is the smallest WASI command: _start does nothing, so a unit's
+# output is empty.
+EMPTY_MODULE = (b"\x00asm\x01\x00\x00\x00\x01\x04\x01`\x00\x00\x03\x02\x01\x00\x05\x03\x01\x00\x01"
+                b"\x07\x13\x02\x06_start\x00\x00\x06memory\x02\x00\n\x04\x01\x02\x00\x0b")
+
+
+class TestUserOperations(ClusterTest):
+    def test_add_run_remove(self) -> None:
+        module = self.client.put(EMPTY_MODULE)
+        spec = braid.OperationSpec(name="py-empty", module=module.id, summary="does nothing",
+                                   params=[braid.Parameter(name="n", type="int", doc="", default="1", min=0, max=9)],
+                                   limits=braid.OpLimits(timeout_ms=5000))
+        op = self.client.add_operation(spec)
+        self.assertEqual((op.kind, op.version, op.digest, op.abi), ("wasm", 1, module.id, "command"))
+        self.assertEqual(self.client.add_operation(spec).version, 1)
+        listed = {o.name: o for o in self.client.operations()}
+        self.assertEqual(listed["py-empty"].params[0].max, 9)
+        self.assertEqual(listed["py-empty"].limits, braid.OpLimits(timeout_ms=5000))
+        obj = self.client.put(b"some input")
+        with self.assertRaises(braid.BadRequestError) as cm:
+            self.client.submit("py-empty", obj, params={"n": 10})
+        self.assertIn("above its maximum 9", cm.exception.message)
+        job = self.client.wait(self.client.submit("py-empty", obj, params={"n": 3}), timeout=60)
+        self.assertEqual(job.state, "done", job.error)
+        self.assertEqual((job.spec.op_version, job.spec.op_digest), (1, module.id))
+        self.assertEqual(self.client.get(job.result or ""), b"")
+        self.client.remove_operation("py-empty")
+        self.assertNotIn("py-empty", [o.name for o in self.client.operations()])
+
+    def test_bad_module(self) -> None:
+        text = self.client.put(b"print('hello')\n")
+        with self.assertRaises(braid.BraidError) as cm:
+            self.client.add_operation(braid.OperationSpec(name="py-text", module=text.id))
+        self.assertEqual(cm.exception.code, "bad_module")
+        self.assertIn("not a WebAssembly module", cm.exception.message)
 
 
 class TestObjects(ClusterTest):

@@ -16,7 +16,7 @@ from . import __version__
 from ._http import _BROKEN, Body, Outage, Transport, _Request, _Retry, env, final
 from ._sse import read_events
 from .errors import BraidError, BraidTimeoutError, ConnectionLostError, JobFailedError, NotBraidError
-from .models import Event, Health, Job, JobSpec, Manifest, Object, Operation, Token, Worker, decode
+from .models import Event, Health, Job, JobSpec, Manifest, Object, Operation, OperationSpec, Token, Worker, decode
 
 __all__ = ["Client", "DEFAULT_SERVER", "StrPath", "read_config"]
 
@@ -199,8 +199,22 @@ class Client:
     # --- operations
 
     def operations(self) -> List[Operation]:
-        """The operations catalogue, sorted by name."""
+        """The operations catalogue: the built-in operations, then the user operations, each sorted by name."""
         return [self._decode(Operation, o) for o in self._list("GET", "/v1/operations")]
+
+    def add_operation(self, spec: OperationSpec) -> Operation:
+        """Registers a user operation whose module is stored (see :meth:`put`); returns its catalogue entry.
+
+        Registering a name again makes a new version unless nothing changed.
+        A module that would not run raises :class:`braid.BraidError` with
+        code ``bad_module`` and the reason.
+        """
+        body = json.dumps(spec.to_json()).encode()
+        return self._decode(Operation, self._json("POST", "/v1/operations", body=body, ctype="application/json"))
+
+    def remove_operation(self, name: str) -> None:
+        """Removes a user operation: no new job can name it; jobs running it finish."""
+        self._json("DELETE", f"/v1/operations/{urllib.parse.quote(name, safe='')}")
 
     # --- jobs
 

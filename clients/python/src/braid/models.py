@@ -21,7 +21,9 @@ from typing import Any, Dict, List, Optional, Type, TypeVar
 __all__ = [
     "Object",
     "Parameter",
+    "OpLimits",
     "Operation",
+    "OperationSpec",
     "JobSpec",
     "Progress",
     "UnitStat",
@@ -56,22 +58,76 @@ class Object:
 
 @dataclass
 class Parameter:
-    """One parameter of an operation. Values are passed as strings in ``JobSpec.params``."""
+    """One parameter of an operation. Values are passed as strings in ``JobSpec.params``.
+
+    ``type`` is float, int, string or (user operations) bool; ``min`` and
+    ``max`` bound a number, inclusively.
+    """
 
     name: str
     type: str
     doc: str
     default: Optional[str] = None
+    min: Optional[float] = None
+    max: Optional[float] = None
+
+
+@dataclass
+class OpLimits:
+    """Bounds on one unit of a user operation; ``None`` means the server's default."""
+
+    timeout_ms: Optional[int] = None
+    memory_mib: Optional[int] = None
+    max_output: Optional[int] = None
 
 
 @dataclass
 class Operation:
-    """One entry of the operations catalogue."""
+    """One entry of the operations catalogue: ``kind`` is builtin, or wasm for a user operation.
+
+    The other fields describe user operations: ``digest`` is the module's
+    object id, ``version`` counts the registrations of the name, ``reach``
+    is the halo of a tiled job (``None``: not tileable).
+    """
 
     name: str
     summary: str
     params: List[Parameter]
     tileable: bool
+    kind: str
+    digest: Optional[str] = None
+    version: Optional[int] = None
+    abi: Optional[str] = None
+    reach: Optional[int] = None
+    limits: Optional[OpLimits] = None
+    owner: Optional[str] = None
+    created: Optional[datetime] = None
+
+
+@dataclass
+class OperationSpec:
+    """Registers a user operation: a WebAssembly module already stored as object ``module``."""
+
+    name: str
+    module: str
+    abi: Optional[str] = None
+    summary: Optional[str] = None
+    params: List[Parameter] = field(default_factory=list)
+    reach: Optional[int] = None
+    limits: Optional[OpLimits] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The spec as the server takes it: unset fields left out."""
+        out: Dict[str, Any] = {"name": self.name, "module": self.module}
+        for name in ("abi", "summary", "reach"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.params:
+            out["params"] = [{k: v for k, v in dataclasses.asdict(p).items() if v is not None} for p in self.params]
+        if self.limits is not None:
+            out["limits"] = {k: v for k, v in dataclasses.asdict(self.limits).items() if v is not None}
+        return out
 
 
 @dataclass
@@ -92,13 +148,19 @@ class JobSpec:
     tiles: Optional[str] = None
     policy: Optional[str] = None
     speculate: Optional[bool] = None
+    #: User operations: the version to run (the server pins the current
+    #: one), its module id, and a wall-time limit per unit overriding the
+    #: operation's.
+    op_version: Optional[int] = None
+    op_digest: Optional[str] = None
+    unit_timeout_ms: Optional[int] = None
 
     def to_json(self) -> Dict[str, Any]:
         """The spec as the server takes it: unset fields left out."""
         out: Dict[str, Any] = {"op": self.op, "input": self.input}
         if self.params:
             out["params"] = {str(k): str(v) for k, v in self.params.items()}
-        for name in ("repeat", "tiles", "policy", "speculate"):
+        for name in ("repeat", "tiles", "policy", "speculate", "op_version", "op_digest", "unit_timeout_ms"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
@@ -211,6 +273,8 @@ class WorkerInfo:
     info_url: Optional[str] = None
     epoch: Optional[int] = None
     version: Optional[str] = None
+    #: The kinds of user operation the worker runs ("wasm").
+    runtimes: List[str] = field(default_factory=list)
 
 
 @dataclass

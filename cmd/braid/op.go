@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/userop"
+)
+
+const opSynopsis = `add NAME --wasm FILE [--abi command|reactor] [--param NAME:TYPE[=DEFAULT][@MIN..MAX] ...]
+      [--summary TEXT] [--reach N] [--unit-timeout D] [--memory MiB] [--max-output BYTES]
+  braid op rm NAME...
+
+Registers a user operation: a WebAssembly module (WASI preview 1) that workers
+download and run sandboxed, one unit at a time; see docs/user-ops.md. Adding a
+name again makes a new version; jobs keep the version they started with.`
+
+// runOp manages user operations: braid op add, braid op rm.
+func runOp(ctx context.Context, args []string, e *env) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "add":
+			return runOpAdd(ctx, args[1:], e)
+		case "rm":
+			return runOpRm(ctx, args[1:], e)
+		}
+	}
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		return runOpAdd(ctx, args, e) // add's flags are op's
+	}
+	fmt.Fprintln(e.stderr, "usage: braid op "+opSynopsis)
+	return errUsage
+}
+
+func runOpAdd(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("op", opSynopsis, e)
+	var cf clientFlags
+	cf.register(fs, e)
+	var params multiFlag
+	wasm := fs.String("wasm", "", "the WebAssembly module, a .wasm `FILE` (GOOS=wasip1 GOARCH=wasm go build makes one)")
+	abi := fs.String("abi", api.ABICommand, "how units reach the module: command (stdin to stdout, once per unit) or\nreactor (an instance per worker thread; braid_run per unit)")
+	fs.Var(&params, "param", "declare a parameter `NAME:TYPE[=DEFAULT][@MIN..MAX]`, TYPE bool, int, float or string\n(repeatable), e.g. lower:bool=false or sigma:float=1@0..10")
+	summary := fs.String("summary", "", "a line for braid ops")
+	reach := fs.Int("reach", -1, "make an image operation tileable: each tile gets a halo `N` pixels wide")
+	timeout := fs.Duration("unit-timeout", 0, fmt.Sprintf("wall-time limit per unit (default %v; a job's --unit-timeout overrides it)", userop.DefaultTimeout))
+	memory := fs.Int("memory", 0, fmt.Sprintf("memory limit in `MiB` (default %d)", userop.DefaultMemory))
+	maxOutput := fs.Int64("max-output", 0, "limit on a unit's output in `BYTES` (default and most: 64 MiB)")
+	if err := parseArgs(fs, args, 1); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || *wasm == "" {
+		fmt.Fprintln(e.stderr, "braid op add: a NAME and --wasm FILE are required")
+		fs.Usage()
+		return errUsage
+	}
+	spec := api.OperationSpec{Name: fs.Arg(0), ABI: *abi, Summary: *summary,
+		Limits: api.OpLimits{TimeoutMS: timeout.Milliseconds(), MemoryMiB: *memory, MaxOutput: *maxOutput}}
+	if *timeout < 0 || *timeout > 0 && *timeout < time.Millisecond {
+		return usageErrorf("--unit-timeout %v: want a positive duration", *timeout)
+	}
+	if isSet(fs, "reach") {
+		spec.Reach = reach
+	}
+	for _, p := range params {
+		decl, err := userop.ParseParam(p)
+		if err != nil {
+			return usageErrorf("--param %s", trimPrefix(err, userop.ErrBadSpec))
+		}
+		spec.Params = append(spec.Params, decl)
+	}
+	f, err := os.Open(*wasm)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
+		obj, err := s.Put(ctx, f)
+		if err != nil {
+			return fmt.Errorf("uploading %s: %w", *wasm, err)
+		}
+		spec.Module = obj.ID
+		op, err := s.AddOperation(ctx, spec)
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			return printJSON(e.stdout, op)
+		}
+		_, err = fmt.Fprintf(e.stdout, "%s version %d (module %s, %s ABI)\n", op.Name, op.Version, op.Digest[:12], op.ABI)
+		return err
+	})
+}
+
+func runOpRm(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("op rm", "NAME...", e)
+	var cf clientFlags
+	cf.register(fs, e)
+	if err := parseArgs(fs, args, -1); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
+		return eachRemoved(e, cf.json, "removed", fs.Args(), printRemoved, func(name string) deleted {
+			d := deleted{Kind: "operation", ID: name}
+			if err := s.RemoveOperation(ctx, name); err != nil {
+				d.Error = err.Error()
+			}
+			return d
+		})
+	})
+}
+
+// trimPrefix drops a sentinel's text from the front of err's.
+func trimPrefix(err, sentinel error) string {
+	msg := err.Error()
+	if p := sentinel.Error() + ": "; errors.Is(err, sentinel) && len(msg) > len(p) {
+		return msg[len(p):]
+	}
+	return msg
+}

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/ops"
+	"github.com/braidhq/braid/store"
+	"github.com/braidhq/braid/userop"
+	bolt "go.etcd.io/bbolt"
+)
+
+// handleAddOp registers a user operation: POST /v1/operations. The module
+// must be stored already (POST /v1/objects); the server compiles it once
+// and refuses what would not run. 201 with a new version, 200 when the
+// current version is the same.
+func (s *Server) handleAddOp(w http.ResponseWriter, r *http.Request) {
+	var spec api.OperationSpec
+	if err := readJSON(w, r, &spec); err != nil {
+		writeError(w, err)
+		return
+	}
+	op, err := s.checkOp(r, &spec)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	op.Owner, op.Created = callerOf(r).id, time.Now().UTC()
+	rec, made, err := s.userOps.add(op, func(rec *opRecord) error { return s.db.w.sync(putOp(rec)) })
+	if err != nil {
+		writeError(w, fmt.Errorf("saving the operation: %w", err))
+		return
+	}
+	status := http.StatusOK
+	if made {
+		status = http.StatusCreated
+		s.log.Info("user operation registered", "op", op.Name, "version", rec.Op.Version, "digest", op.Digest[:12], "abi", op.ABI)
+	}
+	w.Header().Set("Location", "/v1/operations/"+op.Name)
+	writeJSON(w, status, rec.Op)
+}
+
+// checkOp checks a registration and its module, and returns the
+// catalogue entry it makes (without version, owner and time).
+func (s *Server) checkOp(r *http.Request, spec *api.OperationSpec) (api.Operation, error) {
+	builtin := func(name string) bool { _, ok := ops.Lookup(name); return ok }
+	if err := userop.CheckSpec(spec, builtin); err != nil {
+		return api.Operation{}, badRequest(api.CodeBadParameter, "%v", trimErr(err, userop.ErrBadSpec))
+	}
+	if !store.ValidID(spec.Module) {
+		return api.Operation{}, badRequest(api.CodeBadRequest, "module %q is not an object id: upload the .wasm file with `braid put` first (braid op add does both)", spec.Module)
+	}
+	code, err := s.store.ReadAll(spec.Module, userop.MaxModule)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return api.Operation{}, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("module object %s does not exist; upload it with `braid put`", spec.Module)}
+	case errors.Is(err, store.ErrTooLarge):
+		return api.Operation{}, badRequest(api.CodeTooLarge, "the module is over %d bytes", userop.MaxModule)
+	case err != nil:
+		return api.Operation{}, err
+	}
+	if err := userop.Check(r.Context(), code, spec.ABI, spec.Limits.MemoryMiB); err != nil {
+		return api.Operation{}, badRequest(api.CodeBadModule, "%v", trimErr(err, userop.ErrBadSpec))
+	}
+	limits := spec.Limits
+	params := spec.Params
+	if params == nil {
+		params = []api.Parameter{}
+	}
+	return api.Operation{Name: spec.Name, Summary: spec.Summary, Params: params, Tileable: spec.Reach != nil,
+		Kind: api.OpWasm, Digest: spec.Module, ABI: spec.ABI, Reach: spec.Reach, Limits: &limits}, nil
+}
+
+// handleRemoveOp removes a user operation: DELETE /v1/operations/{name}.
+// Jobs running it carry on with their version; no new job can use it.
+func (s *Server) handleRemoveOp(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	cur := s.userOps.current(name)
+	if cur == nil {
+		if _, ok := ops.Lookup(name); ok {
+			writeError(w, badRequest(api.CodeBadRequest, "%s is a built-in operation; only user operations can be removed", name))
+			return
+		}
+		writeError(w, &apiError{status: 404, code: api.CodeUnknownOp, msg: fmt.Sprintf("no user operation %q", name)})
+		return
+	}
+	if c := callerOf(r); !c.sees(cur.Op.Owner) {
+		writeError(w, &apiError{status: http.StatusForbidden, code: api.CodeForbidden,
+			msg: fmt.Sprintf("operation %s was registered with token %s: only it or an admin may remove it", name, cur.Op.Owner)})
+		return
+	}
+	removed, err := s.userOps.remove(name, func(recs []*opRecord) error {
+		return s.db.w.sync(func(tx *bolt.Tx) error {
+			for _, rec := range recs {
+				if err := putOp(rec)(tx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		writeError(w, fmt.Errorf("removing the operation: %w", err))
+		return
+	}
+	if removed {
+		s.log.Info("user operation removed", "op", name)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleCode serves a user operation's module to workers: GET
+// /v1/code/{digest}, with the worker token. Only modules of registered
+// operations are served.
+func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
+	digest := r.PathValue("digest")
+	if known, _ := s.userOps.hasCode(digest); !known {
+		writeError(w, &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("no user operation has module %.64q", digest)})
+		return
+	}
+	r.SetPathValue("id", digest)
+	s.handleGetObject(w, r)
+}
+
+// trimErr drops a sentinel's text from the front of err's.
+func trimErr(err, sentinel error) string {
+	msg := err.Error()
+	if p := sentinel.Error() + ": "; len(msg) > len(p) && msg[:len(p)] == p {
+		return msg[len(p):]
+	}
+	return msg
+}

@@ -1,0 +1,195 @@
+package server
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/ops"
+	bolt "go.etcd.io/bbolt"
+)
+
+// userOps is the catalogue of user operations (docs/user-ops.md): every
+// version of every name ever registered, so that a job keeps running the
+// version it was submitted with after the name is registered again or
+// removed. It mirrors state.db's operations bucket.
+type userOps struct {
+	mu    sync.RWMutex // guards names and the records
+	names map[string][]*opRecord
+}
+
+// opRecord is one version of a user operation. Removed versions stay for
+// the jobs that use them; no new job can.
+type opRecord struct {
+	Op      api.Operation `json:"op"`
+	Removed bool          `json:"removed,omitempty"`
+}
+
+// wasmCapability is the scheduler's name for "runs user operations in
+// WebAssembly": a worker that advertises the wasm runtime can run every
+// such operation (it fetches the code), so their units all ask for it.
+const wasmCapability = "@wasm"
+
+// schedOp is the operation name the scheduler matches a job's units to
+// workers by.
+func schedOp(spec api.JobSpec) string {
+	if _, ok := ops.Lookup(spec.Op); ok {
+		return spec.Op
+	}
+	return wasmCapability
+}
+
+// schedOps are the scheduler's operation names for a worker.
+func schedOps(info api.WorkerInfo) []string {
+	out := slices.Clone(info.Ops)
+	if slices.Contains(info.Runtimes, api.OpWasm) {
+		out = append(out, wasmCapability)
+	}
+	return out
+}
+
+// opKey is a version's key in the operations bucket: name, 0, version.
+func opKey(name string, version int) []byte {
+	return binary.BigEndian.AppendUint32(append([]byte(name), 0), uint32(version))
+}
+
+func putOp(rec *opRecord) func(tx *bolt.Tx) error {
+	v, err := json.Marshal(rec)
+	return func(tx *bolt.Tx) error {
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(opsBucket).Put(opKey(rec.Op.Name, rec.Op.Version), v)
+	}
+}
+
+// loadUserOps reads the catalogue from state.db.
+func (st *stateDB) loadUserOps() (*userOps, error) {
+	c := &userOps{names: map[string][]*opRecord{}}
+	err := st.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(opsBucket).ForEach(func(k, v []byte) error {
+			rec := &opRecord{}
+			if err := json.Unmarshal(v, rec); err != nil {
+				return fmt.Errorf("operation record %q: %w", k, err)
+			}
+			c.names[rec.Op.Name] = append(c.names[rec.Op.Name], rec)
+			return nil
+		})
+	})
+	return c, err
+}
+
+// current is the name's newest version, unless it was removed.
+func (c *userOps) current(name string) *opRecord {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	vs := c.names[name]
+	if len(vs) == 0 || vs[len(vs)-1].Removed {
+		return nil
+	}
+	return vs[len(vs)-1]
+}
+
+// version is the name's given version, removed or not.
+func (c *userOps) version(name string, v int) *opRecord {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	vs := c.names[name]
+	if v < 1 || v > len(vs) {
+		return nil
+	}
+	return vs[v-1]
+}
+
+// list is every current user operation, by name.
+func (c *userOps) list() []api.Operation {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []api.Operation
+	for _, vs := range c.names {
+		if cur := vs[len(vs)-1]; !cur.Removed {
+			out = append(out, cur.Op)
+		}
+	}
+	slices.SortFunc(out, func(a, b api.Operation) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// hasCode reports whether digest (an object id) is the module of some
+// version, and whether of a version not removed.
+func (c *userOps) hasCode(digest string) (any, live bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, vs := range c.names {
+		for _, r := range vs {
+			if r.Op.Digest == digest {
+				any = true
+				live = live || !r.Removed
+			}
+		}
+	}
+	return any, live
+}
+
+// add makes spec, already checked, the name's new version, unless the
+// current version is the same; write makes the record durable and runs
+// under the catalogue's lock, so versions are numbered in order. It
+// reports whether a version was made.
+func (c *userOps) add(op api.Operation, write func(*opRecord) error) (*opRecord, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	vs := c.names[op.Name]
+	if n := len(vs); n > 0 && !vs[n-1].Removed && sameOp(vs[n-1].Op, op) {
+		return vs[n-1], false, nil
+	}
+	op.Version = len(vs) + 1
+	rec := &opRecord{Op: op}
+	if err := write(rec); err != nil {
+		return nil, false, err
+	}
+	c.names[op.Name] = append(vs, rec)
+	return rec, true, nil
+}
+
+// sameOp compares what a registration says, not when or by whom.
+func sameOp(a, b api.Operation) bool {
+	a.Version, a.Created, a.Owner = 0, b.Created, b.Owner
+	return reflect.DeepEqual(a, b)
+}
+
+// remove marks every version of name removed; write makes each durable.
+func (c *userOps) remove(name string, write func([]*opRecord) error) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	vs := c.names[name]
+	if len(vs) == 0 || vs[len(vs)-1].Removed {
+		return false, nil
+	}
+	var changed []*opRecord
+	for _, r := range vs {
+		if !r.Removed {
+			cp := *r
+			cp.Removed = true
+			changed = append(changed, &cp)
+		}
+	}
+	if err := write(changed); err != nil {
+		return false, err
+	}
+	for _, r := range vs {
+		r.Removed = true
+	}
+	return true, nil
+}
+
+// digestOf parses an object id into a unit's code digest.
+func digestOf(id string) (d [32]byte) {
+	_, _ = hex.Decode(d[:], []byte(id))
+	return d
+}
