@@ -141,7 +141,8 @@ type OpLimits struct {
 }
 
 // JobSpec is what a client submits. Exactly one of Repeat and Tiles may be
-// set; with neither the job is one unit on the whole input.
+// set, on a job of one Input; with neither the job is one unit on the whole
+// input.
 type JobSpec struct {
 	Op string `json:"op"`
 	// OpVersion pins a user operation's version; the server fills it in
@@ -150,9 +151,16 @@ type JobSpec struct {
 	OpVersion int    `json:"op_version,omitempty"`
 	OpDigest  string `json:"op_digest,omitempty"`
 	// UnitTimeoutMS overrides a user operation's wall-time limit per unit.
-	UnitTimeoutMS int64             `json:"unit_timeout_ms,omitempty"`
-	Input         string            `json:"input"`
-	Params        map[string]string `json:"params,omitempty"`
+	UnitTimeoutMS int64 `json:"unit_timeout_ms,omitempty"`
+	// Input is the object the job works on. A job over many objects
+	// gives instead Inputs (one unit per object, in order, at most
+	// MaxInputs) or InputList, the id of an object listing object ids one
+	// per line (blank lines and lines starting with # are skipped; up to
+	// MaxUnits). Exactly one of Input, Inputs and InputList is given.
+	Input     string            `json:"input,omitempty"`
+	Inputs    []string          `json:"inputs,omitempty"`
+	InputList string            `json:"input_list,omitempty"`
+	Params    map[string]string `json:"params,omitempty"`
 	// Repeat runs the op Repeat times on the whole input (the paper's
 	// workload), 1 to MaxUnits; 0 (or absent) means one unit, like 1. The
 	// result of a job of several units is a manifest listing each unit's
@@ -258,16 +266,22 @@ type UnitStat struct {
 type Manifest struct {
 	Job   string         `json:"job"`
 	Op    string         `json:"op"`
-	Input string         `json:"input"`
+	Input string         `json:"input,omitempty"`
 	Units []ManifestUnit `json:"units"`
 }
 
-// ManifestUnit names one unit's output object.
+// ManifestUnit names one unit's output object, and in a job of many
+// inputs the unit's input.
 type ManifestUnit struct {
 	Index  int    `json:"index"`
+	Input  string `json:"input,omitempty"`
 	Output string `json:"output"`
 	Size   int64  `json:"size"`
 }
+
+// MaxInputs bounds JobSpec.Inputs; a bigger job lists its inputs in an
+// object (JobSpec.InputList).
+const MaxInputs = 1000
 
 // Endpoint is a data-plane address and the transport that serves it.
 type Endpoint struct {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -119,6 +120,24 @@ func TestUserOps(t *testing.T) {
 	}
 	if out, err := c.GetBytes(ctx, j.Result); err != nil || string(out) != "4 the\n2 end\n" {
 		t.Fatalf("word count result %q, %v", out, err)
+	}
+
+	// One unit per object: a few named on the command line, or a list.
+	other := strings.TrimSpace(cli(t, c, "put", writeFile(t, dir, "b.txt", []byte("b b a"))))
+	list := writeFile(t, dir, "ids.txt", []byte("# inputs\n"+in+"\n"+other+"\n"))
+	for _, args := range [][]string{{"--inputs", in[:12] + "," + other}, {"--input-list", list}} {
+		out := cli(t, c, append([]string{"submit", "--op", "wordcount", "--wait", "--json"}, args...)...)
+		var j api.Job
+		if err := json.Unmarshal([]byte(out), &j); err != nil || j.State != api.JobDone || j.Progress.Done != 2 {
+			t.Fatalf("submit %v: %v\n%s", args, err, out)
+		}
+		var m api.Manifest
+		if b, err := c.GetBytes(ctx, j.Result); err != nil || json.Unmarshal(b, &m) != nil || len(m.Units) != 2 || m.Units[1].Input != other {
+			t.Fatalf("manifest of %v: %s, %v", args, b, err)
+		}
+		if b, _ := c.GetBytes(ctx, m.Units[1].Output); string(b) != "2 b\n1 a\n" {
+			t.Fatalf("second unit's output %q", b)
+		}
 	}
 
 	// The worker restarts: the compiled code on disk is used as it is.

@@ -13,6 +13,7 @@ import (
 // assembly is what assembling a job's result needs, copied on the dispatch
 // loop so that the assembling goroutine shares nothing with it.
 type assembly struct {
+	inputs [][32]byte // a job of many inputs: each unit's
 	tiles  []ops.Tile
 	format string
 	bounds image.Rectangle
@@ -40,7 +41,7 @@ func (s *Server) assemble(j *jobRun, a assembly) (string, error) {
 		}
 		info, err := s.store.PutBytes(img)
 		return info.ID, err
-	case len(outputs) == 1:
+	case len(outputs) == 1 && a.inputs == nil:
 		return outputs[0], nil
 	}
 	m := api.Manifest{Job: j.id, Op: j.spec.Op, Input: j.spec.Input, Units: make([]api.ManifestUnit, len(outputs))}
@@ -54,6 +55,9 @@ func (s *Server) assemble(j *jobRun, a assembly) (string, error) {
 			sizes[id] = size
 		}
 		m.Units[i] = api.ManifestUnit{Index: i, Output: id, Size: size}
+		if a.inputs != nil {
+			m.Units[i].Input = hexID(a.inputs[i])
+		}
 	}
 	b, err := json.MarshalIndent(m, "", " ")
 	if err != nil {

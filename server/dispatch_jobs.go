@@ -65,8 +65,13 @@ func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
 	}
 	d.nextID++
 	id := d.nextID
+	input, err := d.s.unitInput(j, a.Unit)
+	if err != nil {
+		d.unsendable(j, a, w.gen, err)
+		return j
+	}
 	u := wire.Unit{ID: id, Job: j.id, Index: a.Unit, Attempt: a.Attempt, Op: j.spec.Op,
-		Digest: j.digest, Params: j.params, Input: j.unitInput(a.Unit)}
+		Digest: j.digest, Params: j.params, Input: input}
 	msg, err := wire.AppendUnit(getBuf(len(u.Input)+512), &u)
 	if err == nil && len(msg) > transport.MaxMessageSize {
 		err = fmt.Errorf("a %d-byte unit is over the data plane's %d-byte message limit", len(msg), transport.MaxMessageSize)
@@ -234,7 +239,7 @@ func (d *dispatcher) jobUnitsFinished(j *jobRun) {
 	}
 	j.assembling = true
 	d.assembling++
-	a := assembly{tiles: j.tiles, format: j.format, bounds: j.bounds}
+	a := assembly{inputs: j.inputs, tiles: j.tiles, format: j.format, bounds: j.bounds}
 	d.s.wg.Go(func() {
 		result, err := d.s.assemble(j, a)
 		d.post(func() { d.finish(j, result, err) })
@@ -328,5 +333,8 @@ func (d *dispatcher) forgetEnded() {
 		delete(d.ended, id)
 		delete(d.jobs, id)
 		j.input, j.tiles = nil, nil
+		j.mu.Lock() // the collector reads inputs (dropRefs)
+		j.inputs = nil
+		j.mu.Unlock()
 	}
 }

@@ -85,6 +85,9 @@ func (j *jobRun) dropRefs(cands map[[32]byte]bool) {
 	if j.units == nil {
 		return
 	}
+	for _, in := range j.inputs {
+		delete(cands, in)
+	}
 	for i := range j.units.recs {
 		if u := &j.units.recs[i]; u.hasOutput() {
 			delete(cands, u.output)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -177,6 +178,10 @@ func (j *jobRun) uses(id string, want [32]byte) string {
 		return "the input of"
 	case j.spec.OpDigest == id:
 		return "the operation module of"
+	case j.spec.InputList == id:
+		return "the input list of"
+	case slices.Contains(j.spec.Inputs, id) || slices.Contains(j.inputs, want):
+		return "an input of"
 	case j.units == nil:
 		return ""
 	}

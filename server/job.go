@@ -27,6 +27,7 @@ type jobRun struct {
 	// Set by split; read by the loop, which drops them when the job ends.
 	input  []byte     // repeat jobs: every unit's input
 	tiles  []ops.Tile // tiled jobs: unit i's input is tiles[i].Data
+	inputs [][32]byte // jobs of many inputs: unit i's input object, read when it is sent; the loop clears it under mu
 	params ops.Params // unit params (tiles add format=png; a user operation's invocation)
 	digest [32]byte   // a user operation's module; zero for built-ins
 	format string     // tiled jobs: the output format
@@ -68,12 +69,20 @@ func newJobRun(id string, spec api.JobSpec, n int, now time.Time) *jobRun {
 		progress: api.Progress{Total: n, Pending: n}}
 }
 
-// unitInput is unit i's input bytes.
-func (j *jobRun) unitInput(i int) []byte {
-	if j.tiles != nil {
-		return j.tiles[i].Data
+// unitInput is unit i's input bytes; a job of many inputs reads it from
+// the store.
+func (s *Server) unitInput(j *jobRun, i int) ([]byte, error) {
+	switch {
+	case j.tiles != nil:
+		return j.tiles[i].Data, nil
+	case j.inputs != nil:
+		b, err := s.store.ReadAll(hexID(j.inputs[i]), maxUnitInput)
+		if err != nil {
+			return nil, fmt.Errorf("reading its input %s: %w", hexID(j.inputs[i]), err)
+		}
+		return b, nil
 	}
-	return j.input
+	return j.input, nil
 }
 
 // total is the job's number of units.

@@ -45,9 +45,11 @@ func (s *Server) resumeJob(rec jobRecord) {
 			return
 		}
 	}
-	if _, err := s.store.Touch(rec.Spec.Input); err != nil {
-		s.failResumed(rec, fmt.Errorf("input object %s: %w", rec.Spec.Input, err))
-		return
+	if rec.Spec.Input != "" { // a job of many inputs touches them as it is split
+		if _, err := s.store.Touch(rec.Spec.Input); err != nil {
+			s.failResumed(rec, fmt.Errorf("input object %s: %w", rec.Spec.Input, err))
+			return
+		}
 	}
 	j, err := s.split(rec.ID, rec.Spec, rec.ReceivedAt)
 	if err != nil {

@@ -56,8 +56,8 @@ func (s *Server) validateSpec(spec *api.JobSpec) error {
 	if err := checkParams(spec.Params, extra); err != nil {
 		return err
 	}
-	if !store.ValidID(spec.Input) {
-		return badRequest(api.CodeBadRequest, "input %q is not an object id (64 lowercase hex digits, as `braid put` prints)", spec.Input)
+	if err := checkSources(spec); err != nil {
+		return err
 	}
 	reach, err := s.validateOp(spec)
 	if err != nil {
@@ -82,6 +82,36 @@ func (s *Server) validateSpec(spec *api.JobSpec) error {
 	}
 	if !slices.Contains(scheduler.PolicyNames, spec.Policy) {
 		return badRequest(api.CodeBadParameter, "unknown policy %q; available: %v", spec.Policy, scheduler.PolicyNames)
+	}
+	return nil
+}
+
+// checkSources checks that a spec names its input objects one way.
+func checkSources(spec *api.JobSpec) error {
+	n := 0
+	for _, given := range []bool{spec.Input != "", len(spec.Inputs) > 0, spec.InputList != ""} {
+		if given {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return badRequest(api.CodeBadRequest, "no input: give input (an object id, as `braid put` prints), inputs (several) or input_list (an object listing them)")
+	case n > 1:
+		return badRequest(api.CodeBadRequest, "give one of input, inputs and input_list")
+	case spec.Input != "" && !store.ValidID(spec.Input):
+		return badRequest(api.CodeBadRequest, "input %q is not an object id (64 lowercase hex digits, as `braid put` prints)", spec.Input)
+	case spec.InputList != "" && !store.ValidID(spec.InputList):
+		return badRequest(api.CodeBadRequest, "input_list %q is not an object id: upload the list with `braid put` (braid submit --input-list does)", spec.InputList)
+	case len(spec.Inputs) > api.MaxInputs:
+		return badRequest(api.CodeTooLarge, "%d inputs: at most %d in a request; list more in an object and give its id as input_list", len(spec.Inputs), api.MaxInputs)
+	case spec.Input == "" && (spec.Repeat > 0 || spec.Tiles != ""):
+		return badRequest(api.CodeBadRequest, "repeat and tiles are for a job of one input; a job of several runs one unit per input")
+	}
+	for i, id := range spec.Inputs {
+		if !store.ValidID(id) {
+			return badRequest(api.CodeBadRequest, "inputs[%d] %q is not an object id", i, id)
+		}
 	}
 	return nil
 }
@@ -182,6 +212,9 @@ func (s *Server) split(id string, spec api.JobSpec, received time.Time) (*jobRun
 	header, err := unitHeaderLen(id, spec.Op, setup.params)
 	if err != nil {
 		return nil, err
+	}
+	if spec.Input == "" {
+		return s.splitInputs(id, spec, setup, header, received)
 	}
 	input, err := s.store.ReadAll(spec.Input, maxInputFor(header))
 	switch {
@@ -289,7 +322,9 @@ func (s *Server) submit(spec api.JobSpec, owner string) (*jobRun, error) {
 	// (objects.go); Touch keeps the collector off the input (store).
 	s.refsMu.RLock()
 	defer s.refsMu.RUnlock()
-	if _, err := s.store.Touch(spec.Input); errors.Is(err, store.ErrNotFound) {
+	if spec.Input == "" {
+		// splitInputs touches the inputs
+	} else if _, err := s.store.Touch(spec.Input); errors.Is(err, store.ErrNotFound) {
 		return nil, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("input object %s does not exist; upload it with `braid put`", spec.Input)}
 	}
 	j, err := s.split(newJobID(), spec, time.Now())

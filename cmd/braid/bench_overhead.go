@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
@@ -25,6 +27,9 @@ type overheadResult struct {
 	Threads     int     `json:"threads"`
 	Units       int     `json:"units"`
 	Size        int     `json:"size"`
+	Inputs      bool    `json:"inputs,omitempty"` // one object per unit (--inputs)
+	SubmitMS    float64 `json:"submit_ms"`
+	HeapMiB     float64 `json:"heap_mib,omitempty"` // Go heap in use after the submit, in-process runs
 	MakespanMS  float64 `json:"makespan_ms"`
 	UnitsPerSec float64 `json:"units_per_sec"`
 }
@@ -43,6 +48,7 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	netSpec := fs.String("net", "", "run the server in braid-a and the workers in braid-b, processes joined by an emulated link (root, Linux),\ne.g. \"rtt=50ms,loss=1%,rate=100M\"; see 'braid net -h'")
 	wasm := fs.String("wasm", "", "run this WebAssembly module, registered as a user operation, instead of the built-in noop\n(make examples builds bin/ops/echo.wasm, a reactor that returns its input)")
 	abi := fs.String("abi", api.ABIReactor, "the --wasm module's ABI: command or reactor")
+	inputs := fs.Bool("inputs", false, "give each unit an object of its own: upload --units distinct objects and submit\none job over them with an input list (the job of --input-list), not --repeat on one")
 	var topts transports.Options
 	registerTransportFlags(fs, &topts)
 	if err := parse(fs, args); err != nil {
@@ -76,6 +82,7 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	}
 	var all []overheadResult
 	for _, tname := range strings.Split(*tlist, ",") {
+		op.inputs = *inputs
 		rs, err := overheadRuns(ctx, tname, topts, nc, op, *nWorkers, *threads, *units, *size, *runs, *window)
 		if err != nil {
 			return fmt.Errorf("%s: %w", tname, err)
@@ -93,6 +100,7 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 type overheadOp struct {
 	name, abi string
 	module    []byte
+	inputs    bool // one object per unit
 }
 
 // register makes op a user operation on cl's server, if it is one.
@@ -136,17 +144,24 @@ func overheadRuns(ctx context.Context, tname string, topts transports.Options, n
 	if err := op.register(ctx, cl); err != nil {
 		return nil, err
 	}
-	payload := make([]byte, size)
-	_, _ = rand.Read(payload)
-	obj, err := cl.Put(ctx, bytes.NewReader(payload))
+	spec, err := overheadSpec(ctx, cl, op, units, size)
 	if err != nil {
 		return nil, err
 	}
 	var out []overheadResult
 	for range runs {
-		j, err := cl.Submit(ctx, api.JobSpec{Op: op.name, Input: obj.ID, Repeat: units})
+		runtime.GC()
+		start := time.Now()
+		j, err := cl.Submit(ctx, spec)
 		if err != nil {
 			return nil, err
+		}
+		r := overheadResult{Transport: tname, Op: op.name, Workers: nWorkers, Threads: threads, Units: units,
+			Size: size, Inputs: op.inputs, SubmitMS: float64(time.Since(start).Microseconds()) / 1000}
+		if nc == nil {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			r.HeapMiB = float64(ms.HeapInuse) / (1 << 20)
 		}
 		if j, err = cl.Wait(ctx, j.ID, nil); err != nil {
 			return nil, err
@@ -154,15 +169,42 @@ func overheadRuns(ctx context.Context, tname string, topts transports.Options, n
 		if j.State != api.JobDone {
 			return nil, fmt.Errorf("job %s: %s %s", j.ID, j.State, j.Error)
 		}
-		out = append(out, overheadResult{Transport: tname, Op: op.name, Workers: nWorkers, Threads: threads, Units: units,
-			Size: size, MakespanMS: j.MakespanMS, UnitsPerSec: float64(units) / (j.MakespanMS / 1000)})
+		r.MakespanMS, r.UnitsPerSec = j.MakespanMS, float64(units)/(j.MakespanMS/1000)
+		out = append(out, r)
 	}
 	return out, nil
 }
 
+// overheadSpec uploads the benchmark's input and makes its job: units
+// repeats of one random object, or with op.inputs one unit per distinct
+// object, the objects named by an input list.
+func overheadSpec(ctx context.Context, cl *client.Client, op overheadOp, units, size int) (api.JobSpec, error) {
+	payload := make([]byte, size)
+	spec := api.JobSpec{Op: op.name}
+	var list bytes.Buffer
+	for i := range units {
+		_, _ = rand.Read(payload)
+		obj, err := cl.Put(ctx, bytes.NewReader(payload))
+		if err != nil {
+			return spec, err
+		}
+		if !op.inputs {
+			spec.Input, spec.Repeat = obj.ID, units
+			return spec, nil
+		}
+		fmt.Fprintln(&list, obj.ID)
+		if i == 0 {
+			fmt.Fprintf(os.Stderr, "uploading %d objects of %d bytes\n", units, size)
+		}
+	}
+	obj, err := cl.Put(ctx, &list)
+	spec.InputList = obj.ID
+	return spec, err
+}
+
 func printOverhead(e *env, rs []overheadResult, runs int) error {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "transport\top\tworkers×threads\tunits\tbytes/unit\tbest units/s\tmedian units/s\t")
+	fmt.Fprintln(w, "transport\top\tworkers×threads\tunits\tbytes/unit\tinputs\tsubmit ms\theap MiB\tbest units/s\tmedian units/s\t")
 	for i := 0; i < len(rs); i += runs {
 		group := rs[i:min(i+runs, len(rs))]
 		rates := make([]float64, len(group))
@@ -171,8 +213,12 @@ func printOverhead(e *env, rs []overheadResult, runs int) error {
 		}
 		slices.Sort(rates)
 		r := group[0]
-		fmt.Fprintf(w, "%s\t%s\t%d×%d\t%d\t%d\t%.0f\t%.0f\t\n", r.Transport, r.Op, r.Workers, r.Threads, r.Units, r.Size,
-			rates[len(rates)-1], median(rates))
+		inputs := "one"
+		if r.Inputs {
+			inputs = "each its own"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d×%d\t%d\t%d\t%s\t%.1f\t%.0f\t%.0f\t%.0f\t\n", r.Transport, r.Op, r.Workers, r.Threads, r.Units, r.Size,
+			inputs, r.SubmitMS, r.HeapMiB, rates[len(rates)-1], median(rates))
 	}
 	return w.Flush()
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // submitSynopsis is submit's usage line.
-const submitSynopsis = "--op OP --input ID [--param k=v ...] [--repeat N | --tiles RxC] [--policy P] [--speculate B] [--wait]"
+const submitSynopsis = "--op OP (--input ID | --inputs ID,ID,... | --input-list FILE) [--param k=v ...] [--repeat N | --tiles RxC] [--policy P] [--speculate B] [--wait]"
 
 func runSubmit(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("submit", submitSynopsis, e)
@@ -25,6 +25,8 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 	var params multiFlag
 	op := fs.String("op", "", "the `OP` to run: braid ops lists them")
 	input := fs.String("input", "", "`ID` of the input object, as braid put prints it (a unique prefix will do)")
+	inputs := fs.String("inputs", "", fmt.Sprintf("one unit per object: `IDS`, comma-separated (unique prefixes will do), at most %d", api.MaxInputs))
+	inputList := fs.String("input-list", "", fmt.Sprintf("one unit per object listed in `FILE`, one id per line (# comments), up to %d;\nthe list is uploaded and the job submitted in one request", server.MaxUnits))
 	fs.Var(&params, "param", "operation parameter `key=value` (repeatable, each key once): braid ops lists them")
 	repeat := fs.Int("repeat", 0, fmt.Sprintf("run the operation `N` times on the whole input, 1 to %d (leave it out for one unit)", server.MaxUnits))
 	tiles := fs.String("tiles", "", "cut the image into `RxC` tiles, R and C 1 to 64, and stitch the result")
@@ -36,8 +38,8 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *op == "" || *input == "" {
-		fmt.Fprintln(e.stderr, "braid submit: --op and --input are required")
+	if given := btoi(*input != "") + btoi(*inputs != "") + btoi(*inputList != ""); *op == "" || given != 1 {
+		fmt.Fprintln(e.stderr, "braid submit: --op and one of --input, --inputs and --input-list are required")
 		fs.Usage()
 		return errUsage
 	}
@@ -54,7 +56,7 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 		timeout = 0
 	}
 	return cf.run(ctx, e, timeout, func(ctx context.Context, s session) error {
-		if spec.Input, err = s.objectID(ctx, spec.Input); err != nil {
+		if err := resolveInputs(ctx, s, &spec, *inputs, *inputList); err != nil {
 			return err
 		}
 		j, err := s.Submit(ctx, spec)
@@ -71,6 +73,38 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 		}
 		return waitAndReport(ctx, s, cf, j.ID, e, e.stderr)
 	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// resolveInputs turns the input flags into the spec's: prefixes into ids,
+// and a list file into an uploaded object.
+func resolveInputs(ctx context.Context, s session, spec *api.JobSpec, inputs, listFile string) error {
+	var err error
+	switch {
+	case spec.Input != "":
+		spec.Input, err = s.objectID(ctx, spec.Input)
+	case inputs != "":
+		for _, in := range strings.Split(inputs, ",") {
+			id, err := s.objectID(ctx, strings.TrimSpace(in))
+			if err != nil {
+				return err
+			}
+			spec.Inputs = append(spec.Inputs, id)
+		}
+	case listFile != "":
+		var obj api.Object
+		if obj, err = s.PutFile(ctx, listFile); err != nil {
+			return fmt.Errorf("uploading the input list: %w", err)
+		}
+		spec.InputList = obj.ID
+	}
+	return err
 }
 
 // jobSpec checks submit's flags and makes the spec they describe.
@@ -227,6 +261,19 @@ func progressText(j api.Job) string {
 	return text
 }
 
+// inputsOf says what a job works on.
+func inputsOf(spec api.JobSpec) string {
+	switch {
+	case len(spec.Inputs) == 1:
+		return spec.Inputs[0]
+	case len(spec.Inputs) > 1:
+		return fmt.Sprintf("%d objects (%.12s…)", len(spec.Inputs), spec.Inputs[0])
+	case spec.InputList != "":
+		return "the objects listed in " + spec.InputList
+	}
+	return spec.Input
+}
+
 // printJob prints a job's status for people.
 func printJob(out io.Writer, j api.Job) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -235,7 +282,7 @@ func printJob(out io.Writer, j api.Job) {
 	for _, k := range sortedKeys(j.Spec.Params) {
 		op += fmt.Sprintf(" %s=%s", k, j.Spec.Params[k])
 	}
-	fmt.Fprintf(w, "op\t%s on %s\n", op, j.Spec.Input)
+	fmt.Fprintf(w, "op\t%s on %s\n", op, inputsOf(j.Spec))
 	fmt.Fprintf(w, "state\t%s\n", j.State)
 	if j.Owner != "" {
 		fmt.Fprintf(w, "owner\ttoken %s\n", j.Owner)

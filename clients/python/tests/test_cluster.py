@@ -172,6 +172,15 @@ class TestUserOperations(ClusterTest):
         self.client.remove_operation("py-empty")
         self.assertNotIn("py-empty", [o.name for o in self.client.operations()])
 
+    def test_many_inputs(self) -> None:
+        objs = [self.client.put(f"object {i}".encode()) for i in range(3)]
+        job = self.client.wait(self.client.submit("noop", objs), timeout=60)
+        self.assertEqual(job.state, "done", job.error)
+        self.assertTrue(job.has_manifest)
+        m = self.client.manifest(job.result or "")
+        self.assertEqual([u.input for u in m.units], [o.id for o in objs])
+        self.assertEqual(self.client.result_ids(job), [o.id for o in objs])  # noop returns its input
+
     def test_bad_module(self) -> None:
         text = self.client.put(b"print('hello')\n")
         with self.assertRaises(braid.BraidError) as cm:

@@ -10,7 +10,7 @@ import secrets
 import time
 import urllib.parse
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Type, TypeVar, Union
+from typing import IO, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 from . import __version__
 from ._http import _BROKEN, Body, Outage, Transport, _Request, _Retry, env, final
@@ -221,7 +221,7 @@ class Client:
     def submit(
         self,
         op: str,
-        input: ObjectRef,
+        input: Union[ObjectRef, Sequence[ObjectRef]],
         *,
         params: Optional[Mapping[str, object]] = None,
         repeat: Optional[int] = None,
@@ -229,19 +229,23 @@ class Client:
         policy: Optional[str] = None,
         speculate: Optional[bool] = None,
     ) -> Job:
-        """Submits a job: op on the input object. Parameter values are sent as strings (``sigma=2`` as "2").
+        """Submits a job: op on the input object, or one unit per object of a list of them (at most 1000; the result is a :class:`braid.Manifest`).
 
-        See :class:`braid.JobSpec` for repeat, tiles, policy and speculate.
+        Parameter values are sent as strings (``sigma=2`` as "2"). See
+        :class:`braid.JobSpec` for repeat, tiles, policy and speculate.
         """
         spec = JobSpec(
             op=op,
-            input=_object_id(input),
             params={k: str(v) for k, v in (params or {}).items()},
             repeat=repeat,
             tiles=tiles,
             policy=policy,
             speculate=speculate,
         )
+        if isinstance(input, (str, Object)):
+            spec.input = _object_id(input)
+        else:
+            spec.inputs = [_object_id(i) for i in input]
         return self.submit_spec(spec)
 
     def submit_spec(self, spec: JobSpec) -> Job:

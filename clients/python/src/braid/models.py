@@ -142,7 +142,10 @@ class JobSpec:
     """
 
     op: str
-    input: str
+    #: The object the job works on; or, one unit per object, ``inputs``
+    #: (at most 1000) or ``input_list`` (the id of an object listing ids,
+    #: one per line). Exactly one is given.
+    input: Optional[str] = None
     params: Dict[str, str] = field(default_factory=dict)
     repeat: Optional[int] = None
     tiles: Optional[str] = None
@@ -154,13 +157,17 @@ class JobSpec:
     op_version: Optional[int] = None
     op_digest: Optional[str] = None
     unit_timeout_ms: Optional[int] = None
+    inputs: List[str] = field(default_factory=list)
+    input_list: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         """The spec as the server takes it: unset fields left out."""
-        out: Dict[str, Any] = {"op": self.op, "input": self.input}
+        out: Dict[str, Any] = {"op": self.op}
         if self.params:
             out["params"] = {str(k): str(v) for k, v in self.params.items()}
-        for name in ("repeat", "tiles", "policy", "speculate", "op_version", "op_digest", "unit_timeout_ms"):
+        if self.inputs:
+            out["inputs"] = list(self.inputs)
+        for name in ("input", "repeat", "tiles", "policy", "speculate", "op_version", "op_digest", "unit_timeout_ms", "input_list"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
@@ -224,27 +231,28 @@ class Job:
 
     @property
     def has_manifest(self) -> bool:
-        """Whether the result is a :class:`Manifest` (a repeat job of two or more units)."""
-        return (self.spec.repeat or 0) > 1
+        """Whether the result is a :class:`Manifest`: a repeat job's of two or more units, or a job's of many inputs."""
+        return (self.spec.repeat or 0) > 1 or bool(self.spec.inputs) or self.spec.input_list is not None
 
 
 @dataclass
 class ManifestUnit:
-    """One unit's output object."""
+    """One unit's output object, and in a job of many inputs its input."""
 
     index: int
     output: str
     size: int
+    input: Optional[str] = None
 
 
 @dataclass
 class Manifest:
-    """The result object of a repeat job of two or more units."""
+    """The result object of a repeat job of two or more units, or of a job of many inputs (``input`` is then ``None``)."""
 
     job: str
     op: str
-    input: str
     units: List[ManifestUnit]
+    input: Optional[str] = None
 
 
 @dataclass
