@@ -144,7 +144,14 @@ type OpLimits struct {
 // set, on a job of one Input; with neither the job is one unit on the whole
 // input.
 type JobSpec struct {
+	// Op is the operation, or a pipeline of up to 8 run back to back on
+	// the worker that holds each unit, "blur,sobel": its parameters name
+	// their step, "blur.sigma" or "1.sigma", and "format" alone is the
+	// output encoding. Pipeline units go to workers that run every step.
 	Op string `json:"op"`
+	// OpVersions pins the versions of a pipeline's user operations, by
+	// name; the server fills it in at submit, as OpVersion.
+	OpVersions map[string]int `json:"op_versions,omitempty"`
 	// OpVersion pins a user operation's version; the server fills it in
 	// (with OpDigest, the module's id) with the version current at
 	// submit, and a resumed job runs the same one.

@@ -58,6 +58,10 @@ func (o *op) run(a args, input []byte) ([]byte, error) {
 	return encode(out, format)
 }
 
+// Format names the image format of data from its magic number: "gif",
+// "png", "jpeg", or "" for anything else.
+func Format(data []byte) string { return sniff(data) }
+
 // sniff names the format of data from its magic number, or returns "".
 func sniff(data []byte) string {
 	switch {

@@ -18,7 +18,7 @@ func (c *Core) Demand(name string) int {
 			break
 		}
 		for _, q := range j.ops {
-			if w.ops[q.op] {
+			if w.has(q.op) {
 				n += q.pending
 			}
 		}

@@ -29,7 +29,8 @@
 // flight (Config.Window, default 2: one running, one queued on the worker).
 // Jobs are served FIFO by arrival: an earlier job's placeable units go
 // first, in index order; a unit is placeable when it is pending and all its
-// Deps are accepted, and goes only to an up worker whose Ops include its Op.
+// Deps are accepted, and goes only to an up worker whose Ops include its Op
+// (an Op of names joined by '+' needs them all: a pipeline's).
 // Among allowed workers with window room the core picks the one whose
 // freest stream is least loaded, then the faster, then by name. When no up
 // worker can run a pending unit's operation, Progress says so in Waiting.

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -74,7 +75,22 @@ func validateWorkerUp(ev WorkerUp) error {
 	return nil
 }
 
-func (w *worker) can(op string) bool { return w.up && w.ops[op] }
+func (w *worker) can(op string) bool { return w.up && w.has(op) }
+
+// has reports whether the worker runs op; an op of several names joined
+// by '+' (a pipeline's) needs every one.
+func (w *worker) has(op string) bool {
+	for {
+		name, rest, more := strings.Cut(op, "+")
+		if !w.ops[name] {
+			return false
+		}
+		if !more {
+			return true
+		}
+		op = rest
+	}
+}
 
 // leased are the streams usable now.
 func (w *worker) leased() []int { return w.inflight[:w.lease] }

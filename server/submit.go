@@ -120,6 +120,9 @@ func checkSources(spec *api.JobSpec) error {
 // operation it pins the version (OpVersion, OpDigest). It returns the
 // operation's reach, for tiling.
 func (s *Server) validateOp(spec *api.JobSpec) (reach func() (int, error), err error) {
+	if isPipeline(spec.Op) {
+		return s.validatePipeline(spec)
+	}
 	if op, ok := ops.Lookup(spec.Op); ok {
 		if spec.OpVersion != 0 || spec.OpDigest != "" || spec.UnitTimeoutMS != 0 {
 			return nil, badRequest(api.CodeBadRequest, "op_version, op_digest and unit_timeout_ms are for user operations; %s is built in", spec.Op)
@@ -176,30 +179,51 @@ func userReach(rec *opRecord) (int, error) {
 }
 
 // unitSetup is what every unit of a job carries besides its input: the
-// parameters, and for a user operation its module's digest and reach.
+// parameters, and for a user operation its module's digest; and what
+// splitting needs to know of the operation.
 type unitSetup struct {
 	params ops.Params
 	digest [32]byte
-	user   *opRecord
+	// image says the operation reads images (a built-in one, or a
+	// pipeline that starts with one): the input is checked at submit.
+	image bool
+	reach func() (int, error)
 }
 
 // setupUnits builds a job's unitSetup. A user operation's version is the
 // one the spec pinned at submit, even if it was removed since (a resumed
 // job runs the version it started with).
 func (s *Server) setupUnits(spec api.JobSpec) (unitSetup, error) {
-	if _, ok := ops.Lookup(spec.Op); ok {
-		return unitSetup{params: unitParams(spec)}, nil
+	if isPipeline(spec.Op) {
+		return s.setupPipeline(spec)
 	}
-	rec := s.userOps.version(spec.Op, spec.OpVersion)
-	if rec == nil || rec.Op.Digest != spec.OpDigest {
+	if op, ok := ops.Lookup(spec.Op); ok {
+		return unitSetup{params: unitParams(spec), image: true,
+			reach: func() (int, error) { return op.Reach(ops.Params(spec.Params)) }}, nil
+	}
+	rec, inv, err := s.userInvocation(spec.Op, spec.OpVersion, spec.Params, spec.UnitTimeoutMS)
+	if err != nil {
+		return unitSetup{}, err
+	}
+	if rec.Op.Digest != spec.OpDigest {
 		return unitSetup{}, badRequest(api.CodeUnknownOp, "operation %s version %d is not in the catalogue", spec.Op, spec.OpVersion)
 	}
-	values, err := userop.Values(spec.Op, rec.Op.Params, spec.Params)
-	if err != nil {
-		return unitSetup{}, badRequest(api.CodeBadParameter, "%v", trimErr(err, userop.ErrBadParam))
+	return unitSetup{params: inv.UnitParams(), digest: digestOf(rec.Op.Digest),
+		reach: func() (int, error) { return userReach(rec) }}, nil
+}
+
+// userInvocation resolves a user operation's version and a job's
+// parameters for it into what its units carry.
+func (s *Server) userInvocation(name string, version int, params map[string]string, timeoutMS int64) (*opRecord, userop.Invocation, error) {
+	rec := s.userOps.version(name, version)
+	if rec == nil {
+		return nil, userop.Invocation{}, badRequest(api.CodeUnknownOp, "operation %s version %d is not in the catalogue", name, version)
 	}
-	inv := userop.NewInvocation(rec.Op.ABI, *rec.Op.Limits, spec.UnitTimeoutMS, values)
-	return unitSetup{params: inv.UnitParams(), digest: digestOf(rec.Op.Digest), user: rec}, nil
+	values, err := userop.Values(name, rec.Op.Params, params)
+	if err != nil {
+		return nil, userop.Invocation{}, badRequest(api.CodeBadParameter, "%v", trimErr(err, userop.ErrBadParam))
+	}
+	return rec, userop.NewInvocation(rec.Op.ABI, *rec.Op.Limits, timeoutMS, values), nil
 }
 
 // split builds a job's units from its spec and input object. Every unit
@@ -226,8 +250,8 @@ func (s *Server) split(id string, spec api.JobSpec, received time.Time) (*jobRun
 	case err != nil:
 		return nil, err
 	}
-	if setup.user == nil {
-		if err := ops.CheckInput(spec.Op, input); err != nil {
+	if setup.image {
+		if err := ops.CheckInput(firstOp(spec.Op), input); err != nil {
 			return nil, badImage(spec, err)
 		}
 	}
@@ -254,14 +278,7 @@ func unitParams(spec api.JobSpec) ops.Params {
 
 func (s *Server) splitTiles(id string, spec api.JobSpec, input []byte, setup unitSetup, header int, received time.Time) (*jobRun, error) {
 	rows, cols, _ := parseTiles(spec.Tiles)
-	var halo int
-	var err error
-	if setup.user != nil {
-		halo, err = userReach(setup.user)
-	} else {
-		op, _ := ops.Lookup(spec.Op)
-		halo, err = op.Reach(ops.Params(spec.Params))
-	}
+	halo, err := setup.reach()
 	if err != nil {
 		return nil, badRequest(api.CodeBadParameter, "%v", err)
 	}

@@ -39,6 +39,9 @@ const wasmCapability = "@wasm"
 // schedOp is the operation name the scheduler matches a job's units to
 // workers by.
 func schedOp(spec api.JobSpec) string {
+	if isPipeline(spec.Op) {
+		return pipelineCapabilities(spec.Op)
+	}
 	if _, ok := ops.Lookup(spec.Op); ok {
 		return spec.Op
 	}

@@ -371,6 +371,9 @@ func (s *session) run(ctx context.Context, t task) wire.Result {
 
 // refusal says why the worker cannot run u at all, or "".
 func (s *session) refusal(u wire.Unit) string {
+	if isPipeline(u.Op) {
+		return s.pipelineRefusal(u)
+	}
 	switch {
 	case u.Digest != [32]byte{} && s.w.wasm == nil:
 		return fmt.Sprintf("worker %s does not run user operations (it was started with --no-wasm)", s.w.cfg.Name)
@@ -380,10 +383,13 @@ func (s *session) refusal(u wire.Unit) string {
 	return ""
 }
 
-// runOp runs a unit's operation: a user operation (its unit names the
-// module's digest) in the sandbox, a built-in one here, turning a panic
-// into an error so that one hostile input cannot take the worker down.
+// runOp runs a unit's operation: a pipeline's steps in turn, a user
+// operation (its unit names the module's digest) in the sandbox, a
+// built-in one here.
 func (s *session) runOp(ctx context.Context, u wire.Unit) (out []byte, err error) {
+	if isPipeline(u.Op) {
+		return s.runPipeline(ctx, u)
+	}
 	if u.Digest != [32]byte{} {
 		inv, err := userop.ParseInvocation(u.Params)
 		if err != nil {
@@ -391,12 +397,18 @@ func (s *session) runOp(ctx context.Context, u wire.Unit) (out []byte, err error
 		}
 		return s.w.wasm.Run(ctx, u.Op, u.Digest, inv, u.Input)
 	}
+	return runBuiltin(u.Op, u.Params, u.Input)
+}
+
+// runBuiltin runs a built-in operation, turning a panic in it into an
+// error so that one hostile input cannot take the worker down.
+func runBuiltin(op string, params map[string]string, input []byte) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("operation %s panicked: %v", u.Op, r)
+			err = fmt.Errorf("operation %s panicked: %v", op, r)
 		}
 	}()
-	return ops.Run(u.Op, ops.Params(u.Params), u.Input)
+	return ops.Run(op, ops.Params(params), input)
 }
 
 // observe folds a compute time into the EWMA (weight 1/8).

@@ -157,6 +157,8 @@ class JobSpec:
     op_version: Optional[int] = None
     op_digest: Optional[str] = None
     unit_timeout_ms: Optional[int] = None
+    #: A pipeline's user operations' versions, by name (``op`` "blur,sobel" is a pipeline).
+    op_versions: Dict[str, int] = field(default_factory=dict)
     inputs: List[str] = field(default_factory=list)
     input_list: Optional[str] = None
 
@@ -167,6 +169,8 @@ class JobSpec:
             out["params"] = {str(k): str(v) for k, v in self.params.items()}
         if self.inputs:
             out["inputs"] = list(self.inputs)
+        if self.op_versions:
+            out["op_versions"] = dict(self.op_versions)
         for name in ("input", "repeat", "tiles", "policy", "speculate", "op_version", "op_digest", "unit_timeout_ms", "input_list"):
             value = getattr(self, name)
             if value is not None:
