@@ -72,19 +72,23 @@ type Operation struct {
 	// object id (sha256); Version counts the registrations of Name, from
 	// 1; Reach is the halo a tiled job gives each tile (nil: the
 	// operation is not tileable).
-	Digest  string    `json:"digest,omitempty"`
-	Version int       `json:"version,omitempty"`
-	ABI     string    `json:"abi,omitempty"`
-	Reach   *int      `json:"reach,omitempty"`
-	Limits  *OpLimits `json:"limits,omitempty"`
-	Owner   string    `json:"owner,omitempty"`
-	Created time.Time `json:"created,omitzero"`
+	Digest      string    `json:"digest,omitempty"`
+	Version     int       `json:"version,omitempty"`
+	ABI         string    `json:"abi,omitempty"`
+	Interpreter string    `json:"interpreter,omitempty"` // ABIExec: the program that runs the script
+	Reach       *int      `json:"reach,omitempty"`
+	Limits      *OpLimits `json:"limits,omitempty"`
+	Owner       string    `json:"owner,omitempty"`
+	Created     time.Time `json:"created,omitzero"`
 }
 
 // Operation kinds.
 const (
 	OpBuiltin = "builtin"
 	OpWasm    = "wasm"
+	// OpExec: a script run by an interpreter on workers whose owners allow
+	// it (braid worker --allow-exec); not sandboxed, only confined.
+	OpExec = "exec"
 )
 
 // User operation ABIs (docs/user-ops.md).
@@ -95,6 +99,9 @@ const (
 	// ABIReactor: a WASI reactor instantiated once per worker thread,
 	// whose exported braid_run is called once per unit.
 	ABIReactor = "reactor"
+	// ABIExec: a script (the "module" object) run by an interpreter, the
+	// command ABI's stdin, stdout, arguments and exit status.
+	ABIExec = "exec"
 )
 
 // Parameter documents one operation parameter. Type is "float", "int",
@@ -116,11 +123,16 @@ type Parameter struct {
 // with.
 type OperationSpec struct {
 	Name string `json:"name"`
-	// Module is the object id of the WebAssembly module.
-	Module  string      `json:"module"`
-	ABI     string      `json:"abi,omitempty"` // ABICommand (default) or ABIReactor
-	Summary string      `json:"summary,omitempty"`
-	Params  []Parameter `json:"params,omitempty"`
+	// Module is the object id of the WebAssembly module, or with ABIExec
+	// of the script.
+	Module string `json:"module"`
+	ABI    string `json:"abi,omitempty"` // ABICommand (default), ABIReactor or ABIExec
+	// Interpreter is, with ABIExec, the program that runs the script, by
+	// name ("python3", "sh"): a worker runs the operation only if its
+	// owner allows that program (braid worker --allow-exec).
+	Interpreter string      `json:"interpreter,omitempty"`
+	Summary     string      `json:"summary,omitempty"`
+	Params      []Parameter `json:"params,omitempty"`
 	// Reach, when set, makes the operation tileable: each tile carries a
 	// halo this many pixels wide. Only for operations on images whose
 	// output pixel depends on input pixels at most Reach away.
@@ -319,8 +331,9 @@ type WorkerInfo struct {
 	// the leases; docs/leases.md).
 	LeasedThreads int      `json:"leased_threads"`
 	Ops           []string `json:"ops"`
-	// Runtimes are the kinds of user operation the worker runs
-	// (OpWasm); it fetches their code from the server.
+	// Runtimes are the kinds of user operation the worker runs: OpWasm,
+	// and "exec:NAME" for each interpreter its owner allows; it fetches
+	// their code from the server.
 	Runtimes  []string   `json:"runtimes,omitempty"`
 	Endpoints []Endpoint `json:"endpoints"`
 	// InfoURL is the worker's own HTTP address for GET /v1/info.

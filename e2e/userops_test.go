@@ -58,7 +58,12 @@ func TestUserOps(t *testing.T) {
 	cache := filepath.Join(dir, "wasm-cache")
 	_, c := startServer(t)
 	workerArgs := []string{"worker", "--server", c.URL(), "--threads", "2", "--name", "w1", "--transport", "tcp",
-		"--wasm-cache", cache, "--drain-timeout", "2s"}
+		"--wasm-cache", cache, "--drain-timeout", "2s", "--allow-exec", "sh"}
+	python := ""
+	if _, err := os.Stat("/usr/bin/python3"); err == nil { // not a pyenv shim in /root: scripts run as nobody under root
+		python = "python3=/usr/bin/python3"
+		workerArgs[len(workerArgs)-1] += "," + python
+	}
 	w := start(t, workerArgs...)
 	waitWorkersUp(t, c, 1)
 
@@ -72,13 +77,18 @@ func TestUserOps(t *testing.T) {
 	}
 	register := func(name string, module []byte, args ...string) {
 		p := writeFile(t, dir, name+".wasm", module)
-		if code, _, stderr := opCLI(t, c, "add", append([]string{name, "--wasm", p}, args...)...); code != 0 {
+		kind := []string{"--wasm", p}
+		if strings.HasSuffix(name, "-sh") {
+			kind = []string{"--exec", p, "--interpreter", "sh"}
+		}
+		if code, _, stderr := opCLI(t, c, "add", append(append([]string{name}, kind...), args...)...); code != 0 {
 			t.Fatalf("op add %s: %s", name, stderr)
 		}
 	}
 	register("spin", wasmtest.Module(wasmtest.Loop...), "--unit-timeout", "1s")
 	register("trap", wasmtest.Module(wasmtest.Trap...))
 	register("hostile", wasmtest.Build(t, "./userop/testdata/hostile", false), "--param", "mode:string", "--memory", "32", "--max-output", "100000")
+	register("spin-sh", []byte("while :; do :; done\n"), "--unit-timeout", "1s")
 	text := writeFile(t, dir, "a.txt", []byte("The cat saw the dog.\nthe END, the end"))
 	if code, _, stderr := opCLI(t, c, "add", "bad", "--wasm", text); code != 1 || !strings.Contains(stderr, "bad_module: not a WebAssembly module") {
 		t.Errorf("op add of a text file: exit %d, stderr %q", code, stderr)
@@ -120,6 +130,21 @@ func TestUserOps(t *testing.T) {
 	}
 	if out, err := c.GetBytes(ctx, j.Result); err != nil || string(out) != "4 the\n2 end\n" {
 		t.Fatalf("word count result %q, %v", out, err)
+	}
+
+	if python != "" { // the same word count as a Python script
+		py := filepath.Join(wasmtest.Root(t), "examples/ops/wordcount-py/wordcount.py")
+		if code, stdout, stderr := opCLI(t, c, "add", "wordcount-py", "--exec", py, "--interpreter", "python3",
+			"--param", "lower:bool=false", "--param", "top:int=0@0.."); code != 0 || !strings.Contains(stdout, "run by python3") {
+			t.Fatalf("op add --exec: %d %q %q", code, stdout, stderr)
+		}
+		j, err := c.Wait(ctx, submit(api.JobSpec{Op: "wordcount-py", Params: map[string]string{"lower": "true", "top": "2"}}), nil)
+		if err != nil || j.State != api.JobDone {
+			t.Fatalf("python word count: %+v, %v", j, err)
+		}
+		if out, err := c.GetBytes(ctx, j.Result); err != nil || string(out) != "4 the\n2 end\n" {
+			t.Fatalf("python word count result %q, %v", out, err)
+		}
 	}
 
 	// One unit per object: a few named on the command line, or a list.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -211,8 +210,7 @@ func (d *dispatcher) refresh(j *jobRun) {
 		j.core = api.Progress{Total: p.Total, Done: p.Done, Running: p.Running,
 			Failed: p.Failed, Pending: p.Pending}
 		j.publishLocked()
-		j.waiting = strings.ReplaceAll(p.Waiting, `operation "`+wasmCapability+`"`,
-			"user operations (no worker runs WebAssembly; start one without --no-wasm)")
+		j.waiting = waitingText(p.Waiting)
 	}
 	j.changed()
 }

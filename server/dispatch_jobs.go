@@ -25,9 +25,10 @@ import (
 // units are all done goes straight to assembly.
 func (d *dispatcher) addJob(j *jobRun) {
 	units := make([]scheduler.Unit, j.total())
+	op := d.s.schedOp(j.spec)
 	j.mu.Lock()
 	for i := range units {
-		units[i] = scheduler.Unit{Index: i, Op: schedOp(j.spec), Done: j.units.recs[i].state == unitDone}
+		units[i] = scheduler.Unit{Index: i, Op: op, Done: j.units.recs[i].state == unitDone}
 		if units[i].Done {
 			j.stored++ // a resumed job's: read from state.db
 		}

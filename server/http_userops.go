@@ -53,16 +53,26 @@ func (s *Server) checkOp(r *http.Request, spec *api.OperationSpec) (api.Operatio
 	if !store.ValidID(spec.Module) {
 		return api.Operation{}, badRequest(api.CodeBadRequest, "module %q is not an object id: upload the .wasm file with `braid put` first (braid op add does both)", spec.Module)
 	}
-	code, err := s.store.ReadAll(spec.Module, userop.MaxModule)
+	limit := int64(userop.MaxModule)
+	if spec.ABI == api.ABIExec {
+		limit = userop.MaxScript
+	}
+	code, err := s.store.ReadAll(spec.Module, limit)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return api.Operation{}, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("module object %s does not exist; upload it with `braid put`", spec.Module)}
 	case errors.Is(err, store.ErrTooLarge):
-		return api.Operation{}, badRequest(api.CodeTooLarge, "the module is over %d bytes", userop.MaxModule)
+		return api.Operation{}, badRequest(api.CodeTooLarge, "the module is over %d bytes", limit)
 	case err != nil:
 		return api.Operation{}, err
 	}
-	if err := userop.Check(r.Context(), code, spec.ABI, spec.Limits.MemoryMiB); err != nil {
+	kind := api.OpWasm
+	if spec.ABI == api.ABIExec {
+		kind, err = api.OpExec, userop.CheckScript(code)
+	} else {
+		err = userop.Check(r.Context(), code, spec.ABI, spec.Limits.MemoryMiB)
+	}
+	if err != nil {
 		return api.Operation{}, badRequest(api.CodeBadModule, "%v", trimErr(err, userop.ErrBadSpec))
 	}
 	limits := spec.Limits
@@ -71,7 +81,7 @@ func (s *Server) checkOp(r *http.Request, spec *api.OperationSpec) (api.Operatio
 		params = []api.Parameter{}
 	}
 	return api.Operation{Name: spec.Name, Summary: spec.Summary, Params: params, Tileable: spec.Reach != nil,
-		Kind: api.OpWasm, Digest: spec.Module, ABI: spec.ABI, Reach: spec.Reach, Limits: &limits}, nil
+		Kind: kind, Digest: spec.Module, ABI: spec.ABI, Interpreter: spec.Interpreter, Reach: spec.Reach, Limits: &limits}, nil
 }
 
 // handleRemoveOp removes a user operation: DELETE /v1/operations/{name}.

@@ -15,7 +15,14 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/userop"
 )
+
+// badRuntime reports a runtime a worker cannot advertise.
+func badRuntime(r string) bool {
+	name, ok := strings.CutPrefix(r, "exec:")
+	return r != api.OpWasm && (!ok || !userop.ValidInterpreter(name))
+}
 
 func validateWorker(info *api.WorkerInfo) error {
 	switch {
@@ -27,8 +34,8 @@ func validateWorker(info *api.WorkerInfo) error {
 		return badRequest(api.CodeBadParameter, "worker %s lists no data-plane endpoints", info.Name)
 	case len(info.Ops) == 0:
 		return badRequest(api.CodeBadParameter, "worker %s lists no operations", info.Name)
-	case len(info.Runtimes) > 4 || slices.ContainsFunc(info.Runtimes, func(r string) bool { return r != api.OpWasm }):
-		return badRequest(api.CodeBadParameter, "runtimes %q: the only runtime is %q", info.Runtimes, api.OpWasm)
+	case len(info.Runtimes) > 16 || slices.ContainsFunc(info.Runtimes, badRuntime):
+		return badRequest(api.CodeBadParameter, "runtimes %q: want %q and \"exec:NAME\" entries, at most 16", info.Runtimes, api.OpWasm)
 	}
 	if info.InfoURL != "" {
 		u, err := url.Parse(info.InfoURL)

@@ -204,20 +204,3 @@ func (s *Server) setupPipeline(spec api.JobSpec) (unitSetup, error) {
 	}
 	return unitSetup{params: params, image: steps[0].builtin != nil, reach: sumReach(reaches)}, nil
 }
-
-// pipelineCapabilities is what a worker must have to run a pipeline's
-// units: each built-in operation, and the wasm runtime for user ones.
-func pipelineCapabilities(op string) string {
-	var caps []string
-	for name := range strings.SplitSeq(op, ",") {
-		c := name
-		if _, ok := ops.Lookup(name); !ok {
-			c = wasmCapability
-		}
-		if !slices.Contains(caps, c) {
-			caps = append(caps, c)
-		}
-	}
-	slices.Sort(caps)
-	return strings.Join(caps, "+")
-}

@@ -223,6 +223,9 @@ func (s *Server) userInvocation(name string, version int, params map[string]stri
 	if err != nil {
 		return nil, userop.Invocation{}, badRequest(api.CodeBadParameter, "%v", trimErr(err, userop.ErrBadParam))
 	}
+	if rec.Op.ABI == api.ABIExec {
+		return rec, userop.NewExecInvocation(rec.Op.Interpreter, *rec.Op.Limits, timeoutMS, values), nil
+	}
 	return rec, userop.NewInvocation(rec.Op.ABI, *rec.Op.Limits, timeoutMS, values), nil
 }
 

@@ -34,25 +34,82 @@ type opRecord struct {
 // wasmCapability is the scheduler's name for "runs user operations in
 // WebAssembly": a worker that advertises the wasm runtime can run every
 // such operation (it fetches the code), so their units all ask for it.
+// A script's units ask for "@exec:" and their interpreter.
 const wasmCapability = "@wasm"
 
-// schedOp is the operation name the scheduler matches a job's units to
-// workers by.
-func schedOp(spec api.JobSpec) string {
-	if isPipeline(spec.Op) {
-		return pipelineCapabilities(spec.Op)
+// capability is what a worker must have to run the user operation name at
+// version, or to run the built-in operation name.
+func (s *Server) capability(name string, version int) string {
+	if _, ok := ops.Lookup(name); ok {
+		return name
 	}
-	if _, ok := ops.Lookup(spec.Op); ok {
-		return spec.Op
+	if rec := s.userOps.version(name, version); rec != nil && rec.Op.ABI == api.ABIExec {
+		return "@exec:" + rec.Op.Interpreter
 	}
 	return wasmCapability
+}
+
+// schedOp is the operation name the scheduler matches a job's units to
+// workers by: what every step needs, joined by '+', for a pipeline.
+func (s *Server) schedOp(spec api.JobSpec) string {
+	if !isPipeline(spec.Op) {
+		return s.capability(spec.Op, spec.OpVersion)
+	}
+	var caps []string
+	for name := range strings.SplitSeq(spec.Op, ",") {
+		if c := s.capability(name, spec.OpVersions[name]); !slices.Contains(caps, c) {
+			caps = append(caps, c)
+		}
+	}
+	slices.Sort(caps)
+	return strings.Join(caps, "+")
+}
+
+// waitingText says in words what the scheduler's capabilities in a
+// Waiting message mean: "@wasm" and "@exec:sh", alone or in a pipeline's
+// "blur+@exec:sh".
+func waitingText(waiting string) string {
+	if !strings.Contains(waiting, "@") {
+		return waiting
+	}
+	var out strings.Builder
+	var hints []string
+	rest := waiting
+	for {
+		i := strings.IndexByte(rest, '"')
+		j := strings.IndexByte(rest[i+1:], '"')
+		if i < 0 || j < 0 {
+			out.WriteString(rest)
+			break
+		}
+		out.WriteString(rest[:i+1])
+		var parts []string
+		for c := range strings.SplitSeq(rest[i+1:i+1+j], "+") {
+			switch interp, exec := strings.CutPrefix(c, "@exec:"); {
+			case c == wasmCapability:
+				parts = append(parts, "WebAssembly user operations")
+				hints = append(hints, "workers run WebAssembly unless started with --no-wasm")
+			case exec:
+				parts = append(parts, interp+" scripts")
+				hints = append(hints, "only workers started with --allow-exec "+interp+" run "+interp+" scripts")
+			default:
+				parts = append(parts, c)
+			}
+		}
+		out.WriteString(strings.Join(parts, " and ") + `"`)
+		rest = rest[i+2+j:]
+	}
+	if len(hints) > 0 {
+		out.WriteString(" (" + strings.Join(slices.Compact(hints), "; ") + ")")
+	}
+	return out.String()
 }
 
 // schedOps are the scheduler's operation names for a worker.
 func schedOps(info api.WorkerInfo) []string {
 	out := slices.Clone(info.Ops)
-	if slices.Contains(info.Runtimes, api.OpWasm) {
-		out = append(out, wasmCapability)
+	for _, r := range info.Runtimes {
+		out = append(out, "@"+r)
 	}
 	return out
 }

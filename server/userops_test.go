@@ -166,17 +166,31 @@ func TestUserOpWaitsForWasmWorker(t *testing.T) {
 	}
 	defer cl.Close()
 	addOp(t, cl.Client, wasmtest.Module(), api.OperationSpec{Name: "nothing"})
-	j, err := cl.Client.Submit(ctx, api.JobSpec{Op: "nothing", Input: put(t, cl.Client, []byte("x"))})
+	addOp(t, cl.Client, []byte("cat\n"), api.OperationSpec{Name: "cat", ABI: api.ABIExec, Interpreter: "sh"})
+	in := put(t, cl.Client, []byte("x"))
+	waitForReason(t, cl.Client, api.JobSpec{Op: "nothing", Input: in},
+		`no registered worker can run operation "WebAssembly user operations" (workers run WebAssembly unless started with --no-wasm)`)
+	waitForReason(t, cl.Client, api.JobSpec{Op: "cat", Input: in},
+		`operation "sh scripts" (only workers started with --allow-exec sh run sh scripts)`)
+	waitForReason(t, cl.Client, api.JobSpec{Op: "nothing,cat", Input: in},
+		`operation "sh scripts and WebAssembly user operations" (only workers started with --allow-exec sh run sh scripts; workers run WebAssembly unless started with --no-wasm)`)
+}
+
+// waitForReason submits spec and waits until the job says it waits for want.
+func waitForReason(t *testing.T, c *client.Client, spec api.JobSpec, want string) {
+	t.Helper()
+	ctx := testCtx(t)
+	j, err := c.Submit(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(j.Waiting, "no worker runs WebAssembly") {
+	for !strings.Contains(j.Waiting, want) {
 		if time.Now().After(deadline) {
 			t.Fatalf("job %+v does not say why it waits", j)
 		}
 		time.Sleep(20 * time.Millisecond)
-		if j, err = cl.Client.Job(ctx, j.ID, false); err != nil {
+		if j, err = c.Job(ctx, j.ID, false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,6 +14,21 @@ import (
 // MaxModule is the largest module a user operation may have.
 const MaxModule = 64 << 20
 
+// MaxScript is the largest script an exec operation may have.
+const MaxScript = 1 << 20
+
+// CheckScript checks an exec operation's script, as the server does when
+// the operation is registered.
+func CheckScript(script []byte) error {
+	switch {
+	case len(script) == 0:
+		return badSpec("the script is empty")
+	case len(script) > MaxScript:
+		return badSpec("the script is %d bytes, at most %d", len(script), MaxScript)
+	}
+	return nil
+}
+
 // wasiModule is the only module a user operation may import from.
 const wasiModule = "wasi_snapshot_preview1"
 

@@ -16,10 +16,11 @@ import (
 // settings under reserved "braid." keys, so a unit says everything the
 // worker needs besides the module.
 type Invocation struct {
-	ABI       string
-	Timeout   time.Duration
-	MemoryMiB int
-	MaxOutput int64
+	ABI         string
+	Interpreter string // ABIExec
+	Timeout     time.Duration
+	MemoryMiB   int
+	MaxOutput   int64
 	// Params are the operation's parameters, defaults filled in.
 	Params map[string]string
 }
@@ -30,7 +31,15 @@ const (
 	keyTimeout   = "braid.timeout_ms"
 	keyMemory    = "braid.memory_mib"
 	keyMaxOutput = "braid.max_output"
+	keyInterp    = "braid.interpreter"
 )
+
+// NewExecInvocation is NewInvocation for a script run by interpreter.
+func NewExecInvocation(interpreter string, l api.OpLimits, jobTimeoutMS int64, values [][2]string) Invocation {
+	inv := NewInvocation(api.ABIExec, l, jobTimeoutMS, values)
+	inv.Interpreter = interpreter
+	return inv
+}
 
 // NewInvocation resolves an operation's limits (jobTimeoutMS, when not 0,
 // overrides its timeout) and a job's checked parameter values.
@@ -72,19 +81,24 @@ func (inv Invocation) UnitParams() map[string]string {
 	p[keyTimeout] = strconv.FormatInt(inv.Timeout.Milliseconds(), 10)
 	p[keyMemory] = strconv.Itoa(inv.MemoryMiB)
 	p[keyMaxOutput] = strconv.FormatInt(inv.MaxOutput, 10)
+	if inv.Interpreter != "" {
+		p[keyInterp] = inv.Interpreter
+	}
 	return p
 }
 
 // ParseInvocation decodes a unit's parameters, checking the settings
 // against the package's bounds: a worker trusts no server to have done so.
 func ParseInvocation(p map[string]string) (Invocation, error) {
-	inv := Invocation{ABI: p[keyABI], Params: map[string]string{}}
+	inv := Invocation{ABI: p[keyABI], Interpreter: p[keyInterp], Params: map[string]string{}}
 	ms, err1 := strconv.ParseInt(p[keyTimeout], 10, 64)
 	mem, err2 := strconv.Atoi(p[keyMemory])
 	out, err3 := strconv.ParseInt(p[keyMaxOutput], 10, 64)
 	switch {
-	case inv.ABI != api.ABICommand && inv.ABI != api.ABIReactor:
+	case inv.ABI != api.ABICommand && inv.ABI != api.ABIReactor && inv.ABI != api.ABIExec:
 		return inv, fmt.Errorf("%w: unit names ABI %q", ErrBadParam, inv.ABI)
+	case (inv.ABI == api.ABIExec) != ValidInterpreter(inv.Interpreter):
+		return inv, fmt.Errorf("%w: unit names interpreter %q for ABI %s", ErrBadParam, inv.Interpreter, inv.ABI)
 	case err1 != nil || ms <= 0 || time.Duration(ms)*time.Millisecond > MaxTimeout:
 		return inv, fmt.Errorf("%w: unit timeout %q", ErrBadParam, p[keyTimeout])
 	case err2 != nil || mem <= 0 || mem > MaxMemory:

@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/braidhq/braid/api"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"golang.org/x/sync/singleflight"
@@ -36,6 +38,15 @@ type Config struct {
 	Fetch Fetcher
 	// Logger receives the runtime's logs (default: discard).
 	Logger *slog.Logger
+	// Exec maps the interpreters the worker's owner allows for script
+	// operations (ABI exec) to their paths; nil refuses every script.
+	Exec map[string]string
+	// RunAs, when set, is the user scripts run as (a worker running as
+	// root runs them as nobody).
+	RunAs *syscall.Credential
+	// ScratchDir holds each script unit's own directory (default: the
+	// system's temporary directory).
+	ScratchDir string
 }
 
 // Runtime runs user operations' units in wazero sandboxes: no filesystem,
@@ -47,10 +58,11 @@ type Runtime struct {
 	log *slog.Logger
 	sf  singleflight.Group
 
-	mu     sync.Mutex // guards loaded, clock, closed
-	loaded map[moduleKey]*module
-	clock  uint64
-	closed bool
+	mu      sync.Mutex // guards loaded, clock, closed, scripts
+	loaded  map[moduleKey]*module
+	scripts map[[32]byte][]byte
+	clock   uint64
+	closed  bool
 
 	diskMu sync.Mutex // serialises pruning of CacheDir
 }
@@ -84,7 +96,7 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 			return nil, fmt.Errorf("userop: code cache: %w", err)
 		}
 	}
-	return &Runtime{cfg: cfg, log: cfg.Logger, loaded: map[moduleKey]*module{}}, nil
+	return &Runtime{cfg: cfg, log: cfg.Logger, loaded: map[moduleKey]*module{}, scripts: map[[32]byte][]byte{}}, nil
 }
 
 // Close closes every compiled module; units running now fail.
@@ -103,6 +115,9 @@ func (r *Runtime) Close() error {
 // input. Errors are the unit's failure, in words for the job's owner;
 // the runtime and the worker's other units are unaffected.
 func (r *Runtime) Run(ctx context.Context, op string, digest [32]byte, inv Invocation, input []byte) ([]byte, error) {
+	if inv.ABI == api.ABIExec {
+		return r.runExec(ctx, op, digest, inv, input)
+	}
 	m, err := r.module(ctx, digest, pages(inv.MemoryMiB))
 	if err != nil {
 		return nil, err

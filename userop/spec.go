@@ -38,9 +38,14 @@ const (
 )
 
 var (
-	nameRE  = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,47}$`)
-	paramRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+	interpRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,31}$`)
+	nameRE   = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,47}$`)
+	paramRE  = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 )
+
+// ValidInterpreter reports whether name is an interpreter's name as an
+// exec operation and worker --allow-exec give it: a program name, no path.
+func ValidInterpreter(name string) bool { return interpRE.MatchString(name) }
 
 // ParamTypes are the types a user operation's parameter may have.
 var ParamTypes = []string{"bool", "int", "float", "string"}
@@ -58,9 +63,15 @@ func CheckSpec(spec *api.OperationSpec, builtin func(string) bool) error {
 	switch spec.ABI {
 	case "":
 		spec.ABI = api.ABICommand
-	case api.ABICommand, api.ABIReactor:
+	case api.ABICommand, api.ABIReactor, api.ABIExec:
 	default:
-		return badSpec("abi %q: want %q or %q", spec.ABI, api.ABICommand, api.ABIReactor)
+		return badSpec("abi %q: want %q, %q or %q", spec.ABI, api.ABICommand, api.ABIReactor, api.ABIExec)
+	}
+	switch {
+	case spec.ABI == api.ABIExec && !ValidInterpreter(spec.Interpreter):
+		return badSpec("interpreter %q: want a program's name, e.g. python3 or sh (letters, digits, '.', '_', '+', '-'; no path: each worker finds it on its own PATH)", spec.Interpreter)
+	case spec.ABI != api.ABIExec && spec.Interpreter != "":
+		return badSpec("an interpreter is for scripts (abi exec); a WebAssembly module needs none")
 	}
 	if len(spec.Summary) > MaxSummary {
 		return badSpec("summary is %d bytes, at most %d", len(spec.Summary), MaxSummary)

@@ -107,7 +107,10 @@ func TestCheckSpec(t *testing.T) {
 	}{
 		{api.OperationSpec{Name: "Word"}, "name"},
 		{api.OperationSpec{Name: "blur"}, "built-in"},
-		{api.OperationSpec{Name: "wc", ABI: "exec"}, `abi "exec"`},
+		{api.OperationSpec{Name: "wc", ABI: "shell"}, `abi "shell"`},
+		{api.OperationSpec{Name: "wc", ABI: api.ABIExec}, `interpreter ""`},
+		{api.OperationSpec{Name: "wc", ABI: api.ABIExec, Interpreter: "/usr/bin/python3"}, "no path"},
+		{api.OperationSpec{Name: "wc", Interpreter: "python3"}, "needs none"},
 		{api.OperationSpec{Name: "wc", Reach: new(-1)}, "reach -1"},
 		{api.OperationSpec{Name: "wc", Limits: api.OpLimits{TimeoutMS: 1 << 40}}, "timeout"},
 		{api.OperationSpec{Name: "wc", Limits: api.OpLimits{MemoryMiB: 1 << 20}}, "memory"},

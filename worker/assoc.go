@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/userop"
@@ -374,11 +375,26 @@ func (s *session) refusal(u wire.Unit) string {
 	if isPipeline(u.Op) {
 		return s.pipelineRefusal(u)
 	}
-	switch {
-	case u.Digest != [32]byte{} && s.w.wasm == nil:
-		return fmt.Sprintf("worker %s does not run user operations (it was started with --no-wasm)", s.w.cfg.Name)
-	case u.Digest == [32]byte{} && !s.canRun[u.Op]:
+	if u.Digest != [32]byte{} {
+		return s.userRefusal(u.Params)
+	}
+	if !s.canRun[u.Op] {
 		return fmt.Sprintf("worker %s does not run operation %q", s.w.cfg.Name, u.Op)
+	}
+	return ""
+}
+
+// userRefusal says why the worker cannot run a user operation whose unit
+// (or pipeline step) has params, or "".
+func (s *session) userRefusal(params map[string]string) string {
+	if params["braid.abi"] == api.ABIExec {
+		if interp := params["braid.interpreter"]; !s.w.allowsExec(interp) {
+			return fmt.Sprintf("worker %s does not allow %s scripts (braid worker --allow-exec)", s.w.cfg.Name, interp)
+		}
+		return ""
+	}
+	if s.w.cfg.NoWasm {
+		return fmt.Sprintf("worker %s does not run WebAssembly operations (it was started with --no-wasm)", s.w.cfg.Name)
 	}
 	return ""
 }

@@ -47,10 +47,11 @@ func (s *session) pipelineRefusal(u wire.Unit) string {
 		return "" // runPipeline fails it with the reason
 	}
 	for i, name := range names {
-		switch {
-		case params[i][digestKey] != "" && s.w.wasm == nil:
-			return fmt.Sprintf("worker %s does not run user operations (it was started with --no-wasm)", s.w.cfg.Name)
-		case params[i][digestKey] == "" && !s.canRun[name]:
+		if params[i][digestKey] != "" {
+			if why := s.userRefusal(params[i]); why != "" {
+				return why
+			}
+		} else if !s.canRun[name] {
 			return fmt.Sprintf("worker %s does not run operation %q", s.w.cfg.Name, name)
 		}
 	}

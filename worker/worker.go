@@ -26,9 +26,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -96,6 +102,12 @@ type Config struct {
 	// WasmCacheMax bounds WasmCache, in bytes; the least recently loaded
 	// modules' code goes first (default 1 GiB).
 	WasmCacheMax int64
+	// AllowExec names the interpreters ("python3", "sh") whose script
+	// operations this worker runs, found on PATH, or NAME=/PATH; none by
+	// default. Scripts
+	// are confined (an empty directory, limits, killed at their time) but
+	// not sandboxed: a worker running as root runs them as nobody.
+	AllowExec []string
 }
 
 func (c *Config) validate() error {
@@ -219,9 +231,8 @@ func New(cfg Config) (*Worker, error) {
 			return nil, fmt.Errorf("worker: metrics: %w", err)
 		}
 	}
-	if !cfg.NoWasm {
-		w.wasm, err = userop.NewRuntime(userop.Config{CacheDir: cfg.WasmCache, MaxCache: cfg.WasmCacheMax,
-			Fetch: w.fetchCode, Logger: cfg.Logger.With("component", "wasm")})
+	if !cfg.NoWasm || len(cfg.AllowExec) > 0 {
+		w.wasm, err = newRuntime(cfg, w.fetchCode)
 		if err != nil {
 			ln.Close()
 			infoLn.Close()
@@ -298,10 +309,91 @@ func (w *Worker) Info() api.WorkerInfo {
 
 // runtimes are the kinds of user operation the worker runs.
 func (w *Worker) runtimes() []string {
-	if w.wasm == nil {
-		return nil
+	var out []string
+	if !w.cfg.NoWasm {
+		out = append(out, api.OpWasm)
 	}
-	return []string{api.OpWasm}
+	for _, name := range w.cfg.AllowExec {
+		name, _, _ = strings.Cut(name, "=")
+		out = append(out, "exec:"+name)
+	}
+	return out
+}
+
+// allowsExec reports whether the worker runs scripts of interpreter.
+func (w *Worker) allowsExec(interpreter string) bool {
+	return slices.ContainsFunc(w.cfg.AllowExec, func(a string) bool {
+		name, _, _ := strings.Cut(a, "=")
+		return name == interpreter
+	})
+}
+
+// newRuntime makes the runtime of user operations: WebAssembly unless
+// cfg.NoWasm, and the interpreters cfg.AllowExec names, which must be on
+// PATH. A worker running as root runs scripts as nobody.
+func newRuntime(cfg Config, fetch userop.Fetcher) (*userop.Runtime, error) {
+	rc := userop.Config{CacheDir: cfg.WasmCache, MaxCache: cfg.WasmCacheMax, Fetch: fetch,
+		Logger: cfg.Logger.With("component", "userop"), Exec: map[string]string{}}
+	if len(cfg.AllowExec) > 0 && os.Geteuid() == 0 {
+		u, err := user.Lookup("nobody")
+		if err != nil {
+			return nil, fmt.Errorf("--allow-exec as root runs scripts as the user nobody: %w", err)
+		}
+		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+		rc.RunAs = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	for _, entry := range cfg.AllowExec {
+		path, err := interpreterPath(entry, rc.RunAs != nil)
+		if err != nil {
+			return nil, fmt.Errorf("--allow-exec %s: %w", entry, err)
+		}
+		name, _, _ := strings.Cut(entry, "=")
+		rc.Exec[name] = path
+	}
+	return userop.NewRuntime(rc)
+}
+
+// interpreterPath finds an interpreter: on PATH, or as AllowExec gives
+// it, NAME=/ABSOLUTE/PATH. forOthers: scripts run as another user (nobody),
+// who must be able to run it, as a shim in /root cannot be.
+func interpreterPath(name string, forOthers bool) (string, error) {
+	path := name
+	if n, p, ok := strings.Cut(name, "="); ok {
+		name, path = n, p
+		if !filepath.IsAbs(path) {
+			return "", fmt.Errorf("%s is not an absolute path", path)
+		}
+	}
+	if !userop.ValidInterpreter(name) {
+		return "", errors.New("want a program's name, e.g. python3, or NAME=/PATH")
+	}
+	path, err := exec.LookPath(path)
+	if err != nil {
+		return "", err
+	}
+	if forOthers && !othersCanRun(path) {
+		return "", fmt.Errorf("%s cannot be run by nobody, whom scripts run as; give one that can: --allow-exec %s=/usr/bin/%s", path, name, name)
+	}
+	return path, nil
+}
+
+// othersCanRun reports whether a user who owns none of path's directories
+// can execute it.
+func othersCanRun(path string) bool {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false
+	}
+	for p := real; ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if p == filepath.Dir(p) {
+			return true
+		}
+	}
 }
 
 // fetchCode gets a user operation's module from the first server that

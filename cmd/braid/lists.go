@@ -158,8 +158,11 @@ func printOps(e *env, list []api.Operation) error {
 		if op.Tileable {
 			tiles = " (takes --tiles)"
 		}
-		if op.Kind == api.OpWasm {
+		switch op.Kind {
+		case api.OpWasm:
 			tiles += fmt.Sprintf(" [user op v%d, %s, module %.12s]", op.Version, op.ABI, op.Digest)
+		case api.OpExec:
+			tiles += fmt.Sprintf(" [user op v%d, %s script %.12s]", op.Version, op.Interpreter, op.Digest)
 		}
 		fmt.Fprintf(w, "%s\t%s%s\n", op.Name, op.Summary, tiles)
 		for _, p := range op.Params {

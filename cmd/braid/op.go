@@ -11,13 +11,16 @@ import (
 	"github.com/braidhq/braid/userop"
 )
 
-const opSynopsis = `add NAME --wasm FILE [--abi command|reactor] [--param NAME:TYPE[=DEFAULT][@MIN..MAX] ...]
-      [--summary TEXT] [--reach N] [--unit-timeout D] [--memory MiB] [--max-output BYTES]
+const opSynopsis = `add NAME (--wasm FILE [--abi command|reactor] | --exec SCRIPT --interpreter PROGRAM)
+      [--param NAME:TYPE[=DEFAULT][@MIN..MAX] ...] [--summary TEXT] [--reach N]
+      [--unit-timeout D] [--memory MiB] [--max-output BYTES]
   braid op rm NAME...
 
 Registers a user operation: a WebAssembly module (WASI preview 1) that workers
-download and run sandboxed, one unit at a time; see docs/user-ops.md. Adding a
-name again makes a new version; jobs keep the version they started with.`
+download and run sandboxed, one unit at a time; or a script that workers whose
+owners allow its interpreter (braid worker --allow-exec) run confined. See
+docs/user-ops.md. Adding a name again makes a new version; jobs keep the
+version they started with.`
 
 // runOp manages user operations: braid op add, braid op rm.
 func runOp(ctx context.Context, args []string, e *env) error {
@@ -42,6 +45,8 @@ func runOpAdd(ctx context.Context, args []string, e *env) error {
 	cf.register(fs, e)
 	var params multiFlag
 	wasm := fs.String("wasm", "", "the WebAssembly module, a .wasm `FILE` (GOOS=wasip1 GOARCH=wasm go build makes one)")
+	script := fs.String("exec", "", "a `SCRIPT` run by --interpreter, with the command ABI's stdin, stdout and arguments")
+	interpreter := fs.String("interpreter", "", "the `PROGRAM` that runs --exec's script, by name: python3, sh, ...")
 	abi := fs.String("abi", api.ABICommand, "how units reach the module: command (stdin to stdout, once per unit) or\nreactor (an instance per worker thread; braid_run per unit)")
 	fs.Var(&params, "param", "declare a parameter `NAME:TYPE[=DEFAULT][@MIN..MAX]`, TYPE bool, int, float or string\n(repeatable), e.g. lower:bool=false or sigma:float=1@0..10")
 	summary := fs.String("summary", "", "a line for braid ops")
@@ -52,12 +57,19 @@ func runOpAdd(ctx context.Context, args []string, e *env) error {
 	if err := parseArgs(fs, args, 1); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || *wasm == "" {
-		fmt.Fprintln(e.stderr, "braid op add: a NAME and --wasm FILE are required")
+	if fs.NArg() != 1 || (*wasm == "") == (*script == "") {
+		fmt.Fprintln(e.stderr, "braid op add: a NAME and one of --wasm FILE and --exec SCRIPT are required")
 		fs.Usage()
 		return errUsage
 	}
-	spec := api.OperationSpec{Name: fs.Arg(0), ABI: *abi, Summary: *summary,
+	file := *wasm
+	if *script != "" {
+		if isSet(fs, "abi") {
+			return usageErrorf("--abi is for --wasm modules; a script's is exec")
+		}
+		file, *abi = *script, api.ABIExec
+	}
+	spec := api.OperationSpec{Name: fs.Arg(0), ABI: *abi, Interpreter: *interpreter, Summary: *summary,
 		Limits: api.OpLimits{TimeoutMS: timeout.Milliseconds(), MemoryMiB: *memory, MaxOutput: *maxOutput}}
 	if *timeout < 0 || *timeout > 0 && *timeout < time.Millisecond {
 		return usageErrorf("--unit-timeout %v: want a positive duration", *timeout)
@@ -72,7 +84,7 @@ func runOpAdd(ctx context.Context, args []string, e *env) error {
 		}
 		spec.Params = append(spec.Params, decl)
 	}
-	f, err := os.Open(*wasm)
+	f, err := os.Open(file)
 	if err != nil {
 		return err
 	}
@@ -80,7 +92,7 @@ func runOpAdd(ctx context.Context, args []string, e *env) error {
 	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
 		obj, err := s.Put(ctx, f)
 		if err != nil {
-			return fmt.Errorf("uploading %s: %w", *wasm, err)
+			return fmt.Errorf("uploading %s: %w", file, err)
 		}
 		spec.Module = obj.ID
 		op, err := s.AddOperation(ctx, spec)
@@ -90,7 +102,11 @@ func runOpAdd(ctx context.Context, args []string, e *env) error {
 		if cf.json {
 			return printJSON(e.stdout, op)
 		}
-		_, err = fmt.Fprintf(e.stdout, "%s version %d (module %s, %s ABI)\n", op.Name, op.Version, op.Digest[:12], op.ABI)
+		what := fmt.Sprintf("module %s, %s ABI", op.Digest[:12], op.ABI)
+		if op.ABI == api.ABIExec {
+			what = fmt.Sprintf("script %s, run by %s", op.Digest[:12], op.Interpreter)
+		}
+		_, err = fmt.Fprintf(e.stdout, "%s version %d (%s)\n", op.Name, op.Version, what)
 		return err
 	})
 }

@@ -33,6 +33,7 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	leaseIdle := fs.Duration("lease-idle", time.Second, "a server that stops asking for threads keeps them this long before they go to other servers")
 	noWasm := fs.Bool("no-wasm", false, "do not run user operations (WebAssembly modules fetched from servers, sandboxed)")
 	wasmCache := fs.String("wasm-cache", defaultWasmCache(), "`DIR` keeping user operations' compiled code across restarts (empty: compile in memory)")
+	allowExec := fs.String("allow-exec", "", "run script operations of these interpreters, comma-separated (python3,sh), found on PATH;\nconfined, not sandboxed: as nobody when the worker runs as root (docs/user-ops.md). Default: none")
 	wasmCacheMax := fs.Int64("wasm-cache-max", 1<<30, "bound on --wasm-cache in `BYTES`; the least recently loaded code goes first")
 	liveness := fs.Duration("liveness", 3*time.Second, "a server silent this long on an association is taken for dead and its units are dropped (the smaller of the two ends' values applies)")
 	var sec secretFlags
@@ -99,7 +100,7 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	w, err := worker.New(worker.Config{Name: *name, Servers: servers, Threads: *threads, Transport: t,
 		Listen: *listen, Advertise: *advertise, Routes: splitList(*routes), InfoListen: *infoListen, MetricsListen: *metricsAddr, Secret: secret, Ops: opNames, Logger: log,
 		DrainTimeout: *drain, LeaseIdle: *leaseIdle, Liveness: *liveness, HTTPClient: hc,
-		NoWasm: *noWasm, WasmCache: *wasmCache, WasmCacheMax: *wasmCacheMax})
+		NoWasm: *noWasm, WasmCache: *wasmCache, WasmCacheMax: *wasmCacheMax, AllowExec: splitList(*allowExec)})
 	if err != nil {
 		return err
 	}

@@ -34,8 +34,10 @@ type WorkerSpec struct {
 	// MetricsListen is the worker's Prometheus metrics address (empty:
 	// none).
 	MetricsListen string
-	// NoWasm turns user operations off on this worker.
-	NoWasm bool
+	// NoWasm turns WebAssembly operations off on this worker; AllowExec
+	// names the interpreters of the script operations it runs.
+	NoWasm    bool
+	AllowExec []string
 }
 
 // DefaultSecret is a cluster's secret unless Config.Secret says otherwise.
@@ -177,7 +179,7 @@ func (c *Cluster) startWorker(ctx context.Context, i int, ws WorkerSpec, cfg Con
 		secret = ws.Secret
 	}
 	wc := worker.Config{Name: ws.Name, Servers: []string{c.Server.URL()}, Threads: ws.Threads,
-		Transport: t, Secret: secret, MetricsListen: ws.MetricsListen, NoWasm: ws.NoWasm, Logger: cfg.Logger.With("role", "worker", "worker", ws.Name)}
+		Transport: t, Secret: secret, MetricsListen: ws.MetricsListen, NoWasm: ws.NoWasm, AllowExec: ws.AllowExec, Logger: cfg.Logger.With("role", "worker", "worker", ws.Name)}
 	if c.trust != nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.TLSClientConfig = c.trust.Clone() // net/http adds to its NextProtos

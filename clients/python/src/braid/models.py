@@ -83,7 +83,7 @@ class OpLimits:
 
 @dataclass
 class Operation:
-    """One entry of the operations catalogue: ``kind`` is builtin, or wasm for a user operation.
+    """One entry of the operations catalogue: ``kind`` is builtin, or wasm or exec for a user operation.
 
     The other fields describe user operations: ``digest`` is the module's
     object id, ``version`` counts the registrations of the name, ``reach``
@@ -98,6 +98,7 @@ class Operation:
     digest: Optional[str] = None
     version: Optional[int] = None
     abi: Optional[str] = None
+    interpreter: Optional[str] = None
     reach: Optional[int] = None
     limits: Optional[OpLimits] = None
     owner: Optional[str] = None
@@ -111,6 +112,8 @@ class OperationSpec:
     name: str
     module: str
     abi: Optional[str] = None
+    #: With ``abi="exec"``: the program that runs the script (python3, sh).
+    interpreter: Optional[str] = None
     summary: Optional[str] = None
     params: List[Parameter] = field(default_factory=list)
     reach: Optional[int] = None
@@ -119,7 +122,7 @@ class OperationSpec:
     def to_json(self) -> Dict[str, Any]:
         """The spec as the server takes it: unset fields left out."""
         out: Dict[str, Any] = {"name": self.name, "module": self.module}
-        for name in ("abi", "summary", "reach"):
+        for name in ("abi", "interpreter", "summary", "reach"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value

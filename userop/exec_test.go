@@ -1,0 +1,99 @@
+//go:build linux
+
+package userop_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/userop"
+)
+
+// TestExec runs scripts under sh and python3 as an exec operation's units
+// do: input on stdin, output on stdout, parameters as arguments, an empty
+// directory and environment, and each limit enforced by killing the
+// script, whose failure is its unit's alone.
+func TestExec(t *testing.T) {
+	interp := map[string]string{}
+	for _, p := range []string{"/bin/sh", "/usr/bin/python3"} { // not a pyenv shim in /root, which nobody cannot run
+		if _, err := os.Stat(p); err == nil {
+			interp[filepath.Base(p)] = p
+		}
+	}
+	if interp["sh"] == "" {
+		t.Skip("no sh")
+	}
+	var st store
+	cfg := userop.Config{Fetch: st.fetch, Exec: interp}
+	if os.Geteuid() == 0 {
+		cfg.RunAs = nobody(t)
+	}
+	r := newRuntime(t, cfg)
+	run := func(interpreter, script string, l api.OpLimits, params [][2]string, input string) (string, error) {
+		d := st.add([]byte(script))
+		out, err := r.Run(t.Context(), "s", d, userop.NewExecInvocation(interpreter, l, 0, params), []byte(input))
+		return string(out), err
+	}
+	l := api.OpLimits{TimeoutMS: 1000, MemoryMiB: 256, MaxOutput: 100_000}
+	for _, c := range []struct{ script, input, want string }{
+		{"cat", "hello", "hello"},
+		{`echo "$@"`, "", "--a=1 --b=x y\n"},
+		{"env | sort", "", "HOME=$D\nLANG=C.UTF-8\nPATH=/usr/local/bin:/usr/bin:/bin\nPWD=$D\nTMPDIR=$D\n"},
+		{"ls -A", "", ".script\n"},
+	} {
+		got, err := run("sh", c.script, l, [][2]string{{"a", "1"}, {"b", "x y"}}, c.input)
+		if dir, _, ok := strings.Cut(got, "\n"); ok && strings.HasPrefix(dir, "HOME=") {
+			c.want = strings.ReplaceAll(c.want, "$D", strings.TrimPrefix(dir, "HOME="))
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.script, got, err, c.want)
+		}
+	}
+	if cfg.RunAs != nil {
+		if got, err := run("sh", "id -u", l, nil, ""); err != nil || strings.TrimSpace(got) != strconv.Itoa(int(cfg.RunAs.Uid)) {
+			t.Errorf("a worker running as root runs scripts as uid %q (%v), want nobody's %d", got, err, cfg.RunAs.Uid)
+		}
+	}
+	for _, c := range []struct{ interp, script, want string }{
+		{"sh", "while :; do :; done", "ran past its time limit of 1s"},
+		{"sh", "sleep 60 & wait", "ran past its time limit of 1s"},
+		{"sh", "yes", "output passed its limit of 100000 bytes"},
+		{"sh", "echo no can do >&2; exit 3", "exit status 3; stderr: no can do"},
+		{"python3", "x = bytearray(1 << 30)", "memory limit is 256 MiB"},
+		{"perl", "print 1", "does not allow perl scripts"},
+	} {
+		if interp[c.interp] == "" && c.interp != "perl" {
+			continue
+		}
+		if _, err := run(c.interp, c.script, l, nil, ""); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %q: %v, want an error saying %q", c.interp, c.script, err, c.want)
+		}
+	}
+	if got, err := run("sh", "cat", l, nil, "still fine"); err != nil || got != "still fine" {
+		t.Fatalf("after the hostile scripts: %q, %v", got, err)
+	}
+	// A script whose digest does not match is not run.
+	liar := newRuntime(t, userop.Config{Exec: interp, Fetch: func(context.Context, [32]byte) ([]byte, error) { return []byte("true"), nil }})
+	if _, err := liar.Run(t.Context(), "s", sha256.Sum256([]byte("false")), userop.NewExecInvocation("sh", l, 0, nil), nil); err == nil || !strings.Contains(err.Error(), "another digest") {
+		t.Fatalf("a script of another digest: %v", err)
+	}
+}
+
+// nobody is the credential of the user nobody.
+func nobody(t *testing.T) *syscall.Credential {
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("no user nobody")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+}
