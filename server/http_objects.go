@@ -176,7 +176,7 @@ func (j *jobRun) uses(id string, want [32]byte) string {
 		return ""
 	case j.spec.Input == id:
 		return "the input of"
-	case j.spec.OpDigest == id:
+	case j.spec.OpDigest == id || slices.Contains(j.modules, id):
 		return "the operation module of"
 	case j.spec.InputList == id:
 		return "the input list of"

@@ -28,6 +28,11 @@ func (s *Server) handleAddOp(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if cur := s.userOps.current(op.Name); cur != nil && !callerOf(r).sees(cur.Op.Owner) {
+		writeError(w, &apiError{status: http.StatusForbidden, code: api.CodeForbidden,
+			msg: fmt.Sprintf("operation %s was registered with token %s: only it or an admin may register a new version", op.Name, cur.Op.Owner)})
+		return
+	}
 	op.Owner, op.Created = callerOf(r).id, time.Now().UTC()
 	rec, made, err := s.userOps.add(op, func(rec *opRecord) error { return s.db.w.sync(putOp(rec)) })
 	if err != nil {

@@ -177,6 +177,7 @@ func (s *Server) setupPipeline(spec api.JobSpec) (unitSetup, error) {
 	}
 	params := ops.Params{}
 	var reaches []func() (int, error)
+	var modules []string
 	for i, st := range steps {
 		prefix := strconv.Itoa(i+1) + "."
 		if st.builtin != nil {
@@ -200,7 +201,8 @@ func (s *Server) setupPipeline(spec api.JobSpec) (unitSetup, error) {
 			params[prefix+k] = v
 		}
 		params[prefix+"braid.digest"] = rec.Op.Digest
+		modules = append(modules, rec.Op.Digest)
 		reaches = append(reaches, func() (int, error) { return userReach(rec) })
 	}
-	return unitSetup{params: params, image: steps[0].builtin != nil, reach: sumReach(reaches)}, nil
+	return unitSetup{params: params, image: steps[0].builtin != nil, reach: sumReach(reaches), modules: modules}, nil
 }

@@ -155,6 +155,8 @@ func (s *Server) pinUserOp(spec *api.JobSpec) (*opRecord, error) {
 	switch {
 	case rec == nil && spec.OpVersion != 0 && s.userOps.current(spec.Op) != nil:
 		return nil, badRequest(api.CodeUnknownOp, "operation %s has no version %d", spec.Op, spec.OpVersion)
+	case rec != nil && s.userOps.removed(rec):
+		return nil, badRequest(api.CodeUnknownOp, "operation %s version %d was removed: jobs that had it keep it, no new one can", spec.Op, spec.OpVersion)
 	case rec == nil || spec.OpVersion != 0 && s.userOps.current(spec.Op) == nil:
 		names := []string{}
 		for _, info := range ops.Catalogue() {
@@ -188,6 +190,8 @@ type unitSetup struct {
 	// pipeline that starts with one): the input is checked at submit.
 	image bool
 	reach func() (int, error)
+	// modules are the object ids of its user operations' modules.
+	modules []string
 }
 
 // setupUnits builds a job's unitSetup. A user operation's version is the
@@ -208,7 +212,7 @@ func (s *Server) setupUnits(spec api.JobSpec) (unitSetup, error) {
 	if rec.Op.Digest != spec.OpDigest {
 		return unitSetup{}, badRequest(api.CodeUnknownOp, "operation %s version %d is not in the catalogue", spec.Op, spec.OpVersion)
 	}
-	return unitSetup{params: inv.UnitParams(), digest: digestOf(rec.Op.Digest),
+	return unitSetup{params: inv.UnitParams(), digest: digestOf(rec.Op.Digest), modules: []string{rec.Op.Digest},
 		reach: func() (int, error) { return userReach(rec) }}, nil
 }
 
@@ -236,6 +240,15 @@ func (s *Server) split(id string, spec api.JobSpec, received time.Time) (*jobRun
 	if err != nil {
 		return nil, err
 	}
+	j, err := s.splitWith(id, spec, setup, received)
+	if j != nil {
+		j.modules = setup.modules
+	}
+	return j, err
+}
+
+// splitWith is split once the units' setup is known.
+func (s *Server) splitWith(id string, spec api.JobSpec, setup unitSetup, received time.Time) (*jobRun, error) {
 	header, err := unitHeaderLen(id, spec.Op, setup.params)
 	if err != nil {
 		return nil, err

@@ -156,6 +156,13 @@ func (c *userOps) current(name string) *opRecord {
 	return vs[len(vs)-1]
 }
 
+// removed reports whether rec was removed.
+func (c *userOps) removed(rec *opRecord) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return rec.Removed
+}
+
 // version is the name's given version, removed or not.
 func (c *userOps) version(name string, v int) *opRecord {
 	c.mu.RLock()

@@ -195,3 +195,37 @@ func waitForReason(t *testing.T, c *client.Client, spec api.JobSpec, want string
 		}
 	}
 }
+
+// TestUserOpOwnership: only the token that registered an operation (or an
+// admin) registers a new version of it or removes it; a removed version
+// cannot be pinned by a new job; a pipeline's modules cannot be deleted
+// while it waits.
+func TestUserOpOwnership(t *testing.T) {
+	cl := startAuthCluster(t, t.TempDir())
+	ctx := testCtx(t)
+	alice, _ := makeToken(t, cl.Client, api.RoleSubmit, "")
+	bob, _ := makeToken(t, cl.Client, api.RoleSubmit, "")
+	v1 := addOp(t, alice, wasmtest.Module(), api.OperationSpec{Name: "mine"})
+	_, err := bob.AddOperation(ctx, api.OperationSpec{Name: "mine", Module: put(t, bob, wasmtest.Module(wasmtest.Trap...))})
+	wantCode(t, "another token's new version", err, api.CodeForbidden)
+	wantCode(t, "another token's removal", bob.RemoveOperation(ctx, "mine"), api.CodeForbidden)
+	in := put(t, alice, []byte("x"))
+	pending, err := alice.Submit(ctx, api.JobSpec{Op: "noop,mine", Input: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.RemoveOperation(ctx, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Client.DeleteObject(ctx, v1.Digest); apiCode(err) != api.CodeConflict {
+		t.Errorf("deleting the module of a waiting pipeline: %v, want a conflict", err)
+	}
+	addOp(t, bob, wasmtest.Module(), api.OperationSpec{Name: "mine", Summary: "bob's now"})
+	_, err = bob.Submit(ctx, api.JobSpec{Op: "mine", Input: in, OpVersion: 1})
+	if err == nil || !strings.Contains(err.Error(), "version 1 was removed") {
+		t.Errorf("pinning a removed version: %v", err)
+	}
+	if _, err := cl.Client.Cancel(ctx, pending.ID); err != nil {
+		t.Fatal(err)
+	}
+}

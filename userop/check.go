@@ -50,6 +50,7 @@ func Check(ctx context.Context, module []byte, abi string, memoryMiB int) error 
 	if len(module) < 8 || string(module[:4]) != "\x00asm" {
 		return badSpec("not a WebAssembly module (a .wasm file starts with the bytes \\0asm)")
 	}
+	module = boundTables(module)
 	if err := vet(module); err != nil {
 		return err
 	}

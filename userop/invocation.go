@@ -65,7 +65,7 @@ func NewInvocation(abi string, l api.OpLimits, jobTimeoutMS int64, values [][2]s
 
 // CheckJobTimeout checks a job's UnitTimeoutMS.
 func CheckJobTimeout(ms int64) error {
-	if ms < 0 || time.Duration(ms)*time.Millisecond > MaxTimeout {
+	if ms < 0 || ms > MaxTimeout.Milliseconds() {
 		return fmt.Errorf("%w: unit timeout %d ms: want up to %v", ErrBadParam, ms, MaxTimeout)
 	}
 	return nil
@@ -99,7 +99,7 @@ func ParseInvocation(p map[string]string) (Invocation, error) {
 		return inv, fmt.Errorf("%w: unit names ABI %q", ErrBadParam, inv.ABI)
 	case (inv.ABI == api.ABIExec) != ValidInterpreter(inv.Interpreter):
 		return inv, fmt.Errorf("%w: unit names interpreter %q for ABI %s", ErrBadParam, inv.Interpreter, inv.ABI)
-	case err1 != nil || ms <= 0 || time.Duration(ms)*time.Millisecond > MaxTimeout:
+	case err1 != nil || ms <= 0 || ms > MaxTimeout.Milliseconds():
 		return inv, fmt.Errorf("%w: unit timeout %q", ErrBadParam, p[keyTimeout])
 	case err2 != nil || mem <= 0 || mem > MaxMemory:
 		return inv, fmt.Errorf("%w: unit memory %q", ErrBadParam, p[keyMemory])
@@ -108,9 +108,13 @@ func ParseInvocation(p map[string]string) (Invocation, error) {
 	}
 	inv.Timeout, inv.MemoryMiB, inv.MaxOutput = time.Duration(ms)*time.Millisecond, mem, out
 	for k, v := range p {
-		if !strings.HasPrefix(k, "braid.") {
-			inv.Params[k] = v
+		if strings.HasPrefix(k, "braid.") {
+			continue
 		}
+		if strings.ContainsAny(k+v, "\n\r\x00") {
+			return inv, fmt.Errorf("%w: parameter %.40q has a line break", ErrBadParam, k)
+		}
+		inv.Params[k] = v
 	}
 	return inv, nil
 }

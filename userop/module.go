@@ -60,7 +60,7 @@ func (m *module) run(ctx context.Context, op string, inv Invocation, input []byt
 	std.in.Reset(input)
 	cfg := wazero.NewModuleConfig().WithName("").WithArgs(inv.Args(op)...).
 		WithStdin(&std.in).WithStdout(&std.out).WithStderr(&std.err).
-		WithSysWalltime().WithSysNanotime().WithSysNanosleep().WithRandSource(rand.Reader)
+		WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader)
 	mod, err := m.rt.InstantiateModule(ctx, m.cm, cfg)
 	if mod != nil {
 		mod.Close(context.Background())
@@ -90,11 +90,18 @@ func (m *module) runReactor(ctx context.Context, cancel context.CancelFunc, op s
 	in.io.reset(inv.MaxOutput, cancel)
 	in.io.in.Reset(append(input[:len(input):len(input)], params...))
 	res, err := in.run.Call(ctx, uint64(len(input)), uint64(len(params)))
-	if err == nil && uint32(res[0]) != 0 {
+	var exit *sys.ExitError
+	switch {
+	case errors.As(err, &exit):
+		err = fmt.Errorf("the reactor exited (status %d) instead of returning from braid_run%s", exit.ExitCode(), in.io.err.text())
+	case err == nil && uint32(res[0]) != 0:
 		err = sys.NewExitError(uint32(res[0]))
 	}
-	if err := in.io.outcome(ctx, err, inv); err != nil {
+	if err := in.io.outcome(ctx, err, inv); err != nil || in.mod.IsClosed() {
 		in.mod.Close(context.Background()) // its state is suspect
+		if err == nil {
+			err = errors.New("the reactor closed itself")
+		}
 		return nil, err
 	}
 	out := bytes.Clone(in.io.out.buf.Bytes())
@@ -123,7 +130,7 @@ func (m *module) instance(ctx context.Context) (*instance, error) {
 	io := newStdio(MaxOutput, func() {})
 	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions(reactorInit).
 		WithStdin(&io.in).WithStdout(&io.out).WithStderr(&io.err).
-		WithSysWalltime().WithSysNanotime().WithSysNanosleep().WithRandSource(rand.Reader)
+		WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader)
 	mod, err := m.rt.InstantiateModule(ctx, m.cm, cfg) // the unit's limits bound _initialize too
 	if err != nil {
 		if mod != nil {
@@ -131,7 +138,12 @@ func (m *module) instance(ctx context.Context) (*instance, error) {
 		}
 		return nil, fmt.Errorf("starting the reactor: %w%s", err, io.err.text())
 	}
-	return &instance{mod: mod, run: mod.ExportedFunction(reactorRun), io: io}, nil
+	run := mod.ExportedFunction(reactorRun)
+	if run == nil { // Check saw to it at registration; a unit may still claim the ABI
+		mod.Close(context.Background())
+		return nil, errors.New("the module does not export braid_run: it is not a reactor")
+	}
+	return &instance{mod: mod, run: run, io: io}, nil
 }
 
 // stdio is a sandbox's standard streams: the unit's input, its output

@@ -127,26 +127,35 @@ func (r *Runtime) Run(ctx context.Context, op string, digest [32]byte, inv Invoc
 }
 
 // module returns the compiled module for key, loading it if need be, with
-// a use counted (release ends it).
+// a use counted (release ends it). Loading is shared by the units that
+// want the module at once, and bounded by loadTimeout rather than by one
+// of them: a caller whose unit ends stops waiting, the others do not.
 func (r *Runtime) module(ctx context.Context, digest [32]byte, pages uint32) (*module, error) {
 	key := moduleKey{digest, pages}
 	if m, err := r.acquire(key); m != nil || err != nil {
 		return m, err
 	}
-	_, err, _ := r.sf.Do(fmt.Sprintf("%x/%d", digest, pages), func() (any, error) {
+	ch := r.sf.DoChan(fmt.Sprintf("%x/%d", digest, pages), func() (any, error) {
 		if m, _ := r.acquire(key); m != nil {
 			r.release(m)
 			return nil, nil
 		}
-		m, err := r.load(ctx, key)
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
+		defer cancel()
+		m, err := r.load(lctx, key)
 		if err != nil {
 			return nil, err
 		}
 		r.add(m)
 		return nil, nil
 	})
-	if err != nil {
-		return nil, err
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	m, err := r.acquire(key)
 	if m == nil && err == nil {
@@ -154,6 +163,9 @@ func (r *Runtime) module(ctx context.Context, digest [32]byte, pages uint32) (*m
 	}
 	return m, err
 }
+
+// loadTimeout bounds fetching and compiling a module.
+const loadTimeout = 5 * time.Minute
 
 func (r *Runtime) acquire(key moduleKey) (*module, error) {
 	r.mu.Lock()
@@ -223,6 +235,10 @@ func (r *Runtime) load(ctx context.Context, key moduleKey) (*module, error) {
 	}
 	if sha256.Sum256(code) != key.digest {
 		return nil, fmt.Errorf("the module fetched for digest %x has another digest: not run", key.digest[:6])
+	}
+	code = boundTables(code)
+	if err := vet(code); err != nil { // the server did; a worker trusts no server
+		return nil, err
 	}
 	fetched := time.Since(start)
 	cfg := wazero.NewRuntimeConfig().WithMemoryLimitPages(key.pages).WithCloseOnContextDone(true)

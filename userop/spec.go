@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/braidhq/braid/api"
 )
@@ -87,7 +88,7 @@ func CheckSpec(spec *api.OperationSpec, builtin func(string) bool) error {
 
 func checkLimits(l api.OpLimits) error {
 	switch {
-	case l.TimeoutMS < 0 || time.Duration(l.TimeoutMS)*time.Millisecond > MaxTimeout:
+	case l.TimeoutMS < 0 || l.TimeoutMS > MaxTimeout.Milliseconds():
 		return badSpec("timeout %d ms: want up to %v", l.TimeoutMS, MaxTimeout)
 	case l.MemoryMiB < 0 || l.MemoryMiB > MaxMemory:
 		return badSpec("memory %d MiB: want up to %d", l.MemoryMiB, MaxMemory)
@@ -220,6 +221,9 @@ func checkValue(op string, p api.Parameter, v string) error {
 	}
 	if len(v) > MaxParamValue {
 		return fmt.Errorf("%w: %s is %d bytes, at most %d", ErrBadParam, prefix, len(v), MaxParamValue)
+	}
+	if strings.ContainsFunc(v, unicode.IsControl) {
+		return fmt.Errorf("%w: %s has a control character (a newline, a tab, ...): values are one line of text", ErrBadParam, prefix)
 	}
 	var x float64
 	switch p.Type {

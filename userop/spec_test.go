@@ -67,6 +67,7 @@ func TestValues(t *testing.T) {
 		{map[string]string{"top": "-1"}, "wc: top -1 is below its minimum 0"},
 		{map[string]string{"lower": "yes"}, `wc: lower "yes" is not true or false`},
 		{map[string]string{"tag": strings.Repeat("x", 2000)}, "wc: tag is 2000 bytes"},
+		{map[string]string{"tag": "a\n--top=-5"}, "wc: tag has a control character"},
 	} {
 		if _, err := userop.Values("wc", decl, c.p); err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, userop.ErrBadParam) {
 			t.Errorf("%v: %v, want %q", c.p, err, c.want)
@@ -113,6 +114,7 @@ func TestCheckSpec(t *testing.T) {
 		{api.OperationSpec{Name: "wc", Interpreter: "python3"}, "needs none"},
 		{api.OperationSpec{Name: "wc", Reach: new(-1)}, "reach -1"},
 		{api.OperationSpec{Name: "wc", Limits: api.OpLimits{TimeoutMS: 1 << 40}}, "timeout"},
+		{api.OperationSpec{Name: "wc", Limits: api.OpLimits{TimeoutMS: 10_000_000_000_000}}, "timeout"}, // overflows a Duration
 		{api.OperationSpec{Name: "wc", Limits: api.OpLimits{MemoryMiB: 1 << 20}}, "memory"},
 		{api.OperationSpec{Name: "wc", Params: []api.Parameter{{Name: "a", Type: "int"}, {Name: "a", Type: "int"}}}, "declared twice"},
 	} {

@@ -13,6 +13,9 @@ const (
 	maxItems     = 1_000_000 // functions, types, imports, exports, globals, segments, names
 	maxLocals    = 50_000    // per function
 	maxNameBytes = 100_000
+	// maxTableElems bounds the entries of all a module's tables together:
+	// wazero keeps 8 bytes per entry outside the memory limit.
+	maxTableElems = 10_000_000
 )
 
 // errCut reports a module whose structure runs past its end.
@@ -25,15 +28,17 @@ var errCut = errors.New("a size runs past the end of its section")
 // gigabytes. Sections and items vet does not know are left to wazero.
 func vet(m []byte) error {
 	r := vreader{b: m[8:]}
+	var tables uint64 // entries of every table, at their maximum
 	for len(r.b) > 0 && r.err == nil {
 		id := r.byte()
-		sec := vreader{b: r.take(r.u32())}
+		sec := vreader{b: r.take(r.u32()), tables: tables}
 		if r.err != nil {
 			return badSpec("the module is malformed: %s section: %v", sectionName(id), r.err)
 		}
 		if err := vetSection(id, &sec); err != nil {
 			return badSpec("the module is malformed: %s section: %v", sectionName(id), err)
 		}
+		tables = sec.tables
 	}
 	return nil
 }
@@ -69,6 +74,14 @@ func vetSection(id byte, r *vreader) error {
 			r.name()
 			r.name()
 			vetImportDesc(r)
+		}
+	case 4:
+		for i := uint32(0); i < n && r.ok(); i++ {
+			if r.byte() == 0x40 { // a table with an initializer expression
+				r.merge(errors.New("tables with initializer expressions are not supported"))
+				break
+			}
+			vetTable(r)
 		}
 	case 7:
 		for i := uint32(0); i < n && r.ok(); i++ {
@@ -138,7 +151,7 @@ func vetImportDesc(r *vreader) {
 		r.u32()
 	case 1: // table: ref type, limits
 		r.byte()
-		vetLimits(r)
+		vetTable(r)
 	case 2: // memory: limits
 		vetLimits(r)
 	case 3: // global: value type, mutability
@@ -149,11 +162,30 @@ func vetImportDesc(r *vreader) {
 	}
 }
 
-func vetLimits(r *vreader) {
+// vetLimits reads limits: flags, min, and max when flag 1 says so (64-bit
+// numbers with memory64's flag 4).
+func vetLimits(r *vreader) (min, max uint64, hasMax bool) {
 	flags := r.byte()
-	r.u32()
+	min = r.u64()
 	if flags&1 != 0 {
-		r.u32()
+		max, hasMax = r.u64(), true
+	}
+	return min, max, hasMax
+}
+
+// vetTable reads a table's limits (its reference type read already) and
+// counts its entries: a table must say its maximum, and the module's
+// tables together hold at most maxTableElems.
+func vetTable(r *vreader) {
+	_, max, hasMax := vetLimits(r)
+	switch {
+	case !r.ok():
+	case !hasMax:
+		r.merge(errors.New("a table without a maximum size (its entries are not bounded by the memory limit)"))
+	case max > maxTableElems-r.tables:
+		r.merge(fmt.Errorf("tables of more than %d entries in all", maxTableElems))
+	default:
+		r.tables += max
 	}
 }
 
@@ -195,7 +227,9 @@ func vetConstExpr(r *vreader) {
 		switch op := r.byte(); op {
 		case 0x0b: // end
 			return
-		case 0x41, 0x42, 0x23, 0xd2, 0xd0: // i32/i64.const, global.get, ref.func, ref.null
+		case 0x41, 0x42, 0xd0: // i32.const, i64.const (signed), ref.null (a heap type)
+			r.skipLEB()
+		case 0x23, 0xd2: // global.get, ref.func
 			r.u32()
 		case 0x43:
 			r.take(4)
@@ -241,6 +275,7 @@ type vreader struct {
 	b       []byte
 	err     error
 	stopped bool
+	tables  uint64 // table entries counted so far (vetTable)
 }
 
 func (r *vreader) stop() { r.stopped = true }
@@ -280,6 +315,33 @@ func (r *vreader) u32() uint32 {
 	return uint32(v)
 }
 
+// u64 reads an unsigned LEB128 number of up to 64 bits.
+func (r *vreader) u64() uint64 {
+	if !r.ok() {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.merge(errCut)
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// skipLEB skips a LEB128 number, signed or not, of up to 64 bits.
+func (r *vreader) skipLEB() {
+	for i := 0; r.ok(); i++ {
+		if i == 10 {
+			r.merge(errors.New("a number longer than 10 bytes"))
+			return
+		}
+		if r.byte()&0x80 == 0 {
+			return
+		}
+	}
+}
+
 func (r *vreader) take(n uint32) []byte {
 	if !r.ok() {
 		return nil
@@ -314,4 +376,62 @@ func (r *vreader) name() string {
 		return ""
 	}
 	return string(r.take(n))
+}
+
+// boundTables returns m with every table that declares no maximum size
+// given its minimum as maximum, or m itself when there is none (or when
+// it cannot tell: vet then says what is wrong). wazero grows a table
+// without a maximum up to 2³² entries of 8 bytes, outside the memory
+// limit; Go's toolchain declares its table so, and never grows it. Both
+// the server's check and the worker's compile see the bounded module; the
+// digest is the uploaded one's.
+func boundTables(m []byte) []byte {
+	if len(m) < 8 {
+		return m
+	}
+	r := vreader{b: m[8:]}
+	out := append([]byte(nil), m[:8]...)
+	changed := false
+	for len(r.b) > 0 {
+		id := r.byte()
+		body := r.take(r.u32())
+		if r.err != nil {
+			return m
+		}
+		if id == 4 {
+			if nb, ok := boundTableSection(body); ok {
+				body, changed = nb, true
+			}
+		}
+		out = append(binary.AppendUvarint(append(out, id), uint64(len(body))), body...)
+	}
+	if !changed {
+		return m
+	}
+	return out
+}
+
+// boundTableSection rewrites a table section's entries that lack a
+// maximum; ok is false when none does or the section is not one it reads.
+func boundTableSection(b []byte) (out []byte, ok bool) {
+	r := vreader{b: b}
+	n := r.u32()
+	out = binary.AppendUvarint(nil, uint64(n))
+	for i := uint32(0); i < n && r.ok(); i++ {
+		rt, flags := r.byte(), r.byte()
+		if rt != 0x70 && rt != 0x6f || flags&^1 != 0 { // funcref or externref, 32-bit limits
+			return nil, false
+		}
+		min, max := r.u64(), uint64(0)
+		if flags&1 != 0 {
+			max = r.u64()
+		} else {
+			max, ok = min, true
+		}
+		out = binary.AppendUvarint(binary.AppendUvarint(append(out, rt, flags|1), min), max)
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return nil, false
+	}
+	return out, ok
 }

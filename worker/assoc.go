@@ -403,6 +403,11 @@ func (s *session) userRefusal(params map[string]string) string {
 // operation (its unit names the module's digest) in the sandbox, a
 // built-in one here.
 func (s *session) runOp(ctx context.Context, u wire.Unit) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("operation %s panicked: %v", u.Op, r)
+		}
+	}()
 	if isPipeline(u.Op) {
 		return s.runPipeline(ctx, u)
 	}

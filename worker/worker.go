@@ -104,9 +104,9 @@ type Config struct {
 	WasmCacheMax int64
 	// AllowExec names the interpreters ("python3", "sh") whose script
 	// operations this worker runs, found on PATH, or NAME=/PATH; none by
-	// default. Scripts
-	// are confined (an empty directory, limits, killed at their time) but
-	// not sandboxed: a worker running as root runs them as nobody.
+	// default. It needs the worker to run as root, which runs scripts as
+	// nobody. Scripts are confined (an empty directory, limits, killed at
+	// their time) but not sandboxed.
 	AllowExec []string
 }
 
@@ -334,7 +334,10 @@ func (w *Worker) allowsExec(interpreter string) bool {
 func newRuntime(cfg Config, fetch userop.Fetcher) (*userop.Runtime, error) {
 	rc := userop.Config{CacheDir: cfg.WasmCache, MaxCache: cfg.WasmCacheMax, Fetch: fetch,
 		Logger: cfg.Logger.With("component", "userop"), Exec: map[string]string{}}
-	if len(cfg.AllowExec) > 0 && os.Geteuid() == 0 {
+	if len(cfg.AllowExec) > 0 && os.Geteuid() != 0 {
+		return nil, errors.New("--allow-exec needs the worker to run as root, which runs scripts as the user nobody: as the worker's own user a script could read the cluster secret or rewrite the compiled code in --wasm-cache")
+	}
+	if len(cfg.AllowExec) > 0 {
 		u, err := user.Lookup("nobody")
 		if err != nil {
 			return nil, fmt.Errorf("--allow-exec as root runs scripts as the user nobody: %w", err)
