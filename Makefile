@@ -18,6 +18,7 @@ build:
 examples:
 	@mkdir -p bin/ops
 	GOOS=wasip1 GOARCH=wasm $(GO) build -o bin/ops/wordcount.wasm ./examples/ops/wordcount
+	GOOS=wasip1 GOARCH=wasm $(GO) build -o bin/ops/blur.wasm ./examples/ops/blur
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o bin/ops/echo.wasm ./examples/ops/echo
 
 ## demo: start a server and two workers on loopback and run the sample jobs
@@ -96,6 +97,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzStripInitParams -fuzztime 30s ./transport/sctp/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./internal/netem/
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 30s ./cmd/braid/
+	$(GO) test -run '^$$' -fuzz FuzzCheck -fuzztime 30s ./userop/
+	$(GO) test -run '^$$' -fuzz FuzzParseInputList -fuzztime 30s ./server/
+	$(GO) test -run '^$$' -fuzz FuzzPipelineSteps -fuzztime 30s ./server/
 
 clean:
 	rm -rf bin demo-out

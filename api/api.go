@@ -175,11 +175,16 @@ type JobSpec struct {
 	// gives instead Inputs (one unit per object, in order, at most
 	// MaxInputs) or InputList, the id of an object listing object ids one
 	// per line (blank lines and lines starting with # are skipped; up to
-	// MaxUnits). Exactly one of Input, Inputs and InputList is given.
-	Input     string            `json:"input,omitempty"`
-	Inputs    []string          `json:"inputs,omitempty"`
-	InputList string            `json:"input_list,omitempty"`
-	Params    map[string]string `json:"params,omitempty"`
+	// MaxUnits). Exactly one of Input, Inputs, InputList and InputJob
+	// is given.
+	Input     string   `json:"input,omitempty"`
+	Inputs    []string `json:"inputs,omitempty"`
+	InputList string   `json:"input_list,omitempty"`
+	// InputJob makes one unit per unit of another job, on that unit's
+	// output, each sent as soon as the output exists: the job overlaps
+	// the other. If the other job fails or is cancelled, so does this.
+	InputJob string            `json:"input_job,omitempty"`
+	Params   map[string]string `json:"params,omitempty"`
 	// Repeat runs the op Repeat times on the whole input (the paper's
 	// workload), 1 to MaxUnits; 0 (or absent) means one unit, like 1. The
 	// result of a job of several units is a manifest listing each unit's

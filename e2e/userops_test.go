@@ -150,6 +150,7 @@ func TestUserOps(t *testing.T) {
 	// One unit per object: a few named on the command line, or a list.
 	other := strings.TrimSpace(cli(t, c, "put", writeFile(t, dir, "b.txt", []byte("b b a"))))
 	list := writeFile(t, dir, "ids.txt", []byte("# inputs\n"+in+"\n"+other+"\n"))
+	last := ""
 	for _, args := range [][]string{{"--inputs", in[:12] + "," + other}, {"--input-list", list}} {
 		out := cli(t, c, append([]string{"submit", "--op", "wordcount", "--wait", "--json"}, args...)...)
 		var j api.Job
@@ -163,6 +164,13 @@ func TestUserOps(t *testing.T) {
 		if b, _ := c.GetBytes(ctx, m.Units[1].Output); string(b) != "2 b\n1 a\n" {
 			t.Fatalf("second unit's output %q", b)
 		}
+		last = j.ID
+	}
+	// One unit per output of another job: counting the counts.
+	out := cli(t, c, "submit", "--op", "wordcount", "--input-job", last, "--wait", "--json")
+	var jj api.Job
+	if err := json.Unmarshal([]byte(out), &jj); err != nil || jj.State != api.JobDone || jj.Progress.Done != 2 {
+		t.Fatalf("submit --input-job: %v\n%s", err, out)
 	}
 
 	// The worker restarts: the compiled code on disk is used as it is.

@@ -57,6 +57,16 @@ type Unit struct {
 	// as done in Progress, and satisfies its dependents. A job whose units
 	// are all Done is in the JobsDone of the JobAdded step.
 	Done bool
+	// Held keeps the unit from being placed until a UnitsReleased names
+	// it: its input does not exist yet (it is another job's output).
+	Held bool
+}
+
+// UnitsReleased makes held units of Job placeable (once their Deps are
+// accepted too). Units not held are ignored.
+type UnitsReleased struct {
+	Job   string
+	Units []int
 }
 
 // JobCancelled drops a job's pending units; results still in flight are
@@ -103,14 +113,15 @@ type Feedback struct {
 	ServiceRate float64
 }
 
-func (WorkerUp) isEvent()     {}
-func (WorkerLease) isEvent()  {}
-func (WorkerDown) isEvent()   {}
-func (JobAdded) isEvent()     {}
-func (JobCancelled) isEvent() {}
-func (UnitFinished) isEvent() {}
-func (UnitReturned) isEvent() {}
-func (Feedback) isEvent()     {}
+func (WorkerUp) isEvent()      {}
+func (WorkerLease) isEvent()   {}
+func (WorkerDown) isEvent()    {}
+func (JobAdded) isEvent()      {}
+func (JobCancelled) isEvent()  {}
+func (UnitFinished) isEvent()  {}
+func (UnitReturned) isEvent()  {}
+func (Feedback) isEvent()      {}
+func (UnitsReleased) isEvent() {}
 
 // Assignment tells the caller to send unit (Job, Unit) on Worker's Stream.
 type Assignment struct {

@@ -72,6 +72,8 @@ func (c *Core) Step(now time.Time, ev Event) (Output, error) {
 		c.unitReturned(ev)
 	case Feedback:
 		err = c.feedback(ev)
+	case UnitsReleased:
+		err = c.unitsReleased(ev)
 	default:
 		err = fmt.Errorf("%w: %T", ErrUnknownEvent, ev)
 	}
@@ -209,6 +211,25 @@ func (c *Core) jobAdded(ev JobAdded, out *Output) error {
 		return nil
 	}
 	c.live = append(c.live, j)
+	return nil
+}
+
+func (c *Core) unitsReleased(ev UnitsReleased) error {
+	j := c.jobs[ev.Job]
+	if j == nil {
+		return fmt.Errorf("%w: %q", ErrUnknownJob, ev.Job)
+	}
+	for _, i := range ev.Units {
+		if i < 0 || i >= len(j.units) {
+			return fmt.Errorf("%w: unit %d of job %q", ErrBadUnit, i, ev.Job)
+		}
+	}
+	if !j.active() {
+		return nil
+	}
+	for _, i := range ev.Units {
+		j.release(i)
+	}
 	return nil
 }
 

@@ -19,7 +19,7 @@ func (c *Core) Demand(name string) int {
 		}
 		for _, q := range j.ops {
 			if w.has(q.op) {
-				n += q.pending
+				n += q.pending - q.held // held units cannot run yet
 			}
 		}
 	}

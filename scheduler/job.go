@@ -28,7 +28,8 @@ type attempt struct {
 type unit struct {
 	Unit
 	state      unitState
-	blockers   int   // unfinished dependencies
+	blockers   int   // unfinished dependencies, plus one while held
+	held       bool  // waiting for a UnitsReleased
 	dependents []int // units that list this one in Deps
 	attempts   int   // last attempt number issued
 	copies     []attempt
@@ -76,6 +77,10 @@ func newJob(ev JobAdded, seq int) (*job, error) {
 		}
 		seen[u.Index] = true
 		j.units[u.Index] = unit{Unit: Unit{Index: u.Index, Op: u.Op, Deps: slices.Clone(u.Deps)}, blockers: len(u.Deps)}
+		if u.Held && !u.Done {
+			j.units[u.Index].held = true
+			j.units[u.Index].blockers++
+		}
 	}
 	for i := range j.units {
 		for _, d := range j.units[i].Deps {
@@ -92,6 +97,20 @@ func newJob(ev JobAdded, seq int) (*job, error) {
 	}
 	j.queue()
 	return j, nil
+}
+
+// release makes held unit i placeable once its dependencies are done.
+func (j *job) release(i int) {
+	u := &j.units[i]
+	if !u.held {
+		return
+	}
+	u.held = false
+	u.blockers--
+	j.ops[u.oq].held--
+	if u.blockers == 0 && u.state == unitPending {
+		j.ops[u.oq].ready.push(i)
+	}
 }
 
 // restore marks unit i, whose result was accepted before a restart, as
@@ -124,6 +143,9 @@ func (j *job) queue() {
 		u.oq = k
 		q := j.ops[k]
 		q.pending++
+		if u.held {
+			q.held++
+		}
 		if u.blockers == 0 {
 			q.ready = append(q.ready, i) // ascending, so still a heap
 		}

@@ -41,3 +41,36 @@ func TestCompositeOp(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldUnits: held units wait for UnitsReleased, in any order, and a
+// held unit with a dependency needs both.
+func TestHeldUnits(t *testing.T) {
+	c := scheduler.New(scheduler.Config{})
+	now := time.Unix(0, 0)
+	step := func(ev scheduler.Event) scheduler.Output {
+		t.Helper()
+		out, err := c.Step(now, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	step(scheduler.WorkerUp{Worker: "w", Streams: 4, Ops: []string{"op"}})
+	units := []scheduler.Unit{{Index: 0, Op: "op", Held: true}, {Index: 1, Op: "op", Held: true},
+		{Index: 2, Op: "op"}, {Index: 3, Op: "op", Held: true, Deps: []int{2}}}
+	out := step(scheduler.JobAdded{Job: "j", Policy: "dynamic", Units: units})
+	if len(out.Assign) != 1 || out.Assign[0].Unit != 2 {
+		t.Fatalf("placed %+v, want unit 2 alone", out.Assign)
+	}
+	if out = step(scheduler.UnitsReleased{Job: "j", Units: []int{1, 3}}); len(out.Assign) != 1 || out.Assign[0].Unit != 1 {
+		t.Fatalf("after releasing 1 and 3: %+v, want unit 1 (3 waits for 2)", out.Assign)
+	}
+	a := out.Assign[0]
+	step(scheduler.UnitFinished{Job: "j", Unit: 1, Worker: a.Worker, Stream: a.Stream, Attempt: a.Attempt})
+	if _, err := c.Step(now, scheduler.UnitsReleased{Job: "j", Units: []int{9}}); err == nil {
+		t.Fatal("releasing a unit out of range was accepted")
+	}
+	if p, _ := c.Progress("j"); p.Pending != 2 || p.Running != 1 || p.Done != 1 {
+		t.Fatalf("progress %+v", p)
+	}
+}

@@ -9,6 +9,7 @@ import "cmp"
 type opQueue struct {
 	op      string
 	pending int          // units of op in unitPending (ready or blocked)
+	held    int          // of those, units held (Unit.Held) until released
 	ready   minHeap[int] // indexes of placeable units
 	share   *opShare     // static policies: the plan, once made
 	ws      []*worker    // capable workers, valid while wsGen == Core.gen

@@ -16,18 +16,21 @@ import (
 // field; other goroutines reach it through ctl (closures run on the loop) and
 // results (units coming back from workers).
 type dispatcher struct {
-	s        *Server
-	log      *slog.Logger
-	core     *scheduler.Core
-	ctl      chan func()
-	exited   chan struct{} // closed when run has returned: what is still in ctl never runs
-	results  chan resultMsg
-	jobs     map[string]*jobRun
-	ended    map[string]*jobRun // terminal jobs the core still holds
-	inflight map[uint64]flight
-	workers  map[string]*workerConn
-	nextID   uint64
-	nextGen  int // association generations, unique across all workers
+	s       *Server
+	log     *slog.Logger
+	core    *scheduler.Core
+	ctl     chan func()
+	exited  chan struct{} // closed when run has returned: what is still in ctl never runs
+	results chan resultMsg
+	jobs    map[string]*jobRun
+	ended   map[string]*jobRun // terminal jobs the core still holds
+	// downstream are, by upstream job id, the jobs waiting on its outputs
+	// (inputjob.go).
+	downstream map[string][]*jobRun
+	inflight   map[uint64]flight
+	workers    map[string]*workerConn
+	nextID     uint64
+	nextGen    int // association generations, unique across all workers
 	// assembling counts jobs whose result is being built off the loop.
 	assembling int
 	// draining: the server is stopping; no unit goes out (drain.go).
@@ -64,17 +67,18 @@ type resultMsg struct {
 
 func newDispatcher(s *Server) *dispatcher {
 	return &dispatcher{
-		s:        s,
-		log:      s.log.With("component", "dispatch"), // not a group: keys stay job=, unit=, worker= as elsewhere
-		core:     scheduler.New(scheduler.Config{Window: s.cfg.Window}),
-		ctl:      make(chan func(), 64),
-		exited:   make(chan struct{}),
-		results:  make(chan resultMsg, 1024),
-		jobs:     map[string]*jobRun{},
-		ended:    map[string]*jobRun{},
-		inflight: map[uint64]flight{},
-		workers:  map[string]*workerConn{},
-		nextID:   uint64(time.Now().UnixNano()),
+		s:          s,
+		log:        s.log.With("component", "dispatch"), // not a group: keys stay job=, unit=, worker= as elsewhere
+		core:       scheduler.New(scheduler.Config{Window: s.cfg.Window}),
+		ctl:        make(chan func(), 64),
+		exited:     make(chan struct{}),
+		results:    make(chan resultMsg, 1024),
+		jobs:       map[string]*jobRun{},
+		ended:      map[string]*jobRun{},
+		downstream: map[string][]*jobRun{},
+		inflight:   map[uint64]flight{},
+		workers:    map[string]*workerConn{},
+		nextID:     uint64(time.Now().UnixNano()),
 	}
 }
 

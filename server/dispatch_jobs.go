@@ -34,6 +34,9 @@ func (d *dispatcher) addJob(j *jobRun) {
 		}
 	}
 	j.mu.Unlock()
+	if j.spec.InputJob != "" && !d.addInputJob(j, units) {
+		return
+	}
 	speculate := j.spec.Policy == "dynamic" || j.spec.Policy == "speed"
 	if j.spec.Speculate != nil {
 		speculate = *j.spec.Speculate
@@ -193,6 +196,9 @@ func (d *dispatcher) accept(f flight, r resultMsg, failed bool) {
 	}
 	rec := *u
 	j.mu.Unlock()
+	if !failed {
+		d.releaseDownstream(j, f.index, rec.output)
+	}
 	c := change{apply: putUnit(j.id, f.index, rec, f.worker, errText)}
 	if !failed {
 		c.after, c.lazy = j.storedOne, true
@@ -240,7 +246,7 @@ func (d *dispatcher) jobUnitsFinished(j *jobRun) {
 	}
 	j.assembling = true
 	d.assembling++
-	a := assembly{inputs: j.inputs, tiles: j.tiles, format: j.format, bounds: j.bounds}
+	a := assembly{inputs: slices.Clone(j.inputs), tiles: j.tiles, format: j.format, bounds: j.bounds}
 	d.s.wg.Go(func() {
 		result, err := d.s.assemble(j, a)
 		d.post(func() { d.finish(j, result, err) })
@@ -266,6 +272,7 @@ func (d *dispatcher) finish(j *jobRun, result string, err error) {
 func (d *dispatcher) endJob(j *jobRun, state, errText, result string) <-chan error {
 	d.refresh(j)
 	j.end = state
+	defer d.upstreamEnded(j, state)
 	d.ended[j.id] = j
 	rec := j.record(state, errText, result, time.Now())
 	durable := make(chan error, 1)

@@ -21,7 +21,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	j, err := s.submit(spec, callerOf(r).id)
+	j, err := s.submit(spec, callerOf(r))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -228,6 +228,10 @@ func (s *Server) handleDeleteJob(w http.ResponseWriter, r *http.Request) {
 	}
 	if !j.finished() {
 		writeError(w, conflict("job %s is not finished; cancel it first", j.id))
+		return
+	}
+	if down := s.unfinishedDownstream(j.id); down != "" {
+		writeError(w, conflict("job %s is not finished and runs on the outputs of job %s (input_job); cancel it or wait for it", down, j.id))
 		return
 	}
 	done := s.removeJob(j)

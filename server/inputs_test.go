@@ -65,7 +65,7 @@ func TestManyInputs(t *testing.T) {
 		want string
 	}{
 		{api.JobSpec{Op: "noop"}, "no input"},
-		{api.JobSpec{Op: "noop", Input: ids[0], Inputs: ids[:2]}, "give one of input, inputs and input_list"},
+		{api.JobSpec{Op: "noop", Input: ids[0], Inputs: ids[:2]}, "give one of input, inputs, input_list and input_job"},
 		{api.JobSpec{Op: "noop", Inputs: ids[:2], Repeat: 3}, "a job of one input"},
 		{api.JobSpec{Op: "noop", Inputs: []string{ids[0], "zz"}}, `inputs[1] "zz" is not an object id`},
 		{api.JobSpec{Op: "noop", Inputs: []string{ids[0], missing}}, "input 1, object " + missing + ", does not exist"},

@@ -16,6 +16,7 @@ func (s *Server) resume() error {
 		return err
 	}
 	var finished []*jobRun
+	var unfinished []jobRecord
 	for _, rec := range recs {
 		if rec.terminal() {
 			j := restoredJob(rec)
@@ -23,10 +24,39 @@ func (s *Server) resume() error {
 			finished = append(finished, j)
 			continue
 		}
+		unfinished = append(unfinished, rec)
+	}
+	for _, rec := range upstreamFirst(unfinished) {
 		s.resumeJob(rec)
 	}
 	s.retainRestored(finished)
 	return nil
+}
+
+// upstreamFirst orders unfinished jobs so that a job over another's
+// outputs (JobSpec.InputJob) resumes after it.
+func upstreamFirst(recs []jobRecord) []jobRecord {
+	pending := map[string]bool{}
+	for _, r := range recs {
+		pending[r.ID] = true
+	}
+	out := make([]jobRecord, 0, len(recs))
+	for len(out) < len(recs) {
+		progress := false
+		for _, r := range recs {
+			if pending[r.ID] && !pending[r.Spec.InputJob] {
+				out, pending[r.ID], progress = append(out, r), false, true
+			}
+		}
+		if !progress { // a cycle, which submit cannot make: take the rest as they come
+			for _, r := range recs {
+				if pending[r.ID] {
+					out, pending[r.ID] = append(out, r), false
+				}
+			}
+		}
+	}
+	return out
 }
 
 // resumeJob restarts an unfinished job. Units with a stored result whose

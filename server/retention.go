@@ -89,6 +89,10 @@ func (s *Server) retire(now time.Time) {
 		cutoff = now.Add(-s.cfg.RetainFor)
 	}
 	for _, j := range s.retention.expired(cutoff, s.cfg.RetainJobs) {
+		if s.unfinishedDownstream(j.id) != "" {
+			s.retention.add(j) // kept until the jobs over its outputs finish
+			continue
+		}
 		s.removeJob(j)
 	}
 }

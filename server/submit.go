@@ -89,16 +89,18 @@ func (s *Server) validateSpec(spec *api.JobSpec) error {
 // checkSources checks that a spec names its input objects one way.
 func checkSources(spec *api.JobSpec) error {
 	n := 0
-	for _, given := range []bool{spec.Input != "", len(spec.Inputs) > 0, spec.InputList != ""} {
+	for _, given := range []bool{spec.Input != "", len(spec.Inputs) > 0, spec.InputList != "", spec.InputJob != ""} {
 		if given {
 			n++
 		}
 	}
 	switch {
 	case n == 0:
-		return badRequest(api.CodeBadRequest, "no input: give input (an object id, as `braid put` prints), inputs (several) or input_list (an object listing them)")
+		return badRequest(api.CodeBadRequest, "no input: give input (an object id, as `braid put` prints), inputs (several), input_list (an object listing them) or input_job (another job, whose outputs they are)")
 	case n > 1:
-		return badRequest(api.CodeBadRequest, "give one of input, inputs and input_list")
+		return badRequest(api.CodeBadRequest, "give one of input, inputs, input_list and input_job")
+	case spec.InputJob != "" && !validJobID(spec.InputJob):
+		return badRequest(api.CodeBadRequest, "input_job %.40q is not a job id (j- and 12 hex digits)", spec.InputJob)
 	case spec.Input != "" && !store.ValidID(spec.Input):
 		return badRequest(api.CodeBadRequest, "input %q is not an object id (64 lowercase hex digits, as `braid put` prints)", spec.Input)
 	case spec.InputList != "" && !store.ValidID(spec.InputList):
@@ -249,6 +251,9 @@ func (s *Server) split(id string, spec api.JobSpec, received time.Time) (*jobRun
 
 // splitWith is split once the units' setup is known.
 func (s *Server) splitWith(id string, spec api.JobSpec, setup unitSetup, received time.Time) (*jobRun, error) {
+	if spec.InputJob != "" {
+		return s.splitInputJob(id, spec, setup, received)
+	}
 	header, err := unitHeaderLen(id, spec.Op, setup.params)
 	if err != nil {
 		return nil, err
@@ -341,12 +346,16 @@ var errDraining = &apiError{status: 503, code: api.CodeUnavailable,
 // lost: validate → split → record on disk → visible in the jobs map →
 // handed to the dispatch loop (unconditionally: a client that goes away
 // now does not take the job with it) → the caller answers 201.
-func (s *Server) submit(spec api.JobSpec, owner string) (*jobRun, error) {
+func (s *Server) submit(spec api.JobSpec, c caller) (*jobRun, error) {
+	owner := c.id
 	if s.draining.Load() {
 		return nil, errDraining
 	}
 	if err := s.validateSpec(&spec); err != nil {
 		return nil, err
+	}
+	if spec.InputJob != "" && !s.canSeeJob(c, spec.InputJob) {
+		return nil, &apiError{status: 404, code: api.CodeNotFound, msg: fmt.Sprintf("no job %s (input_job)", spec.InputJob)}
 	}
 	if err := s.manifestFits(spec); err != nil {
 		return nil, err
@@ -356,7 +365,7 @@ func (s *Server) submit(spec api.JobSpec, owner string) (*jobRun, error) {
 	s.refsMu.RLock()
 	defer s.refsMu.RUnlock()
 	if spec.Input == "" {
-		// splitInputs touches the inputs
+		// splitInputs and splitInputJob touch the inputs
 	} else if _, err := s.store.Touch(spec.Input); errors.Is(err, store.ErrNotFound) {
 		return nil, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("input object %s does not exist; upload it with `braid put`", spec.Input)}
 	}

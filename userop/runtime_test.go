@@ -1,6 +1,7 @@
 package userop_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/ops"
+	"github.com/braidhq/braid/ops/samples"
 	"github.com/braidhq/braid/userop"
 	"github.com/braidhq/braid/userop/wasmtest"
 )
@@ -240,4 +243,24 @@ func hexOf(d [32]byte) string {
 		out[2*i], out[2*i+1] = digits[b>>4], digits[b&15]
 	}
 	return string(out)
+}
+
+// TestBlurExample: examples/ops/blur, braid's Gaussian blur compiled to
+// WebAssembly, gives the built-in's bytes exactly.
+func TestBlurExample(t *testing.T) {
+	var st store
+	d := st.add(wasmtest.Build(t, "./examples/ops/blur", false))
+	r := newRuntime(t, userop.Config{Fetch: st.fetch})
+	in := userop.NewInvocation(api.ABICommand, api.OpLimits{MemoryMiB: 512, TimeoutMS: 60_000}, 0, [][2]string{{"sigma", "1.5"}})
+	got, err := r.Run(t.Context(), "blur", d, in, samples.GIF())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ops.Run("blur", ops.Params{"sigma": "1.5"}, samples.GIF())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the WebAssembly blur gives %d bytes, not the built-in's %d", len(got), len(want))
+	}
 }

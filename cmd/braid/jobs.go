@@ -16,7 +16,7 @@ import (
 )
 
 // submitSynopsis is submit's usage line.
-const submitSynopsis = "--op OP (--input ID | --inputs ID,ID,... | --input-list FILE) [--param k=v ...] [--repeat N | --tiles RxC] [--policy P] [--speculate B] [--wait]"
+const submitSynopsis = "--op OP (--input ID | --inputs ID,ID,... | --input-list FILE | --input-job JOB) [--param k=v ...] [--repeat N | --tiles RxC] [--policy P] [--speculate B] [--wait]"
 
 func runSubmit(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("submit", submitSynopsis, e)
@@ -26,6 +26,7 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 	op := fs.String("op", "", "the `OP` to run: braid ops lists them")
 	input := fs.String("input", "", "`ID` of the input object, as braid put prints it (a unique prefix will do)")
 	inputs := fs.String("inputs", "", fmt.Sprintf("one unit per object: `IDS`, comma-separated (unique prefixes will do), at most %d", api.MaxInputs))
+	inputJob := fs.String("input-job", "", "one unit per unit of `JOB`, on its output, each sent as soon as it exists (a unique prefix will do)")
 	inputList := fs.String("input-list", "", fmt.Sprintf("one unit per object listed in `FILE`, one id per line (# comments), up to %d;\nthe list is uploaded and the job submitted in one request", server.MaxUnits))
 	fs.Var(&params, "param", "operation parameter `key=value` (repeatable, each key once): braid ops lists them")
 	repeat := fs.Int("repeat", 0, fmt.Sprintf("run the operation `N` times on the whole input, 1 to %d (leave it out for one unit)", server.MaxUnits))
@@ -38,8 +39,8 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if given := btoi(*input != "") + btoi(*inputs != "") + btoi(*inputList != ""); *op == "" || given != 1 {
-		fmt.Fprintln(e.stderr, "braid submit: --op and one of --input, --inputs and --input-list are required")
+	if given := btoi(*input != "") + btoi(*inputs != "") + btoi(*inputList != "") + btoi(*inputJob != ""); *op == "" || given != 1 {
+		fmt.Fprintln(e.stderr, "braid submit: --op and one of --input, --inputs, --input-list and --input-job are required")
 		fs.Usage()
 		return errUsage
 	}
@@ -58,6 +59,11 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 	return cf.run(ctx, e, timeout, func(ctx context.Context, s session) error {
 		if err := resolveInputs(ctx, s, &spec, *inputs, *inputList); err != nil {
 			return err
+		}
+		if *inputJob != "" {
+			if spec.InputJob, err = s.jobID(ctx, *inputJob); err != nil {
+				return err
+			}
 		}
 		j, err := s.Submit(ctx, spec)
 		if err != nil {
@@ -270,6 +276,8 @@ func inputsOf(spec api.JobSpec) string {
 		return fmt.Sprintf("%d objects (%.12s…)", len(spec.Inputs), spec.Inputs[0])
 	case spec.InputList != "":
 		return "the objects listed in " + spec.InputList
+	case spec.InputJob != "":
+		return "the outputs of job " + spec.InputJob
 	}
 	return spec.Input
 }

@@ -164,6 +164,8 @@ class JobSpec:
     op_versions: Dict[str, int] = field(default_factory=dict)
     inputs: List[str] = field(default_factory=list)
     input_list: Optional[str] = None
+    #: Another job's id: one unit per unit of it, on its output, each sent as soon as it exists.
+    input_job: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         """The spec as the server takes it: unset fields left out."""
@@ -174,7 +176,7 @@ class JobSpec:
             out["inputs"] = list(self.inputs)
         if self.op_versions:
             out["op_versions"] = dict(self.op_versions)
-        for name in ("input", "repeat", "tiles", "policy", "speculate", "op_version", "op_digest", "unit_timeout_ms", "input_list"):
+        for name in ("input", "repeat", "tiles", "policy", "speculate", "op_version", "op_digest", "unit_timeout_ms", "input_list", "input_job"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
@@ -239,7 +241,8 @@ class Job:
     @property
     def has_manifest(self) -> bool:
         """Whether the result is a :class:`Manifest`: a repeat job's of two or more units, or a job's of many inputs."""
-        return (self.spec.repeat or 0) > 1 or bool(self.spec.inputs) or self.spec.input_list is not None
+        spec = self.spec
+        return (spec.repeat or 0) > 1 or bool(spec.inputs) or spec.input_list is not None or spec.input_job is not None
 
 
 @dataclass
