@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"image"
+	"io"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/ops"
@@ -44,7 +46,24 @@ func (s *Server) assemble(j *jobRun, a assembly) (string, error) {
 	case len(outputs) == 1 && a.inputs == nil:
 		return outputs[0], nil
 	}
-	m := api.Manifest{Job: j.id, Op: j.spec.Op, Input: j.spec.Input, Units: make([]api.ManifestUnit, len(outputs))}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(s.writeManifest(pw, j, a, outputs)) }()
+	info, err := s.store.Put(pr)
+	pr.Close() // a Put that failed early unblocks the writer
+	return info.ID, err
+}
+
+// writeManifest streams a job's api.Manifest, one unit per line, so that
+// a job of 100,000 units never has its manifest whole in memory.
+func (s *Server) writeManifest(w io.Writer, j *jobRun, a assembly, outputs []string) error {
+	bw := bufio.NewWriter(w)
+	head, err := json.Marshal(api.Manifest{Job: j.id, Op: j.spec.Op, Input: j.spec.Input})
+	if err != nil {
+		return err
+	}
+	// head ends in "units":null}; the units follow in its place.
+	bw.Write(bytes.TrimSuffix(head, []byte("null}")))
+	bw.WriteString("[")
 	sizes := map[string]int64{} // repeat jobs often have one output for all
 	for i, id := range outputs {
 		size, ok := sizes[id]
@@ -52,19 +71,26 @@ func (s *Server) assemble(j *jobRun, a assembly) (string, error) {
 			if info, err := s.store.Stat(id); err == nil {
 				size = info.Size
 			}
-			sizes[id] = size
+			if a.inputs == nil {
+				sizes[id] = size // a job of many inputs has as many outputs: no cache
+			}
 		}
-		m.Units[i] = api.ManifestUnit{Index: i, Output: id, Size: size}
+		u := api.ManifestUnit{Index: i, Output: id, Size: size}
 		if a.inputs != nil {
-			m.Units[i].Input = hexID(a.inputs[i])
+			u.Input = hexID(a.inputs[i])
 		}
+		b, err := json.Marshal(u)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n ")
+		bw.Write(b)
 	}
-	b, err := json.MarshalIndent(m, "", " ")
-	if err != nil {
-		return "", err
-	}
-	info, err := s.store.Put(bytes.NewReader(b))
-	return info.ID, err
+	bw.WriteString("\n]}\n")
+	return bw.Flush()
 }
 
 // outputs lists the units' output object ids, by index, while the unit

@@ -178,7 +178,7 @@ type Worker struct {
 	metrics   *workerMetrics
 	metricsLn net.Listener // nil without Config.MetricsListen
 
-	wasm *userop.Runtime // nil with Config.NoWasm
+	wasm *userop.Runtime // nil when it runs no user operation (NoWasm and no AllowExec)
 
 	drainOnce    sync.Once
 	drainStarted chan struct{} // closed when a graceful stop begins
@@ -330,7 +330,7 @@ func (w *Worker) allowsExec(interpreter string) bool {
 
 // newRuntime makes the runtime of user operations: WebAssembly unless
 // cfg.NoWasm, and the interpreters cfg.AllowExec names, which must be on
-// PATH. A worker running as root runs scripts as nobody.
+// PATH. Scripts need the worker to run as root, and run as nobody.
 func newRuntime(cfg Config, fetch userop.Fetcher) (*userop.Runtime, error) {
 	rc := userop.Config{CacheDir: cfg.WasmCache, MaxCache: cfg.WasmCacheMax, Fetch: fetch,
 		Logger: cfg.Logger.With("component", "userop"), Exec: map[string]string{}}
@@ -399,12 +399,17 @@ func othersCanRun(path string) bool {
 	}
 }
 
+// codeTimeout bounds downloading a module from one server.
+const codeTimeout = 2 * time.Minute
+
 // fetchCode gets a user operation's module from the first server that
 // has it (the runtime checks the digest, so any server will do).
 func (w *Worker) fetchCode(ctx context.Context, digest [32]byte) ([]byte, error) {
 	var errs []error
+	hc := *w.cfg.HTTPClient
+	hc.Timeout = codeTimeout // a module is up to 64 MiB, over whatever link
 	for _, base := range w.cfg.Servers {
-		c := client.New(base).WithHTTPClient(w.cfg.HTTPClient).WithSecret(w.cfg.Secret).WithRetry(client.Retry{For: -1})
+		c := client.New(base).WithHTTPClient(&hc).WithSecret(w.cfg.Secret).WithRetry(client.Retry{For: -1})
 		code, err := c.Code(ctx, hex.EncodeToString(digest[:]))
 		if err == nil {
 			return code, nil

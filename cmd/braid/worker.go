@@ -31,9 +31,9 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	routes := fs.String("advertise-routes", "", "other hosts of this worker, comma-separated, one per further network path, at which servers reach the data-plane\nlistener on the same port (bind it to all of them: --listen 0.0.0.0:PORT); ptcp sends some of its connections through them")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or Ctrl-C, wait this long for running units to finish (a second signal stops at once)")
 	leaseIdle := fs.Duration("lease-idle", time.Second, "a server that stops asking for threads keeps them this long before they go to other servers")
-	noWasm := fs.Bool("no-wasm", false, "do not run user operations (WebAssembly modules fetched from servers, sandboxed)")
+	noWasm := fs.Bool("no-wasm", false, "do not run WebAssembly user operations (modules fetched from servers, run sandboxed)")
 	wasmCache := fs.String("wasm-cache", defaultWasmCache(), "`DIR` keeping user operations' compiled code across restarts (empty: compile in memory)")
-	allowExec := fs.String("allow-exec", "", "run script operations of these interpreters, comma-separated (python3,sh), found on PATH;\nconfined, not sandboxed: as nobody when the worker runs as root (docs/user-ops.md). Default: none")
+	allowExec := fs.String("allow-exec", "", "run script operations of these interpreters, comma-separated (python3,sh), found on PATH, or NAME=/PATH;\nconfined, not sandboxed: the worker must run as root and runs them as nobody (docs/user-ops.md). Default: none")
 	wasmCacheMax := fs.Int64("wasm-cache-max", 1<<30, "bound on --wasm-cache in `BYTES`; the least recently loaded code goes first")
 	liveness := fs.Duration("liveness", 3*time.Second, "a server silent this long on an association is taken for dead and its units are dropped (the smaller of the two ends' values applies)")
 	var sec secretFlags
