@@ -8,13 +8,12 @@ import (
 	"github.com/braidhq/braid/scheduler"
 )
 
-// TestCompositeOp: a unit whose Op joins names with '+' (a pipeline's)
-// goes only to a worker that runs every one of them, and waits, saying so,
-// while none is up.
-func TestCompositeOp(t *testing.T) {
+// newStepper returns a core and a step function that fails the test on
+// an error.
+func newStepper(t *testing.T) (*scheduler.Core, func(scheduler.Event) scheduler.Output) {
 	c := scheduler.New(scheduler.Config{})
 	now := time.Unix(0, 0)
-	step := func(ev scheduler.Event) scheduler.Output {
+	return c, func(ev scheduler.Event) scheduler.Output {
 		t.Helper()
 		out, err := c.Step(now, ev)
 		if err != nil {
@@ -22,6 +21,13 @@ func TestCompositeOp(t *testing.T) {
 		}
 		return out
 	}
+}
+
+// TestCompositeOp: a unit whose Op joins names with '+' (a pipeline's)
+// goes only to a worker that runs every one of them, and waits, saying so,
+// while none is up.
+func TestCompositeOp(t *testing.T) {
+	c, step := newStepper(t)
 	step(scheduler.WorkerUp{Worker: "blur-only", Streams: 2, Ops: []string{"blur"}})
 	step(scheduler.WorkerUp{Worker: "sobel-only", Streams: 2, Ops: []string{"sobel", "@wasm"}})
 	out := step(scheduler.JobAdded{Job: "j", Policy: "dynamic", Units: []scheduler.Unit{{Index: 0, Op: "blur+sobel"}, {Index: 1, Op: "blur+sobel"}}})
@@ -45,16 +51,7 @@ func TestCompositeOp(t *testing.T) {
 // TestHeldUnits: held units wait for UnitsReleased, in any order, and a
 // held unit with a dependency needs both.
 func TestHeldUnits(t *testing.T) {
-	c := scheduler.New(scheduler.Config{})
-	now := time.Unix(0, 0)
-	step := func(ev scheduler.Event) scheduler.Output {
-		t.Helper()
-		out, err := c.Step(now, ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	c, step := newStepper(t)
 	step(scheduler.WorkerUp{Worker: "w", Streams: 4, Ops: []string{"op"}})
 	units := []scheduler.Unit{{Index: 0, Op: "op", Held: true}, {Index: 1, Op: "op", Held: true},
 		{Index: 2, Op: "op"}, {Index: 3, Op: "op", Held: true, Deps: []int{2}}}
@@ -67,7 +64,7 @@ func TestHeldUnits(t *testing.T) {
 	}
 	a := out.Assign[0]
 	step(scheduler.UnitFinished{Job: "j", Unit: 1, Worker: a.Worker, Stream: a.Stream, Attempt: a.Attempt})
-	if _, err := c.Step(now, scheduler.UnitsReleased{Job: "j", Units: []int{9}}); err == nil {
+	if _, err := c.Step(time.Unix(0, 0), scheduler.UnitsReleased{Job: "j", Units: []int{9}}); err == nil {
 		t.Fatal("releasing a unit out of range was accepted")
 	}
 	if p, _ := c.Progress("j"); p.Pending != 2 || p.Running != 1 || p.Done != 1 {

@@ -94,14 +94,7 @@ func TestManyInputs(t *testing.T) {
 	if err := cl.Client.DeleteObject(ctx, ids[3]); apiCode(err) != api.CodeConflict {
 		t.Errorf("deleting an input of a waiting job: %v, want a conflict", err)
 	}
-	if err := cl.Close(); err != nil {
-		t.Fatal(err)
-	}
-	cl, err = cluster.Start(ctx, cluster.Config{DataDir: dir, Workers: []cluster.WorkerSpec{{Threads: 2}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl = restartWithWorkers(t, cl, dir)
 	j, err := cl.Client.Wait(ctx, pending.ID, nil)
 	if err != nil {
 		t.Fatal(err)

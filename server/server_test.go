@@ -44,6 +44,21 @@ func startCluster(t *testing.T, workers ...cluster.WorkerSpec) *cluster.Cluster 
 	return cl
 }
 
+// restartWithWorkers stops cl and starts a server on its data directory
+// dir again, with a worker of two threads; the test closes it at its end.
+func restartWithWorkers(t *testing.T, cl *cluster.Cluster, dir string) *cluster.Cluster {
+	t.Helper()
+	if err := cl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := cluster.Start(testCtx(t), cluster.Config{DataDir: dir, Workers: []cluster.WorkerSpec{{Threads: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -479,15 +494,7 @@ func TestRestartKeepsFinishedAndResumesUnfinished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	cl, err = cluster.Start(ctx, cluster.Config{DataDir: dir, Workers: []cluster.WorkerSpec{{Threads: 2}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl = restartWithWorkers(t, cl, dir)
 	j, err := cl.Client.Wait(ctx, pending.ID, nil)
 	if err != nil || j.State != api.JobDone || j.Progress.Done != 5 {
 		t.Fatalf("unfinished job after restart: %+v, %v", j, err)

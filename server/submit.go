@@ -169,7 +169,7 @@ func (s *Server) pinUserOp(spec *api.JobSpec) (*opRecord, error) {
 		}
 		return nil, badRequest(api.CodeUnknownOp, "unknown operation %q; available: %v", spec.Op, names)
 	case spec.OpDigest != "" && spec.OpDigest != rec.Op.Digest:
-		return nil, badRequest(api.CodeConflict, "operation %s version %d has module %s, not %s", spec.Op, rec.Op.Version, rec.Op.Digest, spec.OpDigest)
+		return nil, badRequest(api.CodeBadParameter, "op_digest: operation %s version %d has module %s, not %s", spec.Op, rec.Op.Version, rec.Op.Digest, spec.OpDigest)
 	}
 	spec.OpVersion, spec.OpDigest = rec.Op.Version, rec.Op.Digest
 	return rec, nil

@@ -68,15 +68,7 @@ func TestUserOpVersions(t *testing.T) {
 	} else {
 		t.Fatal("the module of a waiting job was deleted")
 	}
-	if err := cl.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	cl, err = cluster.Start(ctx, cluster.Config{DataDir: dir, Workers: []cluster.WorkerSpec{{Threads: 2}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl = restartWithWorkers(t, cl, dir)
 	j, err := cl.Client.Wait(ctx, pending.ID, nil)
 	if err != nil || j.State != api.JobDone {
 		t.Fatalf("the job of a removed operation after a restart: %+v, %v", j, err)

@@ -44,6 +44,32 @@ func runDelete(ctx context.Context, args []string, e *env) error {
 	})
 }
 
+// removeArgs is a command that removes each of its arguments with remove:
+// it parses the client flags, wants at least one argument, and prints as
+// eachRemoved does. kind names what an argument is ("token").
+func removeArgs(ctx context.Context, name, synopsis, kind, verb string, args []string, e *env,
+	print func(*env, deleted), remove func(context.Context, session, string) error, reason func(error) string) error {
+	fs := newFlagSet(name, synopsis, e)
+	var cf clientFlags
+	cf.register(fs, e)
+	if err := parseArgs(fs, args, -1); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
+		return eachRemoved(e, cf.json, verb, fs.Args(), print, func(arg string) deleted {
+			d := deleted{Kind: kind, ID: arg}
+			if err := remove(ctx, s, arg); err != nil {
+				d.Error = reason(err)
+			}
+			return d
+		})
+	})
+}
+
 // eachRemoved removes each of args with remove and prints each outcome as
 // it comes, or with --json all of them at the end; it fails if any was not
 // removed (verb says how: "deleted", "removed").

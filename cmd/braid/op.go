@@ -112,25 +112,9 @@ func runOpAdd(ctx context.Context, args []string, e *env) error {
 }
 
 func runOpRm(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("op rm", "NAME...", e)
-	var cf clientFlags
-	cf.register(fs, e)
-	if err := parseArgs(fs, args, -1); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return errUsage
-	}
-	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
-		return eachRemoved(e, cf.json, "removed", fs.Args(), printRemoved, func(name string) deleted {
-			d := deleted{Kind: "operation", ID: name}
-			if err := s.RemoveOperation(ctx, name); err != nil {
-				d.Error = err.Error()
-			}
-			return d
-		})
-	})
+	return removeArgs(ctx, "op rm", "NAME...", "operation", "removed", args, e, printRemoved,
+		func(ctx context.Context, s session, name string) error { return s.RemoveOperation(ctx, name) },
+		func(err error) string { return err.Error() })
 }
 
 // trimPrefix drops a sentinel's text from the front of err's.

@@ -90,25 +90,8 @@ func runTokenCreate(ctx context.Context, args []string, e *env) error {
 }
 
 func runTokenRevoke(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("token revoke", "ID...", e)
-	var cf clientFlags
-	cf.register(fs, e)
-	if err := parseArgs(fs, args, -1); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return errUsage
-	}
-	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
-		return eachRemoved(e, cf.json, "revoked", fs.Args(), printRevoked, func(id string) deleted {
-			d := deleted{Kind: "token", ID: id}
-			if err := s.RevokeToken(ctx, id); err != nil {
-				d.Error = apiMessage(err)
-			}
-			return d
-		})
-	})
+	return removeArgs(ctx, "token revoke", "ID...", "token", "revoked", args, e, printRevoked,
+		func(ctx context.Context, s session, id string) error { return s.RevokeToken(ctx, id) }, apiMessage)
 }
 
 func printRevoked(e *env, d deleted) {
