@@ -77,3 +77,19 @@ func TestPipeline(t *testing.T) {
 		}
 	}
 }
+
+// TestTiledUserOp: braid's blur compiled to WebAssembly, registered with
+// a reach, tiled 2×2, gives the built-in whole-image blur's bytes.
+func TestTiledUserOp(t *testing.T) {
+	cl := startCluster(t, cluster.WorkerSpec{Threads: 2})
+	c := cl.Client
+	addOp(t, c, wasmtest.Build(t, "./examples/ops/blur", false), api.OperationSpec{Name: "wblur", Reach: new(6),
+		Params: []api.Parameter{{Name: "sigma", Type: "float", Default: "2"}}, Limits: api.OpLimits{MemoryMiB: 512}})
+	gif := put(t, c, samples.GIF())
+	tiled := runJob(t, c, api.JobSpec{Op: "wblur", Input: gif, Tiles: "2x2"})
+	whole := runJob(t, c, api.JobSpec{Op: "blur", Input: gif})
+	if tiled.State != api.JobDone || whole.State != api.JobDone || tiled.Result != whole.Result {
+		t.Fatalf("tiled user blur %s (%s %s) differs from the built-in %s (%s %s)",
+			tiled.Result, tiled.State, tiled.Error, whole.Result, whole.State, whole.Error)
+	}
+}
