@@ -18,6 +18,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/ops/samples"
 	"github.com/braidhq/braid/userop/wasmtest"
 )
 
@@ -171,6 +172,13 @@ func TestUserOps(t *testing.T) {
 	var jj api.Job
 	if err := json.Unmarshal([]byte(out), &jj); err != nil || jj.State != api.JobDone || jj.Progress.Done != 2 {
 		t.Fatalf("submit --input-job: %v\n%s", err, out)
+	}
+
+	// A tiled pipeline from the command line.
+	img := strings.TrimSpace(cli(t, c, "put", writeFile(t, dir, "in.gif", samples.GIF())))
+	out = cli(t, c, "submit", "--op", "blur,sobel", "--param", "blur.sigma=2", "--input", img, "--tiles", "2x2", "--wait", "--json")
+	if err := json.Unmarshal([]byte(out), &jj); err != nil || jj.State != api.JobDone || jj.Progress.Done != 4 {
+		t.Fatalf("a tiled pipeline: %v\n%s", err, out)
 	}
 
 	// The worker restarts: the compiled code on disk is used as it is.
