@@ -75,7 +75,7 @@ func (s *Server) checkOp(r *http.Request, spec *api.OperationSpec) (api.Operatio
 	if spec.ABI == api.ABIExec {
 		kind, err = api.OpExec, userop.CheckScript(code)
 	} else {
-		err = userop.Check(r.Context(), code, spec.ABI, spec.Limits.MemoryMiB)
+		err = s.checkModule(r, code, spec)
 	}
 	if err != nil {
 		return api.Operation{}, badRequest(api.CodeBadModule, "%v", trimErr(err, userop.ErrBadSpec))
@@ -87,6 +87,22 @@ func (s *Server) checkOp(r *http.Request, spec *api.OperationSpec) (api.Operatio
 	}
 	return api.Operation{Name: spec.Name, Summary: spec.Summary, Params: params, Tileable: spec.Reach != nil,
 		Kind: kind, Digest: spec.Module, ABI: spec.ABI, Interpreter: spec.Interpreter, Reach: spec.Reach, Limits: &limits}, nil
+}
+
+// checkSlots bounds the modules a server compiles at once: compiling a
+// big module takes seconds of a core, and registering is open to every
+// submit token.
+const checkSlots = 2
+
+// checkModule compiles a module to check it, in one of the check slots.
+func (s *Server) checkModule(r *http.Request, code []byte, spec *api.OperationSpec) error {
+	select {
+	case s.checks <- struct{}{}:
+		defer func() { <-s.checks }()
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
+	return userop.Check(r.Context(), code, spec.ABI, spec.Limits.MemoryMiB)
 }
 
 // handleRemoveOp removes a user operation: DELETE /v1/operations/{name}.

@@ -200,8 +200,10 @@ type Server struct {
 	metricsHandler http.Handler // GET /metrics
 
 	tokens *tokens // nil without Config.Auth
-	// userOps is the catalogue of user operations.
+	// userOps is the catalogue of user operations; checks holds a token
+	// per module being compiled (checkModule).
 	userOps *userOps
+	checks  chan struct{}
 }
 
 // New opens the data directory and binds the HTTP listener.
@@ -254,7 +256,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TLS != nil {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: st, db: db, ln: ln, tokens: toks, userOps: userOps,
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, db: db, ln: ln, tokens: toks, userOps: userOps, checks: make(chan struct{}, checkSlots),
 		stopped: make(chan struct{}), jobs: map[string]*jobRun{}}
 	s.disp = newDispatcher(s)
 	s.metrics = newServerMetrics(s)
