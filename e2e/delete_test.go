@@ -110,7 +110,7 @@ func cliExit(t *testing.T, c *client.Client, args ...string) (int, string, strin
 // returns its exit code and output.
 func runCLI(t *testing.T, c *client.Client, token bool, args ...string) (int, string, string) {
 	t.Helper()
-	args = append(args[:1:1], append([]string{"--server", c.URL()}, args[1:]...)...)
+	args = withServer(c, args)
 	cmd := exec.Command(braidBin, args...)
 	if token {
 		withToken(cmd, args)
@@ -129,6 +129,16 @@ func runCLI(t *testing.T, c *client.Client, token bool, args ...string) (int, st
 		t.Fatalf("braid %v: %v", args, err)
 	}
 	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+}
+
+// withServer puts --server URL after the command's words (two for
+// "op add", whose flags follow the subcommand).
+func withServer(c *client.Client, args []string) []string {
+	n := 1
+	if len(args) > 1 && args[0] == "op" {
+		n = 2
+	}
+	return append(args[:n:n], append([]string{"--server", c.URL()}, args[n:]...)...)
 }
 
 func apiCode(err error) string {

@@ -307,7 +307,7 @@ func TestCLI(t *testing.T) {
 
 func cli(t *testing.T, c *client.Client, args ...string) string {
 	t.Helper()
-	args = append(args[:1:1], append([]string{"--server", c.URL()}, args[1:]...)...)
+	args = withServer(c, args)
 	cmd := exec.Command(braidBin, args...)
 	withToken(cmd, args)
 	var stdout, stderr bytes.Buffer

@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -22,21 +19,11 @@ import (
 	"github.com/braidhq/braid/userop/wasmtest"
 )
 
-// opCLI runs `braid op SUB --server URL ARGS...` with the admin token and
-// returns its exit code and output.
+// opCLI runs `braid op SUB ARGS...` against c's server with the admin
+// token and returns its exit code and output.
 func opCLI(t *testing.T, c *client.Client, sub string, args ...string) (int, string, string) {
 	t.Helper()
-	args = append([]string{"op", sub, "--server", c.URL()}, args...)
-	cmd := exec.Command(braidBin, args...)
-	withToken(cmd, args[1:])
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("braid %v: %v", args, err)
-	}
-	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+	return cliExit(t, c, append([]string{"op", sub}, args...)...)
 }
 
 func writeFile(t *testing.T, dir, name string, b []byte) string {

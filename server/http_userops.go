@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -158,9 +159,5 @@ func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 
 // trimErr drops a sentinel's text from the front of err's.
 func trimErr(err, sentinel error) string {
-	msg := err.Error()
-	if p := sentinel.Error() + ": "; len(msg) > len(p) && msg[:len(p)] == p {
-		return msg[len(p):]
-	}
-	return msg
+	return strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
 }

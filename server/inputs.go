@@ -39,7 +39,7 @@ func (s *Server) splitInputs(id string, spec api.JobSpec, setup unitSetup, heade
 			return nil, badRequest(api.CodeTooLarge, "input %d, object %s, is %d bytes: a unit's input and its %d-byte header must fit one data-plane message (%d bytes)",
 				i, in, info.Size, header, limit+int64(header))
 		}
-		inputs[i] = digestOf(in)
+		inputs[i] = parseOutput(in)
 	}
 	j := newJobRun(id, spec, len(ids), received)
 	j.params, j.digest, j.inputs = setup.params, setup.digest, inputs

@@ -214,7 +214,7 @@ func (s *Server) setupUnits(spec api.JobSpec) (unitSetup, error) {
 	if rec.Op.Digest != spec.OpDigest {
 		return unitSetup{}, badRequest(api.CodeUnknownOp, "operation %s version %d is not in the catalogue", spec.Op, spec.OpVersion)
 	}
-	return unitSetup{params: inv.UnitParams(), digest: digestOf(rec.Op.Digest), modules: []string{rec.Op.Digest},
+	return unitSetup{params: inv.UnitParams(), digest: parseOutput(rec.Op.Digest), modules: []string{rec.Op.Digest},
 		reach: func() (int, error) { return userReach(rec) }}, nil
 }
 

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -253,10 +252,4 @@ func (c *userOps) remove(name string, write func([]*opRecord) error) (bool, erro
 		r.Removed = true
 	}
 	return true, nil
-}
-
-// digestOf parses an object id into a unit's code digest.
-func digestOf(id string) (d [32]byte) {
-	_, _ = hex.Decode(d[:], []byte(id))
-	return d
 }

@@ -120,13 +120,9 @@ func TestSandbox(t *testing.T) {
 		{"fail", "exit status 3; stderr: no can do"},
 		{"panic", "exit status 2; stderr: panic: deliberate"},
 	} {
-		start := time.Now()
 		_, err := run(c.mode, small, "")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one saying %q", c.mode, err, c.want)
-		}
-		if d := time.Since(start); d > 10*time.Second {
-			t.Errorf("%s took %v", c.mode, d)
 		}
 	}
 	if got, err := run("echo", small, "still fine"); err != nil || got != "still fine" {

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -80,7 +80,7 @@ func runOpAdd(ctx context.Context, args []string, e *env) error {
 	for _, p := range params {
 		decl, err := userop.ParseParam(p)
 		if err != nil {
-			return usageErrorf("--param %s", trimPrefix(err, userop.ErrBadSpec))
+			return usageErrorf("--param %s", strings.TrimPrefix(err.Error(), userop.ErrBadSpec.Error()+": "))
 		}
 		spec.Params = append(spec.Params, decl)
 	}
@@ -115,13 +115,4 @@ func runOpRm(ctx context.Context, args []string, e *env) error {
 	return removeArgs(ctx, "op rm", "NAME...", "operation", "removed", args, e, printRemoved,
 		func(ctx context.Context, s session, name string) error { return s.RemoveOperation(ctx, name) },
 		func(err error) string { return err.Error() })
-}
-
-// trimPrefix drops a sentinel's text from the front of err's.
-func trimPrefix(err, sentinel error) string {
-	msg := err.Error()
-	if p := sentinel.Error() + ": "; errors.Is(err, sentinel) && len(msg) > len(p) {
-		return msg[len(p):]
-	}
-	return msg
 }
