@@ -104,6 +104,12 @@ func (a *Association) start() {
 	}
 	a.readers.Add(len(a.recv) + 1)
 	go a.readControl()
+	if c, ok := a.conn.(assocConn); ok {
+		rtt := c.handshakeRTT()
+		c.setLinger(lingerFor(rtt))
+		a.readers.Add(1)
+		go a.coalesce(c, rtt)
+	}
 	if a.liveness > 0 {
 		a.startKeepAlive()
 	}
@@ -111,6 +117,34 @@ func (a *Association) start() {
 		go a.readData(i)
 	}
 }
+
+// coalesce lowers the conn's receive coalescing delay (coalesce.go), set
+// from the handshake's RTT, when pion's smoothed RTT falls below minRTT,
+// looking soon after the handshake and then less often, up to every
+// coalesceEvery; it exits when the association ends. A handshake that was
+// not timed (minRTT 0) leaves the delay at none.
+func (a *Association) coalesce(c assocConn, minRTT time.Duration) {
+	defer a.readers.Done()
+	wait := 50 * time.Millisecond
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-a.done:
+			return
+		}
+		if rtt := time.Duration(a.pa.SRTT() * float64(time.Millisecond)); rtt > 0 && rtt < minRTT {
+			minRTT = rtt
+			c.setLinger(lingerFor(minRTT))
+		}
+		wait = min(2*wait, coalesceEvery)
+		t.Reset(wait)
+	}
+}
+
+// coalesceEvery is how often, at most, coalesce looks at the RTT.
+const coalesceEvery = 5 * time.Second
 
 // Streams implements transport.Association.
 func (a *Association) Streams() int { return len(a.send) }

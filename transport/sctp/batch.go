@@ -71,6 +71,7 @@ type udpSocket struct {
 
 	rxPool sync.Pool // of *rxBuf
 	rd     reader
+	linger atomic.Int64 // receive coalescing delay in ns (coalesce.go); 0: none
 
 	mu       sync.Mutex // guards the fields below
 	changed  *sync.Cond // queue shrank, flusher stopped or closing began
@@ -163,6 +164,7 @@ type reader struct {
 	rest []byte
 	cur  *rxBuf
 	from *net.UDPAddr
+	last time.Time // when the last batch was read
 }
 
 func (r *reader) init(s *udpSocket) {
@@ -232,12 +234,17 @@ func (r *reader) fill() error {
 			r.ms[i].OOB = r.ms[i].OOB[:cap(r.ms[i].OOB)]
 		}
 	}
+	if d := time.Duration(r.s.linger.Load()); d > 0 && r.n > 0 && r.n < len(r.ms) {
+		if wait := d - time.Since(r.last); wait > 0 {
+			time.Sleep(wait)
+		}
+	}
 	r.i, r.n = 0, 0
 	n, err := r.s.bc.ReadBatch(r.ms, 0)
 	if err != nil {
 		return err
 	}
-	r.n = n
+	r.n, r.last = n, time.Now()
 	return nil
 }
 

@@ -18,6 +18,11 @@ type assocConn interface {
 	net.Conn
 	garbage() *garbageHook
 	signs() *alive.Clock
+	// setLinger sets the receive coalescing delay for the association's
+	// packets, and handshakeRTT is what the SCTP handshake took, 0 if not
+	// measured (coalesce.go).
+	setLinger(d time.Duration)
+	handshakeRTT() time.Duration
 }
 
 var (
@@ -43,9 +48,14 @@ type pconn struct {
 	proofTimer *time.Timer // set by the mux under its lock, before any packet
 	hook       garbageHook
 	life       alive.Clock
+	rtt        rttClock
 	serr       sendErr
 	tx         txRound
 	rd         *deadline.Deadline
+	// linger is the coalescing delay this association wants (setLinger),
+	// -1 until it has one; the mux applies the smallest of its
+	// associations' to the shared socket.
+	linger atomic.Int64
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -56,11 +66,19 @@ func newPconn(m *mux, raddr netip.AddrPort) *pconn {
 		rd: deadline.New(), closed: make(chan struct{})}
 	c.hook.set(func(error) { _ = c.Close() })
 	c.life.Start()
+	c.linger.Store(-1)
 	return c
 }
 
-func (c *pconn) garbage() *garbageHook { return &c.hook }
-func (c *pconn) signs() *alive.Clock   { return &c.life }
+func (c *pconn) setLinger(d time.Duration) {
+	if c.linger.Swap(int64(d)) != int64(d) {
+		c.m.relinger()
+	}
+}
+
+func (c *pconn) handshakeRTT() time.Duration { return c.rtt.get() }
+func (c *pconn) garbage() *garbageHook       { return &c.hook }
+func (c *pconn) signs() *alive.Clock         { return &c.life }
 
 // maxQueued bounds the receive-buffer bytes held by one association's
 // packets waiting for its reader (as the channel bounds their number). A
@@ -121,6 +139,7 @@ func (c *pconn) Write(p []byte) (int, error) {
 		c.proven.Store(true) // the peer echoed the DTLS cookie (dtls.go)
 	}
 	c.life.Sent()
+	c.rtt.sent(p)
 	return c.m.sock.write(p, c.ua, &c.serr)
 }
 
@@ -129,7 +148,7 @@ func (c *pconn) checks() *checker {
 	if c.sealed {
 		return nil
 	}
-	return &checker{hook: &c.hook, life: &c.life} // inlined: no allocation
+	return &checker{hook: &c.hook, life: &c.life, rtt: &c.rtt} // inlined: no allocation
 }
 
 // WriteOwned is Write without the copy: p waits for Flush. pion's
@@ -145,6 +164,7 @@ func (c *pconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 		release(p)
 		return 0, err
 	}
+	c.rtt.sent(p) // before p is handed over
 	if !c.tx.add(outPacket{b: p, release: release, to: c.ua, owner: &c.serr}) {
 		release(p)
 		return 0, net.ErrClosed
@@ -178,6 +198,7 @@ func (c *pconn) ReadPacket() ([]byte, error) {
 type checker struct {
 	hook *garbageHook
 	life *alive.Clock
+	rtt  *rttClock
 }
 
 // admit checks a received packet and releases its buffer. A well-formed
@@ -205,6 +226,7 @@ func admit(pk packet, dst []byte, ck *checker) ([]byte, bool) {
 	}
 	if ck != nil {
 		ck.life.Heard()
+		ck.rtt.got(p)
 	}
 	return p, true
 }
@@ -234,6 +256,7 @@ type dconn struct {
 	sock   *udpSocket
 	hook   garbageHook
 	life   alive.Clock
+	rtt    rttClock
 	serr   sendErr
 	tx     txRound
 }
@@ -247,6 +270,7 @@ func newDconn(uc *net.UDPConn) *dconn {
 // Write queues p for the peer.
 func (c *dconn) Write(p []byte) (int, error) {
 	c.life.Sent()
+	c.rtt.sent(p)
 	return c.sock.write(p, nil, &c.serr)
 }
 
@@ -270,6 +294,7 @@ func (c *dconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 		release(p)
 		return 0, err
 	}
+	c.rtt.sent(p) // before p is handed over
 	if !c.tx.add(outPacket{b: p, release: release, owner: &c.serr}) {
 		release(p)
 		return 0, net.ErrClosed
@@ -300,8 +325,11 @@ func (c *dconn) checks() *checker {
 	if c.sealed {
 		return nil
 	}
-	return &checker{hook: &c.hook, life: &c.life} // inlined: no allocation
+	return &checker{hook: &c.hook, life: &c.life, rtt: &c.rtt} // inlined: no allocation
 }
+
+func (c *dconn) setLinger(d time.Duration)   { c.sock.linger.Store(int64(d)) }
+func (c *dconn) handshakeRTT() time.Duration { return c.rtt.get() }
 
 func (c *dconn) garbage() *garbageHook { return &c.hook }
 func (c *dconn) signs() *alive.Clock   { return &c.life }

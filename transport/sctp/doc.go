@@ -17,6 +17,9 @@
 // BRAID-PATCHES.md), pending upstream; with an unpatched pion, writes are
 // queued and sent by a flusher goroutine instead. Closing a conn sends what
 // is queued (for at most a second) before the socket closes.
+// On a long path reads are coalesced (coalesce.go): a socket busy with a
+// paced flow waits up to a sixteenth of the round-trip time between reads,
+// so that packets are handled and acknowledged in rounds, not one by one.
 //
 // Encryption (dtls.go): between hosts, by default (Config.TLS), an
 // association runs over DTLS 1.2 keyed to the cluster secret, SCTP over

@@ -144,6 +144,7 @@ type sealedConn struct {
 	raw  net.Conn // the UDP conn under DTLS, closed with it
 	hook garbageHook
 	life alive.Clock
+	rtt  rttClock
 	rbuf []byte // ReadPacket's, for pion's one reader
 }
 
@@ -156,8 +157,16 @@ func newSealedConn(dc *dtls.Conn, raw net.Conn) *sealedConn {
 	return c
 }
 
-func (c *sealedConn) garbage() *garbageHook { return &c.hook }
-func (c *sealedConn) signs() *alive.Clock   { return &c.life }
+// setLinger passes the delay to the UDP conn under DTLS.
+func (c *sealedConn) setLinger(d time.Duration) {
+	if r, ok := c.raw.(assocConn); ok {
+		r.setLinger(d)
+	}
+}
+
+func (c *sealedConn) handshakeRTT() time.Duration { return c.rtt.get() }
+func (c *sealedConn) garbage() *garbageHook       { return &c.hook }
+func (c *sealedConn) signs() *alive.Clock         { return &c.life }
 
 // Read returns the next well-formed packet; a malformed one, which only a
 // holder of the cluster secret can have sent, is reported to the hook.
@@ -172,6 +181,7 @@ func (c *sealedConn) Read(p []byte) (int, error) {
 			continue
 		}
 		c.life.Heard()
+		c.rtt.got(p[:n])
 		return n, nil
 	}
 }
@@ -189,6 +199,7 @@ func (c *sealedConn) ReadPacket() ([]byte, error) {
 // Write sends one SCTP packet as one DTLS record.
 func (c *sealedConn) Write(p []byte) (int, error) {
 	c.life.Sent()
+	c.rtt.sent(p)
 	return c.Conn.Write(p)
 }
 

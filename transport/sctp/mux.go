@@ -195,10 +195,30 @@ func (m *mux) remove(c *pconn) {
 		delete(m.conns, c.raddr)
 	}
 	last := m.closing && len(m.conns) == 0
+	m.relingerLocked()
 	m.mu.Unlock()
 	if last {
 		_ = m.sock.close()
 	}
+}
+
+// relinger applies the smallest receive coalescing delay the socket's
+// associations want (pconn.linger), so that a short path sharing the
+// socket with a long one is not delayed.
+func (m *mux) relinger() {
+	m.mu.Lock()
+	m.relingerLocked()
+	m.mu.Unlock()
+}
+
+func (m *mux) relingerLocked() {
+	d := int64(-1)
+	for _, c := range m.conns {
+		if l := c.linger.Load(); l >= 0 && (d < 0 || l < d) {
+			d = l
+		}
+	}
+	m.sock.linger.Store(max(d, 0))
 }
 
 // close stops new associations and closes the socket once none is left.
