@@ -2008,6 +2008,14 @@ func (a *Association) SRTT() float64 {
 	return a.srtt.Load().(float64) //nolint:forcetypeassert
 }
 
+// MinRTT returns the smallest round-trip time sample so far in msec, 0
+// until one has been taken (braid patch). Unlike SRTT, which the peer's
+// delayed SACKs inflate (up to 200 ms for a lone packet), it tracks the
+// path itself once any packet has been acknowledged at once.
+func (a *Association) MinRTT() float64 {
+	return a.rtoMgr.getMinRTT()
+}
+
 // Metadata returns negotiated association metadata. The ok return value is false
 // until the SCTP handshake has completed.
 func (a *Association) Metadata() (AssociationMetadata, bool) {

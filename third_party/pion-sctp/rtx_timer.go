@@ -43,6 +43,7 @@ type rtoManager struct {
 	noUpdate bool
 	mutex    sync.RWMutex
 	rtoMax   float64
+	minRTT   float64 // braid patch: the smallest sample, 0 until one
 }
 
 // newRTOManager creates a new rtoManager.
@@ -63,6 +64,9 @@ func (m *rtoManager) setNewRTT(rtt float64) float64 {
 	m.mutex.Lock()
 	defer m.mutex.Unlock()
 
+	if rtt > 0 && (m.minRTT == 0 || rtt < m.minRTT) { // braid patch
+		m.minRTT = rtt
+	}
 	if m.noUpdate {
 		return m.srtt
 	}
@@ -79,6 +83,15 @@ func (m *rtoManager) setNewRTT(rtt float64) float64 {
 	m.rto = math.Min(math.Max(m.srtt+4*m.rttvar, rtoMin), m.rtoMax)
 
 	return m.srtt
+}
+
+// getMinRTT returns the smallest RTT sample in msec, 0 until one (braid
+// patch).
+func (m *rtoManager) getMinRTT() float64 {
+	m.mutex.RLock()
+	defer m.mutex.RUnlock()
+
+	return m.minRTT
 }
 
 // getRTO simply returns the current RTO in msec.

@@ -105,10 +105,11 @@ func (a *Association) start() {
 	a.readers.Add(len(a.recv) + 1)
 	go a.readControl()
 	if c, ok := a.conn.(assocConn); ok {
-		rtt := c.handshakeRTT()
-		c.setLinger(lingerFor(rtt))
-		a.readers.Add(1)
-		go a.coalesce(c, rtt)
+		c.setLinger(0)
+		if !isLocal(a.conn.RemoteAddr()) {
+			a.readers.Add(1)
+			go a.coalesce(c)
+		}
 	}
 	if a.liveness > 0 {
 		a.startKeepAlive()
@@ -118,14 +119,14 @@ func (a *Association) start() {
 	}
 }
 
-// coalesce lowers the conn's receive coalescing delay (coalesce.go), set
-// from the handshake's RTT, when pion's smoothed RTT falls below minRTT,
-// looking soon after the handshake and then less often, up to every
-// coalesceEvery; it exits when the association ends. A handshake that was
-// not timed (minRTT 0) leaves the delay at none.
-func (a *Association) coalesce(c assocConn, minRTT time.Duration) {
+// coalesce sets the conn's receive coalescing delay (coalesce.go) from
+// the path's round-trip time (pathRTT), looking soon after the handshake
+// and then less often, up to every coalesceEvery; it exits when the
+// association ends. The delay only ever shrinks once set.
+func (a *Association) coalesce(c assocConn) {
 	defer a.readers.Done()
-	wait := 50 * time.Millisecond
+	hs, set := c.handshakeRTT(), time.Duration(-1)
+	wait := 20 * time.Millisecond
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
@@ -134,9 +135,9 @@ func (a *Association) coalesce(c assocConn, minRTT time.Duration) {
 		case <-a.done:
 			return
 		}
-		if rtt := time.Duration(a.pa.SRTT() * float64(time.Millisecond)); rtt > 0 && rtt < minRTT {
-			minRTT = rtt
-			c.setLinger(lingerFor(minRTT))
+		if d, ok := nextLinger(set, pathRTT(hs, time.Duration(a.pa.MinRTT()*float64(time.Millisecond)))); ok {
+			c.setLinger(d)
+			set = d
 		}
 		wait = min(2*wait, coalesceEvery)
 		t.Reset(wait)

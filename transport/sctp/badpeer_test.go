@@ -205,29 +205,13 @@ func FuzzParseFragment(f *testing.F) {
 // TestManyStreams opens an association with the most streams the contract
 // allows and uses the last one in both directions.
 func TestManyStreams(t *testing.T) {
-	tr := New(Config{})
-	ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, RecStreams: transport.MaxStreams})
-	if err != nil {
-		t.Fatal(err)
+	d, l := loopbackPair(t, New(Config{}), transport.ListenConfig{Secret: secret, RecStreams: transport.MaxStreams},
+		transport.DialConfig{Secret: secret, RecStreams: transport.MaxStreams})
+	if l.Streams() != transport.MaxStreams {
+		t.Fatalf("listener association has %d streams", l.Streams())
 	}
-	defer ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	acc := make(chan transport.Association, 1)
-	go func() {
-		a, _ := ln.Accept(ctx)
-		acc <- a
-	}()
-	d, err := tr.Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret, RecStreams: transport.MaxStreams})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	l := <-acc
-	if l == nil || l.Streams() != transport.MaxStreams {
-		t.Fatalf("listener association %v", l)
-	}
-	defer l.Close()
 	last := transport.MaxStreams - 1
 	for _, dir := range [][2]transport.Association{{d, l}, {l, d}} {
 		if err := dir[0].Send(ctx, last, []byte("far")); err != nil {

@@ -1,6 +1,7 @@
 package sctp
 
 import (
+	"net"
 	"sync/atomic"
 	"time"
 )
@@ -17,33 +18,74 @@ import (
 // `linger` has passed since that read and takes what arrived meanwhile in
 // one go; pion handles them in one round and acknowledges them with one
 // SACK. A packet after an idle spell is read at once: only a packet that
-// follows another within `linger` waits, by at most `linger`.
+// follows another within `linger` waits, by at most `linger` (plus the
+// timer's slack, up to about a millisecond).
 //
-// `linger` is a sixteenth of the path's round-trip time, at most
-// maxLinger, and none on a path shorter than 16 × minLinger, where the
-// delay would cost more than the wakeups. The round-trip time is what the
-// SCTP handshake took (rttClock), or pion's smoothed RTT where that is
-// smaller. The handshake's exchanges are answered at once, while pion's
-// RTT samples include the peer's delayed SACKs (up to 200 ms for a lone
-// packet), so on a quiet short path pion's RTT alone would ask for the
-// largest delay. A sealed (DTLS) association times the handshake inside
-// DTLS; a listener's socket, which all its associations share, lingers
-// as long as the shortest path's association asks for (mux.relinger).
+// `linger` is a sixteenth of the path's round-trip time in whole
+// milliseconds, at most maxLinger: none on a path under 16 ms, where the
+// delay would cost more than the wakeups save (and Go's timers, which
+// sleep in epoll_wait, round a shorter wait up to a millisecond anyway).
+// The round-trip time must not be taken too long, since a loopback
+// association that lingered would add a millisecond or two to every
+// request and response, and either sample alone can be: the SCTP
+// handshake's exchange (rttClock) includes the peer's scheduling delay
+// when it is busy, and pion's RTT samples include the peer's delayed
+// SACKs (up to 200 ms for a lone packet). So the path's RTT is the smaller of the
+// handshake's and the smallest of pion's samples (MinRTT, patch 14), and
+// nothing until both exist; and an association with a peer on this host
+// never lingers. A listener's socket, which all its associations share,
+// lingers as long as the shortest path's association asks for
+// (mux.relinger).
 
 const (
 	lingerDiv = 16
 	maxLinger = 2 * time.Millisecond
-	minLinger = 250 * time.Microsecond // none on paths under 4 ms
 )
 
 // lingerFor is the receive coalescing delay for a path whose round-trip
-// time is rtt (0: not measured, no delay).
+// time is rtt (0: unknown, no delay).
 func lingerFor(rtt time.Duration) time.Duration {
-	d := min(rtt/lingerDiv, maxLinger)
-	if d < minLinger {
+	return min(rtt/lingerDiv, maxLinger).Truncate(time.Millisecond)
+}
+
+// pathRTT is the round-trip time to size the delay from: the smaller of
+// the handshake's and pion's smallest sample, 0 unless both are known.
+func pathRTT(handshake, pionMin time.Duration) time.Duration {
+	if handshake <= 0 || pionMin <= 0 {
 		return 0
 	}
-	return d
+	return min(handshake, pionMin)
+}
+
+// nextLinger is the delay to set for a path of round-trip time rtt when
+// set is the one set so far (negative: none yet), and whether to set it:
+// once the path is measured, and then only to shrink it.
+func nextLinger(set, rtt time.Duration) (time.Duration, bool) {
+	d := lingerFor(rtt)
+	return d, rtt > 0 && (set < 0 || d < set)
+}
+
+// isLocal reports whether addr is on this host: a loopback address or
+// one of its interfaces'.
+func isLocal(addr net.Addr) bool {
+	ua, ok := addr.(*net.UDPAddr)
+	if !ok {
+		return false
+	}
+	ip := ua.IP
+	if ip.IsLoopback() {
+		return true
+	}
+	ifas, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, ifa := range ifas {
+		if n, ok := ifa.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // rttClock times the SCTP handshake's first exchange on a conn: INIT to

@@ -16,14 +16,68 @@ func TestLingerFor(t *testing.T) {
 	for _, c := range []struct{ rtt, want time.Duration }{
 		{0, 0},
 		{100 * time.Microsecond, 0}, // loopback
-		{3 * time.Millisecond, 0},   // a LAN: not worth a timer
-		{4 * time.Millisecond, 250 * time.Microsecond},
-		{20 * time.Millisecond, 1250 * time.Microsecond},
-		{50 * time.Millisecond, maxLinger},
+		{3 * time.Millisecond, 0},   // a LAN
+		{15 * time.Millisecond, 0},  // not worth a timer
+		{16 * time.Millisecond, time.Millisecond},
+		{20 * time.Millisecond, time.Millisecond},
+		{32 * time.Millisecond, 2 * time.Millisecond},
 		{time.Second, maxLinger},
 	} {
 		if got := lingerFor(c.rtt); got != c.want {
 			t.Errorf("lingerFor(%v) = %v, want %v", c.rtt, got, c.want)
+		}
+	}
+}
+
+// TestPathRTT: the delay is sized from the smaller of the two samples,
+// each of which can only be too long, and from nothing while one is
+// missing.
+func TestPathRTT(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct{ hs, pion, want time.Duration }{
+		{0, 20 * ms, 0},
+		{20 * ms, 0, 0},
+		{50 * ms, 20 * ms, 20 * ms},  // a busy peer answered the handshake late
+		{20 * ms, 200 * ms, 20 * ms}, // pion's samples so far were delayed SACKs
+	} {
+		if got := pathRTT(c.hs, c.pion); got != c.want {
+			t.Errorf("pathRTT(%v, %v) = %v, want %v", c.hs, c.pion, got, c.want)
+		}
+	}
+}
+
+func TestNextLinger(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		set, rtt, want time.Duration
+		ok             bool
+	}{
+		{-1, 0, 0, false},            // not measured: nothing to set
+		{-1, 20 * ms, ms, true},      // first measure
+		{-1, 5 * ms, 0, true},        // a short path: none, but said
+		{2 * ms, 20 * ms, ms, true},  // a shorter path seen: shrink
+		{ms, 40 * ms, 2 * ms, false}, // never grow
+		{0, 40 * ms, 2 * ms, false},
+	} {
+		if got, ok := nextLinger(c.set, c.rtt); ok != c.ok || (ok && got != c.want) {
+			t.Errorf("nextLinger(%v, %v) = %v, %v; want %v, %v", c.set, c.rtt, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestIsLocal(t *testing.T) {
+	for _, ip := range []string{"127.0.0.1", "127.0.3.4", "::1"} {
+		if !isLocal(&net.UDPAddr{IP: net.ParseIP(ip), Port: 1}) {
+			t.Errorf("%s is not local", ip)
+		}
+	}
+	if isLocal(&net.UDPAddr{IP: net.ParseIP("192.0.2.1"), Port: 1}) { // TEST-NET-1
+		t.Error("192.0.2.1 is local")
+	}
+	ifas, _ := net.InterfaceAddrs()
+	for _, ifa := range ifas {
+		if n, ok := ifa.(*net.IPNet); ok && !n.IP.IsLoopback() && !isLocal(&net.UDPAddr{IP: n.IP, Port: 1}) {
+			t.Errorf("this host's %s is not local", n.IP)
 		}
 	}
 }
@@ -115,6 +169,19 @@ func TestReaderLingers(t *testing.T) {
 		if d == 0 && batch != 1 {
 			t.Errorf("no linger: the packets that followed were read in a batch of %d, want 1 (as each came)", batch)
 		}
+		// A full batch means more may be waiting: the next read is at once.
+		time.Sleep(linger + 50*time.Millisecond)
+		for i := range readBatch + 1 {
+			send(500 + i)
+		}
+		for i := range readBatch {
+			read(500 + i)
+		}
+		start = time.Now()
+		read(500 + readBatch)
+		if took := time.Since(start); took >= linger {
+			t.Errorf("linger %v: the read after a full batch took %v", d, took)
+		}
 	}
 }
 
@@ -152,7 +219,7 @@ func TestMuxLingersForShortestPath(t *testing.T) {
 // TestLoopbackDoesNotLinger checks that an association on loopback
 // measures its handshake and does not coalesce on either end.
 func TestLoopbackDoesNotLinger(t *testing.T) {
-	d, l := loopbackPair(t)
+	d, l := loopbackPair(t, New(Config{}), transport.ListenConfig{Secret: secret}, transport.DialConfig{Secret: secret})
 	for _, a := range []transport.Association{d, l} {
 		c := a.(*Association).conn.(assocConn)
 		if rtt := c.handshakeRTT(); rtt <= 0 || rtt > time.Second {
@@ -168,12 +235,11 @@ func TestLoopbackDoesNotLinger(t *testing.T) {
 	}
 }
 
-// loopbackPair is an association between two ends on loopback, closed
-// when t ends.
-func loopbackPair(t *testing.T) (d, l transport.Association) {
+// loopbackPair is an association of tr between two ends on loopback,
+// aborted when t ends.
+func loopbackPair(t *testing.T, tr transport.Transport, lc transport.ListenConfig, dc transport.DialConfig) (d, l transport.Association) {
 	t.Helper()
-	tr := New(Config{})
-	ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret})
+	ln, err := tr.Listen("127.0.0.1:0", lc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +251,7 @@ func loopbackPair(t *testing.T) (d, l transport.Association) {
 		a, _ := ln.Accept(ctx)
 		acc <- a
 	}()
-	d, err = tr.Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret})
+	d, err = tr.Dial(ctx, ln.Addr().String(), dc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +265,8 @@ func loopbackPair(t *testing.T) (d, l transport.Association) {
 
 // TestLingerOnLongPath runs an association across the emulated 20 ms path
 // (root, Linux; skips elsewhere): both ends measure the handshake's RTT,
-// linger a sixteenth of it, and carry a message whole.
+// linger a sixteenth of it in whole milliseconds, and carry a message
+// whole.
 func TestLingerOnLongPath(t *testing.T) {
 	transporttest.UpBed(t, "rtt=20ms,rate=100M")
 	d, l := transporttest.AcrossBed(t, New(Config{}), 47620)
@@ -216,11 +283,17 @@ func TestLingerOnLongPath(t *testing.T) {
 			sock = raw.(*pconn).m.sock
 		}
 		rtt := c.handshakeRTT()
-		if rtt < 20*time.Millisecond || rtt > 200*time.Millisecond {
+		if rtt < 20*time.Millisecond || rtt > 60*time.Millisecond {
 			t.Errorf("%s: handshake RTT %v on a 20 ms path", a.LocalAddr(), rtt)
 		}
-		if got, want := time.Duration(sock.linger.Load()), lingerFor(rtt); got != want || want == 0 {
-			t.Errorf("%s: lingers %v, want %v", a.LocalAddr(), got, want)
+		// The delay is set once pion has an RTT sample too, within the
+		// first looks of the coalesce loop.
+		deadline := time.Now().Add(3 * time.Second)
+		for sock.linger.Load() == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := time.Duration(sock.linger.Load()); got != time.Millisecond {
+			t.Errorf("%s: lingers %v on a 20 ms path, want 1ms", a.LocalAddr(), got)
 		}
 	}
 	msg := bytes.Repeat([]byte("coalesced"), 1<<20/9)

@@ -20,28 +20,9 @@ func TestKeepAlive(t *testing.T) {
 	var released atomic.Int64
 	lc := transport.ListenConfig{Secret: secret, RecStreams: 2, MaxStreams: 2, Liveness: bound,
 		Admit: func(_ transport.PeerInfo, n int) (int, func(), error) { return n, func() { released.Add(1) }, nil }}
-	ln, err := tr.Listen("127.0.0.1:0", lc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	d, la := loopbackPair(t, tr, lc, transport.DialConfig{Secret: secret, RecStreams: 2, MaxStreams: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	acc := make(chan transport.Association, 1)
-	go func() {
-		a, _ := ln.Accept(ctx)
-		acc <- a
-	}()
-	d, err := tr.Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret, RecStreams: 2, MaxStreams: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Abort(nil)
-	la := <-acc
-	if la == nil {
-		t.Fatal("no association accepted")
-	}
-	defer la.Abort(nil)
 	time.Sleep(5 * bound)
 	for _, a := range []transport.Association{d, la} {
 		if err := a.Err(); err != nil {
