@@ -3,6 +3,7 @@ package paper
 import (
 	"errors"
 	"fmt"
+	"github.com/braidhq/braid/internal/cpucg"
 	"io"
 	"os"
 	"runtime"
@@ -101,13 +102,13 @@ func (c *Config) validate() error {
 	if c.Runs < 1 {
 		return errors.New("paper: --runs must be at least 1")
 	}
-	if q := c.SlowQuota(); q < minQuota || c.SlowCPUs > 2 {
+	if q := c.SlowQuota(); q < cpucg.MinQuota || c.SlowCPUs > 2 {
 		return fmt.Errorf("paper: --slow-cpus %.2f gives the slow worker %.3f CPU; it must be at most 2 cores "+
-			"and give at least %.2f CPU", c.SlowCPUs, q, minQuota)
+			"and give at least %.2f CPU", c.SlowCPUs, q, cpucg.MinQuota)
 	}
-	if c.MachineCPUs > 0 && (c.MachineCPUs < minQuota || c.MachineCPUs > float64(c.Cores)) {
+	if c.MachineCPUs > 0 && (c.MachineCPUs < cpucg.MinQuota || c.MachineCPUs > float64(c.Cores)) {
 		return fmt.Errorf("paper: --machine-cpus %.2f: want between %.2f and the %d cores, or negative for "+
-			"uncapped workers", c.MachineCPUs, minQuota, c.Cores)
+			"uncapped workers", c.MachineCPUs, cpucg.MinQuota, c.Cores)
 	}
 	return nil
 }

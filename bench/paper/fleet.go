@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/braidhq/braid/internal/cpucg"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +29,7 @@ type fleet struct {
 	cancel  context.CancelFunc
 	served  chan error
 	procs   []*exec.Cmd
-	groups  []*cgroup
+	groups  []*cpucg.Group
 	tmp     string
 	workers []string
 }
@@ -135,12 +136,12 @@ func (f *fleet) startWorker(cfg *Config, i int, w workerSpec, secretFile string)
 }
 
 func (f *fleet) throttle(pid int, name string, cpus float64) error {
-	g, err := newCgroup(name, cpus)
+	g, err := cpucg.New("paper-"+name, cpus)
 	if err != nil {
 		return err
 	}
 	f.groups = append(f.groups, g)
-	return g.add(pid)
+	return g.Add(pid)
 }
 
 // waitUp waits until n workers have their association up.
@@ -177,7 +178,7 @@ func (f *fleet) close() error {
 		errs = append(errs, stop(c))
 	}
 	for _, g := range f.groups {
-		errs = append(errs, g.remove())
+		errs = append(errs, g.Remove())
 	}
 	if f.cancel != nil {
 		f.cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/braidhq/braid/internal/cpucg"
 	"os"
 	"time"
 )
@@ -37,7 +38,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("paper: %w", err)
 	}
 	if !cfg.NoSlow {
-		if _, err := cpuRoot(); err != nil {
+		if err := cpucg.Available(); err != nil {
 			cfg.NoSlow = true
 			res.note("slow-worker figures (12–16) skipped: %v", err)
 		}

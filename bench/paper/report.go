@@ -2,6 +2,7 @@ package paper
 
 import (
 	"fmt"
+	"github.com/braidhq/braid/internal/cpucg"
 	"os"
 	"runtime"
 	"strings"
@@ -84,7 +85,7 @@ func (r *Result) machineNotes(w func(string, ...any)) {
 			"and the slow worker (the paper's C3) in one with %d µs, i.e. %.3f CPU = %.2f of one C1 core. %s. "+
 			"So a 1-thread unit is ~%.1f× slower on C3 than on C1, a 2-thread job ~%.1f× slower than on C1 with "+
 			"its 2 cores; fig 12 measures the realised ratio. Figs 4–11 run uncapped workers.\n",
-			c.Cores, int(c.MachineCPUs*cfsPeriod), cfsPeriod, c.MachineCPUs, int(c.SlowQuota()*cfsPeriod),
+			c.Cores, int(c.MachineCPUs*cpucg.Period), cpucg.Period, c.MachineCPUs, int(c.SlowQuota()*cpucg.Period),
 			c.SlowQuota(), c.SlowCPUs, c3, 1/c.SlowCPUs, 2/c.SlowCPUs)
 		return
 	}
@@ -93,7 +94,7 @@ func (r *Result) machineNotes(w func(string, ...any)) {
 		"than on C1, a 2-thread job ~%.1f× slower than C1 with its 2 cores. The normal workers are uncapped: "+
 		"they share the cores with the slow one and the machine's other load, so the slow worker takes CPU "+
 		"from them rather than adding its own, and the realised ratio shrinks when the machine is busy; fig 12 "+
-		"measures it.\n", int(c.SlowCPUs*cfsPeriod), cfsPeriod, c.SlowCPUs, c3, c.SlowCPUs, 1/c.SlowCPUs,
+		"measures it.\n", int(c.SlowCPUs*cpucg.Period), cpucg.Period, c.SlowCPUs, c3, c.SlowCPUs, 1/c.SlowCPUs,
 		float64(c.Cores)/c.SlowCPUs)
 }
 
