@@ -348,6 +348,11 @@ type WorkerInfo struct {
 	Epoch uint64 `json:"epoch,omitempty"`
 	// Version is the worker's braid build (internal/version).
 	Version string `json:"version,omitempty"`
+	// HoldBytes is how many bytes of unit inputs the worker can hold at
+	// once for this server (a worker of several servers tells each its
+	// share): the server keeps no more than that in flight there (beyond
+	// one unit, which it may always send). 0: the worker does not say.
+	HoldBytes int64 `json:"hold_bytes,omitempty"`
 }
 
 // Worker states as a server sees them.

@@ -21,6 +21,10 @@ type WorkerUp struct {
 	// how many are (a worker shared by several servers lends its threads by
 	// demand). Without it all Streams are usable at once.
 	AwaitLease bool
+	// HoldBytes is how many bytes of unit inputs the worker says it can
+	// hold at once (its memory for them); 0 if it does not say. See
+	// "Byte budgets" in the package documentation.
+	HoldBytes int64
 }
 
 // WorkerLease says the worker now lends the first Streams of its
@@ -60,6 +64,9 @@ type Unit struct {
 	// Held keeps the unit from being placed until a UnitsReleased names
 	// it: its input does not exist yet (it is another job's output).
 	Held bool
+	// Size is the unit's input in bytes, 0 if unknown; it counts against
+	// a worker's byte budget while the unit is in flight there.
+	Size int64
 }
 
 // UnitsReleased makes held units of Job placeable (once their Deps are
@@ -67,6 +74,8 @@ type Unit struct {
 type UnitsReleased struct {
 	Job   string
 	Units []int
+	// Sizes, if as long as Units, are their input sizes (Unit.Size).
+	Sizes []int64
 }
 
 // JobCancelled drops a job's pending units; results still in flight are
@@ -166,6 +175,10 @@ type Config struct {
 	// SpeculateAfter: a running unit is a straggler once it has run this
 	// many times the job's median unit time (default 1.0).
 	SpeculateAfter float64
+	// ByteHorizon is how much of a measured worker's work, in time, its
+	// byte budget keeps in flight (default 1s); negative: no budget from
+	// the service rate, only a worker's HoldBytes. See "Byte budgets".
+	ByteHorizon time.Duration
 }
 
 // PolicyNames lists the assignment policies New understands.

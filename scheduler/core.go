@@ -11,6 +11,7 @@ const (
 	DefaultWindow         = 2
 	DefaultMaxWindow      = 4
 	DefaultSpeculateAfter = 1.0
+	DefaultByteHorizon    = time.Second
 )
 
 // Core is the scheduling state machine. It is not safe for concurrent use:
@@ -43,6 +44,9 @@ func New(cfg Config) *Core {
 	cfg.MaxWindow = max(cfg.MaxWindow, cfg.Window)
 	if cfg.SpeculateAfter <= 0 {
 		cfg.SpeculateAfter = DefaultSpeculateAfter
+	}
+	if cfg.ByteHorizon == 0 {
+		cfg.ByteHorizon = DefaultByteHorizon
 	}
 	return &Core{cfg: cfg, workers: map[string]*worker{}, jobs: map[string]*job{}, gen: 1}
 }
@@ -118,8 +122,9 @@ func (c *Core) workerUp(ev WorkerUp) error {
 		c.down(old)
 	}
 	w := newWorker(ev, c.cfg.Window)
+	w.horizon = c.cfg.ByteHorizon
 	if old != nil { // the same machine: keep what was learned of its speed
-		w.unitTime, w.samples, w.fbRate = old.unitTime, old.samples, old.fbRate
+		w.unitTime, w.samples, w.fbRate, w.avgSize = old.unitTime, old.samples, old.fbRate, old.avgSize
 	} else {
 		c.names = append(c.names, ev.Worker)
 		slices.Sort(c.names)
@@ -169,7 +174,7 @@ func (c *Core) down(w *worker) {
 	for _, r := range w.held {
 		c.requeue(r.j, r.i, w.name)
 	}
-	w.held = nil
+	w.held, w.bytes = nil, 0
 	for _, j := range c.live {
 		for _, q := range j.ops {
 			if q.share != nil {
@@ -227,7 +232,11 @@ func (c *Core) unitsReleased(ev UnitsReleased) error {
 	if !j.active() {
 		return nil
 	}
-	for _, i := range ev.Units {
+	sized := len(ev.Sizes) == len(ev.Units)
+	for k, i := range ev.Units {
+		if sized && j.units[i].held {
+			j.units[i].Size = max(ev.Sizes[k], 0)
+		}
 		j.release(i)
 	}
 	return nil

@@ -2,7 +2,8 @@ package scheduler
 
 // Demand is how many of the worker's streams this server could keep busy
 // now: the units in flight there plus the pending units of live jobs whose
-// operation it runs, capped at its association's stream count; zero for a
+// operation it runs, capped at its association's stream count and at the
+// units its byte budget lets it hold (at least those in flight); zero for a
 // worker that is not up. A worker shared by several servers lends its
 // threads by this figure (see WorkerLease). Units waiting for their
 // dependencies count too, so the figure errs towards asking. It costs
@@ -23,7 +24,21 @@ func (c *Core) Demand(name string) int {
 			}
 		}
 	}
+	if b := w.byteBudget(); b > 0 && w.avgSize > 0 {
+		// No more streams than the units the byte budget lets it hold.
+		n = min(n, max(c.InFlight(name), int(float64(b)/w.avgSize), 1))
+	}
 	return min(n, len(w.inflight))
+}
+
+// Bytes is the input bytes in flight to the worker and its byte budget
+// (0: none; see "Byte budgets"); zeros for a worker that is not up.
+func (c *Core) Bytes(name string) (inFlight, budget int64) {
+	w := c.workers[name]
+	if w == nil || !w.up {
+		return 0, 0
+	}
+	return w.bytes, w.byteBudget()
 }
 
 // InFlight is how many units the worker holds: sent and not yet answered

@@ -16,6 +16,9 @@ import (
 // the same pass (room only shrinks), so the operation is skipped.
 func (c *Core) dispatch(out *Output) {
 	c.pass++
+	for _, w := range c.byName {
+		w.reserved = false
+	}
 	for _, j := range c.live {
 		if !c.anyRoom() {
 			return
@@ -64,9 +67,19 @@ func (c *Core) place(j *job, q *opQueue, out *Output) bool {
 			s = q.planShares(ws, wts)
 		}
 	}
-	w := c.pick(ws, s)
-	if w == nil || (s == nil && !worthPlacing(w, ws)) {
+	size := j.units[q.ready.min()].Size
+	w := c.pick(ws, s, size)
+	if w == nil {
+		reserve(ws, s, size)
 		return false
+	}
+	if s == nil {
+		if ok, best := worthPlacing(w, ws, size); !ok {
+			if !best.fits(size) {
+				best.reserved = true // it must drain first: keep its room for this unit
+			}
+			return false
+		}
 	}
 	if s != nil {
 		s.take(w.name)
@@ -97,19 +110,20 @@ func (c *Core) capableOf(op string) []*worker {
 	return ws
 }
 
-// pick chooses among the workers with window room that share s allows
-// (all of them if s is nil): the one whose freest stream is least loaded
-// (so every stream gets a unit before any gets a second), then the faster
-// per stream, then by name. Without shares, once every worker is
-// measured, it is instead the one that would finish the unit first.
-func (c *Core) pick(ws []*worker, s *opShare) *worker {
+// pick chooses, for a unit of size bytes, among the workers with window
+// room and byte budget for it that share s allows (all of them if s is
+// nil): the one whose freest stream is least loaded (so every stream gets
+// a unit before any gets a second), then the faster per stream, then by
+// name. Without shares, once every worker is measured, it is instead the
+// one that would finish the unit first.
+func (c *Core) pick(ws []*worker, s *opShare, size int64) *worker {
 	if s == nil && allMeasured(ws) {
-		return earliestFinish(ws, true)
+		return earliestFinish(ws, true, size)
 	}
 	var best *worker
 	var bestSpeed float64
 	for _, w := range ws {
-		if w.freeStream() < 0 || (s != nil && !s.allows(w.name)) {
+		if w.roomFor(size) < 0 || (s != nil && !s.allows(w.name)) {
 			continue
 		}
 		speed := c.estRate(w) / w.parallel()
@@ -118,6 +132,18 @@ func (c *Core) pick(ws []*worker, s *opShare) *worker {
 		}
 	}
 	return best
+}
+
+// reserve marks the workers that share s allows and that have window room,
+// but not byte budget, for a unit of size bytes: later units of the pass
+// may not take their room, so that they drain until it fits (else a big
+// unit could wait for ever behind a later job's small ones).
+func reserve(ws []*worker, s *opShare, size int64) {
+	for _, w := range ws {
+		if w.freeStream() >= 0 && !w.fits(size) && (s == nil || s.allows(w.name)) {
+			w.reserved = true
+		}
+	}
 }
 
 func allMeasured(ws []*worker) bool {
@@ -131,26 +157,32 @@ func allMeasured(ws []*worker) bool {
 
 // finish is when a unit given to w now would be done, from now: the units
 // ahead of it on w's least loaded stream, and itself, each taking w's unit
-// time. With room, only streams with window room count.
-func finish(w *worker, room bool) (time.Duration, bool) {
-	s := w.freeStream()
+// time. With room, only streams with window room count, and only if a unit
+// of size bytes fits the byte budget.
+func finish(w *worker, room bool, size int64) (time.Duration, bool) {
+	s := w.roomFor(size)
 	if !room && w.lease > 0 {
 		s = slices.Index(w.leased(), slices.Min(w.leased()))
 	}
 	t, ok := w.estUnitTime()
+	if !room && ok && !w.fits(size) {
+		// It must drain before the unit fits: after its busiest stream.
+		return time.Duration(slices.Max(w.inflight)+1) * t, true
+	}
 	if s < 0 || !ok {
 		return 0, false
 	}
 	return time.Duration(w.inflight[s]+1) * t, true
 }
 
-// earliestFinish is the worker of ws that would finish a unit given now
-// first (by name on ties); with room, only workers with window room count.
-func earliestFinish(ws []*worker, room bool) *worker {
+// earliestFinish is the worker of ws that would finish a unit of size bytes
+// given now first (by name on ties); with room, only workers with room for
+// it count.
+func earliestFinish(ws []*worker, room bool, size int64) *worker {
 	var best *worker
 	var bestT time.Duration
 	for _, w := range ws {
-		if t, ok := finish(w, room); ok && (best == nil || t < bestT) {
+		if t, ok := finish(w, room, size); ok && (best == nil || t < bestT) {
 			best, bestT = w, t
 		}
 	}
@@ -162,15 +194,16 @@ func earliestFinish(ws []*worker, room bool) *worker {
 // later. A slow worker thus takes units while the faster ones are busy,
 // but not the last ones, which a faster worker would finish sooner even
 // after the units it already holds. Unmeasured workers always take units,
-// so that they get measured.
-func worthPlacing(w *worker, ws []*worker) bool {
+// so that they get measured. When it is not worth it, it also returns the
+// worker that would do better.
+func worthPlacing(w *worker, ws []*worker, size int64) (bool, *worker) {
 	if !allMeasured(ws) {
-		return true
+		return true, nil
 	}
-	tw, _ := finish(w, true)
-	best := earliestFinish(ws, false)
-	tb, _ := finish(best, false)
-	return tw <= tb
+	tw, _ := finish(w, true, size)
+	best := earliestFinish(ws, false, size)
+	tb, _ := finish(best, false, size)
+	return tw <= tb, best
 }
 
 // send records a copy of unit i in flight on (w, stream) and emits it.
@@ -181,7 +214,7 @@ func (c *Core) send(j *job, i int, w *worker, stream int, spec bool, out *Output
 		spec: spec, sent: c.now, ahead: w.inflight[stream]})
 	j.copies++
 	w.inflight[stream]++
-	w.held = append(w.held, ref{j, i})
+	w.hold(ref{j, i})
 	if !spec {
 		j.setPending(i, false, unitRunning)
 	}

@@ -93,6 +93,22 @@
 // window to 1; an empty queue grows it by one, up to MaxWindow. Units
 // already in flight are never recalled.
 //
+// # Byte budgets
+//
+// Windows count units, but for data-intensive work what a worker must
+// absorb is bytes (seed 003: the receiver's end system, its memory, disk
+// and CPU, can be the bottleneck). Every unit may carry its input Size,
+// and a worker holds its in-flight copies' bytes against a budget: once
+// the budget is spent it has no room, whatever its windows say, though a
+// worker with nothing in flight always takes one unit. The budget is what
+// the worker can get through in ByteHorizon at the rate its last results
+// came (units per second, not from compute times, which leave out moving
+// the bytes; times the mean size of the units sent to it), but at least one unit per leased stream plus one, so
+// that no stream waits for input (and only that until four results have
+// come: it opens as a TCP window does in slow start); and it is never more than the WorkerUp.HoldBytes the worker
+// says its memory can hold. Units of unknown size are bounded by windows
+// and HoldBytes alone.
+//
 // # Cost
 //
 // JobAdded costs O(units). After that no event scans a job: a UnitFinished

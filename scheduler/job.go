@@ -76,7 +76,7 @@ func newJob(ev JobAdded, seq int) (*job, error) {
 			return nil, fmt.Errorf("%w in job %q", err, ev.Job)
 		}
 		seen[u.Index] = true
-		j.units[u.Index] = unit{Unit: Unit{Index: u.Index, Op: u.Op, Deps: slices.Clone(u.Deps)}, blockers: len(u.Deps)}
+		j.units[u.Index] = unit{Unit: Unit{Index: u.Index, Op: u.Op, Deps: slices.Clone(u.Deps), Size: max(u.Size, 0)}, blockers: len(u.Deps)}
 		if u.Held && !u.Done {
 			j.units[u.Index].held = true
 			j.units[u.Index].blockers++

@@ -24,6 +24,7 @@ func (c *Core) unitFinished(ev UnitFinished, out *Output) {
 	w := c.workers[ev.Worker]
 	w.inflight[ev.Stream]--
 	w.release(ref{j, ev.Unit})
+	w.delivered(c.now)
 	if !ev.Failed && w.observe(ev.Compute) {
 		defer c.replanSpeed()
 	}

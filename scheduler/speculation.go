@@ -30,7 +30,7 @@ func (c *Core) speculate(out *Output) {
 		med, hasMed := j.medianCompute()
 		for _, i := range c.speculationCandidates(j) {
 			u := &j.units[i]
-			w, s := c.idleSlot(j.ops[u.oq], u.copies[0].worker)
+			w, s := c.idleSlot(j.ops[u.oq], u.copies[0].worker, u.Size)
 			if w != nil && c.worthDuplicating(u.copies[0], w, med, hasMed) {
 				u.duplicated = true
 				c.send(j, i, w, s, true, out)
@@ -60,12 +60,13 @@ func (c *Core) speculationCandidates(j *job) []int {
 	return out
 }
 
-// idleSlot finds the fastest up worker other than not that can run q's op and
-// has a stream with nothing in flight; measured workers before unmeasured.
-func (c *Core) idleSlot(q *opQueue, not string) (*worker, int) {
+// idleSlot finds the fastest up worker other than not that can run q's op,
+// has a stream with nothing in flight and byte budget for a unit of size
+// bytes; measured workers before unmeasured.
+func (c *Core) idleSlot(q *opQueue, not string, size int64) (*worker, int) {
 	var best *worker
 	for _, w := range c.capable(q) {
-		if w.name == not || w.idleStream() < 0 {
+		if w.name == not || w.idleStream() < 0 || !w.fits(size) {
 			continue
 		}
 		if best == nil || fasterThan(w, best) {

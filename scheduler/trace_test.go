@@ -21,10 +21,11 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.trace with the cur
 //
 // Commands (the clock starts at 0 and only tick/advance move it):
 //
-//	worker-up W streams=N [threads=N] [await-lease] ops=a,b
+//	worker-up W streams=N [threads=N] [await-lease] [hold=BYTES] ops=a,b
 //	lease W streams=N
 //	worker-down W
 //	job J policy=P units=N op=OP [speculate] [deps=2:0,1;3:2] [unit-ops=1:sobel;2:blur] [done=0,3]
+//	    [size=BYTES] [sizes=0:100;3:2000]   input sizes (every unit's, then some units')
 //	cancel J
 //	finish J UNIT W STREAM [compute=DUR] [attempt=N] [failed]
 //	return J UNIT W STREAM [attempt=N]
@@ -34,7 +35,10 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.trace with the cur
 //	progress J
 //	demand W
 //	workers
-//	config [window=N] [max-window=N] [speculate-after=F]   a fresh core
+//	config [window=N] [max-window=N] [speculate-after=F] [byte-horizon=DUR]   a fresh core
+//
+// workers lists bytes= and budget= for a worker with a byte budget or bytes
+// in flight.
 func TestTraces(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.trace")
 	if len(files) == 0 {
@@ -103,7 +107,8 @@ func (tr *tracer) run(f []string) []string {
 		return tr.workers()
 	case "config":
 		tr.core = scheduler.New(scheduler.Config{Window: tr.atoi(kv["window"]),
-			MaxWindow: tr.atoi(kv["max-window"]), SpeculateAfter: tr.float(kv["speculate-after"])})
+			MaxWindow: tr.atoi(kv["max-window"]), SpeculateAfter: tr.float(kv["speculate-after"]),
+			ByteHorizon: tr.dur(kv["byte-horizon"])})
 		return []string{"ok"}
 	}
 	ev, err := tr.event(cmd, args, kv)
@@ -122,7 +127,7 @@ func (tr *tracer) event(cmd string, args []string, kv map[string]string) (schedu
 	case "worker-up":
 		_, await := kv["await-lease"]
 		return scheduler.WorkerUp{Worker: args[0], Streams: tr.atoi(kv["streams"]),
-			Threads: tr.atoi(kv["threads"]), Ops: split(kv["ops"], ","), AwaitLease: await}, nil
+			Threads: tr.atoi(kv["threads"]), Ops: split(kv["ops"], ","), AwaitLease: await, HoldBytes: int64(tr.atoi(kv["hold"]))}, nil
 	case "lease":
 		return scheduler.WorkerLease{Worker: args[0], Streams: tr.atoi(kv["streams"])}, nil
 	case "return":
@@ -148,7 +153,11 @@ func (tr *tracer) job(name string, kv map[string]string) scheduler.JobAdded {
 	_, spec := kv["speculate"]
 	units := make([]scheduler.Unit, tr.atoi(kv["units"]))
 	for i := range units {
-		units[i] = scheduler.Unit{Index: i, Op: kv["op"]}
+		units[i] = scheduler.Unit{Index: i, Op: kv["op"], Size: int64(tr.atoi(kv["size"]))}
+	}
+	for _, d := range split(kv["sizes"], ";") {
+		u, size, _ := strings.Cut(d, ":")
+		units[tr.atoi(u)].Size = int64(tr.atoi(size))
 	}
 	for _, d := range split(kv["deps"], ";") {
 		u, deps, _ := strings.Cut(d, ":")
@@ -222,7 +231,11 @@ func (tr *tracer) workers() []string {
 		if w.Lease != len(w.InFlight) {
 			lease = fmt.Sprintf(" lease=%d", w.Lease)
 		}
-		lines = append(lines, fmt.Sprintf("%s %s window=%d inflight=%v%s unit=%v", w.Name, state, w.Window, w.InFlight, lease, w.UnitTime))
+		bytes := ""
+		if w.Bytes != 0 || w.Budget != 0 {
+			bytes = fmt.Sprintf(" bytes=%d budget=%d", w.Bytes, w.Budget)
+		}
+		lines = append(lines, fmt.Sprintf("%s %s window=%d inflight=%v%s unit=%v%s", w.Name, state, w.Window, w.InFlight, lease, w.UnitTime, bytes))
 	}
 	return lines
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +26,45 @@ type worker struct {
 	unitTime time.Duration // EWMA of reported compute time per unit
 	samples  int           // compute-time samples behind unitTime
 	fbRate   float64       // last ServiceRate from Feedback (units/s)
+
+	// Byte budget (see "Byte budgets" in doc.go).
+	bytes     int64         // input bytes of the copies held here
+	holdBytes int64         // what the worker says it can hold; 0: unsaid
+	avgSize   float64       // EWMA of the sizes of units sent here (0: none sized yet)
+	horizon   time.Duration // Config.ByteHorizon
+	doneAt    []time.Time   // when its last results came, at most deliverySamples
+	// reserved: in this dispatch pass a unit did not fit the byte budget
+	// here, so later units do not take the room it waits for.
+	reserved bool
+}
+
+// deliverySamples is how many of a worker's last results its delivery
+// rate is measured over.
+const deliverySamples = 16
+
+// delivered records a result from w at now.
+func (w *worker) delivered(now time.Time) {
+	if len(w.doneAt) == deliverySamples {
+		w.doneAt = append(w.doneAt[:0], w.doneAt[1:]...)
+	}
+	w.doneAt = append(w.doneAt, now)
+}
+
+// deliveryRate is the rate at which w's last results came, in units/s, 0
+// until four have come. Unlike rate, which is from compute times, it
+// counts all that limits the worker: receiving inputs and sending outputs
+// too, a CPU quota, memory. (A worker with too little work to be busy
+// delivers below its capacity, but then it has all there is.)
+func (w *worker) deliveryRate() float64 {
+	n := len(w.doneAt)
+	if n < 4 {
+		return 0
+	}
+	span := w.doneAt[n-1].Sub(w.doneAt[0]).Seconds()
+	if span <= 0 {
+		return 0
+	}
+	return float64(n-1) / span
 }
 
 // WorkerStatus is a snapshot of one worker, for introspection and tests.
@@ -38,10 +78,13 @@ type WorkerStatus struct {
 	// UnitTime is the estimated compute time of one unit on one stream;
 	// zero until the worker has been measured.
 	UnitTime time.Duration
+	// Bytes is the input bytes in flight there; Budget what it may have
+	// (0: no byte limit). See "Byte budgets".
+	Bytes, Budget int64
 }
 
 func newWorker(ev WorkerUp, window int) *worker {
-	w := &worker{name: ev.Worker, up: true, threads: ev.Threads, window: window,
+	w := &worker{name: ev.Worker, up: true, threads: ev.Threads, window: window, holdBytes: max(ev.HoldBytes, 0),
 		ops: make(map[string]bool, len(ev.Ops)), inflight: make([]int, ev.Streams)}
 	if w.threads <= 0 {
 		w.threads = ev.Streams
@@ -61,11 +104,72 @@ type ref struct {
 	i int
 }
 
+// hold records a copy of unit r sent here.
+func (w *worker) hold(r ref) {
+	w.held = append(w.held, r)
+	if size := r.j.units[r.i].Size; size > 0 {
+		w.bytes += size
+		if w.avgSize == 0 {
+			w.avgSize = float64(size)
+		} else {
+			w.avgSize = ewmaWeight*float64(size) + (1-ewmaWeight)*w.avgSize
+		}
+	}
+}
+
 // release forgets one copy of unit r held here.
 func (w *worker) release(r ref) {
 	if k := slices.Index(w.held, r); k >= 0 {
 		w.held = slices.Delete(w.held, k, k+1)
+		w.bytes -= max(r.j.units[r.i].Size, 0)
 	}
+}
+
+// byteBudget is how many bytes of unit inputs w may have in flight, 0 for
+// no limit: enough of its work, at the rate its results come, to last the
+// horizon, and at least
+// one unit per leased stream and one more (only that until it is
+// measured), but never more than it says it can hold.
+func (w *worker) byteBudget() int64 {
+	var b int64
+	if w.horizon > 0 && w.avgSize > 0 {
+		f := float64(w.lease+1) * w.avgSize
+		if r := w.deliveryRate(); r > 0 {
+			f = max(r*w.avgSize*w.horizon.Seconds(), f)
+		}
+		b = int64(min(f, math.MaxInt64/2))
+	}
+	if w.holdBytes > 0 && (b == 0 || w.holdBytes < b) {
+		b = w.holdBytes
+	}
+	return b
+}
+
+// byteRoom reports whether w's byte budget is not spent yet. A worker with
+// nothing in flight always has room, whatever its budget.
+func (w *worker) byteRoom() bool { return w.fits(1) }
+
+// fits reports whether a unit of size bytes fits w's byte budget. A worker
+// with nothing in flight takes any unit, unless an earlier unit of this
+// dispatch pass is waiting for its room (reserved).
+func (w *worker) fits(size int64) bool {
+	if w.reserved {
+		return false
+	}
+	if len(w.held) == 0 {
+		return true
+	}
+	b := w.byteBudget()
+	return b == 0 || w.bytes+max(size, 1) <= b
+}
+
+// roomFor is freeStream for a unit of size bytes: -1 if it does not fit
+// the byte budget.
+func (w *worker) roomFor(size int64) int {
+	if !w.fits(size) {
+		return -1
+	}
+	return w.freeStream()
 }
 
 func validateWorkerUp(ev WorkerUp) error {
@@ -100,8 +204,12 @@ func (w *worker) leased() []int { return w.inflight[:w.lease] }
 func (w *worker) parallel() float64 { return float64(max(w.lease, 1)) }
 
 // freeStream returns the leased stream with window room and the fewest
-// units in flight (lowest index on ties), or -1.
+// units in flight (lowest index on ties), or -1; -1 too when the worker's
+// byte budget is spent.
 func (w *worker) freeStream() int {
+	if !w.byteRoom() {
+		return -1
+	}
 	best := -1
 	for s, n := range w.leased() {
 		if n < w.window && (best < 0 || n < w.inflight[best]) {
@@ -177,5 +285,5 @@ func (w *worker) feedback(ev Feedback, maxWindow int) bool {
 func (w *worker) status() WorkerStatus {
 	t, _ := w.estUnitTime()
 	return WorkerStatus{Name: w.name, Up: w.up, Window: w.window,
-		InFlight: slices.Clone(w.inflight), Lease: w.lease, UnitTime: t}
+		InFlight: slices.Clone(w.inflight), Lease: w.lease, UnitTime: t, Bytes: w.bytes, Budget: w.byteBudget()}
 }

@@ -180,6 +180,26 @@ func TestRegistrationChecksRoutes(t *testing.T) {
 	}
 }
 
+// TestRegistrationChecksHoldBytes: a negative hold_bytes is refused with
+// a reason; 0 (unsaid) and a size are taken.
+func TestRegistrationChecksHoldBytes(t *testing.T) {
+	cl := startCluster(t)
+	wt := api.WorkerToken([]byte("braid-cluster-secret"))
+	reg := func(hold int64) string {
+		return fmt.Sprintf(`{"name": "w", "cores": 1, "max_threads": 1, "free_threads": 1, "ops": ["noop"],
+			"endpoints": [{"transport": "tcpn", "addr": "10.0.0.5:7171"}], "hold_bytes": %d}`, hold)
+	}
+	if resp, body := call(t, cl, "POST", "/v1/workers", reg(-1), api.WorkerTokenHeader, wt); resp.StatusCode != 400 ||
+		errorCode(t, body) != api.CodeBadParameter || !strings.Contains(body, "hold_bytes") {
+		t.Errorf("hold_bytes -1: %d %s; want 400 bad_parameter naming hold_bytes", resp.StatusCode, body)
+	}
+	for _, good := range []int64{0, 512 << 20} {
+		if resp, body := call(t, cl, "POST", "/v1/workers", reg(good), api.WorkerTokenHeader, wt); resp.StatusCode != 200 {
+			t.Errorf("hold_bytes %d: %d %s; want 200", good, resp.StatusCode, body)
+		}
+	}
+}
+
 // TestEmptyParameterNameIsRefused: a parameter named "" is unknown to every
 // operation. It was accepted at submit (always alone, half the time beside
 // another unknown name), and then the worker failed the job on it.

@@ -69,7 +69,7 @@ func newDispatcher(s *Server) *dispatcher {
 	return &dispatcher{
 		s:          s,
 		log:        s.log.With("component", "dispatch"), // not a group: keys stay job=, unit=, worker= as elsewhere
-		core:       scheduler.New(scheduler.Config{Window: s.cfg.Window}),
+		core:       scheduler.New(scheduler.Config{Window: s.cfg.Window, ByteHorizon: s.cfg.ByteHorizon}),
 		ctl:        make(chan func(), 64),
 		exited:     make(chan struct{}),
 		results:    make(chan resultMsg, 1024),

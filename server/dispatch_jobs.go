@@ -28,11 +28,12 @@ func (d *dispatcher) addJob(j *jobRun) {
 	op := d.s.schedOp(j.spec)
 	j.mu.Lock()
 	for i := range units {
-		units[i] = scheduler.Unit{Index: i, Op: op, Done: j.units.recs[i].state == unitDone}
+		units[i] = scheduler.Unit{Index: i, Op: op, Done: j.units.recs[i].state == unitDone, Size: j.inputSizeLocked(i)}
 		if units[i].Done {
 			j.stored++ // a resumed job's: read from state.db
 		}
 	}
+	j.inputSizes = nil
 	j.mu.Unlock()
 	if j.spec.InputJob != "" && !d.addInputJob(j, units) {
 		return
@@ -197,7 +198,7 @@ func (d *dispatcher) accept(f flight, r resultMsg, failed bool) {
 	rec := *u
 	j.mu.Unlock()
 	if !failed {
-		d.releaseDownstream(j, f.index, rec.output)
+		d.releaseDownstream(j, f.index, rec.output, r.size)
 	}
 	c := change{apply: putUnit(j.id, f.index, rec, f.worker, errText)}
 	if !failed {

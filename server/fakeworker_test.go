@@ -43,8 +43,9 @@ type gotUnit struct {
 func fakeOutput(job string, index int) []byte { return fmt.Appendf(nil, "%s/%d", job, index) }
 
 // startFakeWorker registers a fake worker with threads streams on the
-// server c points at; secret is the cluster's.
-func startFakeWorker(t *testing.T, c *client.Client, secret []byte, name string, threads int, delay time.Duration) *fakeWorker {
+// server c points at; secret is the cluster's. Options change what it
+// registers.
+func startFakeWorker(t *testing.T, c *client.Client, secret []byte, name string, threads int, delay time.Duration, opts ...func(*api.WorkerInfo)) *fakeWorker {
 	t.Helper()
 	ln, err := tcpn.New(tcpn.Config{}).Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, Name: name,
 		RecStreams: threads, MaxStreams: threads})
@@ -56,6 +57,9 @@ func startFakeWorker(t *testing.T, c *client.Client, secret []byte, name string,
 	c = c.WithSecret(secret)
 	info := api.WorkerInfo{Name: name, Cores: 1, MaxThreads: threads, FreeThreads: threads,
 		Ops: []string{"blur", "noop", "grayscale"}, Endpoints: []api.Endpoint{{Transport: "tcpn", Addr: ln.Addr().String()}}}
+	for _, o := range opts {
+		o(&info)
+	}
 	if _, err := c.RegisterWorker(ctx, info); err != nil {
 		cancel()
 		ln.Close()

@@ -36,6 +36,8 @@ func validateWorker(info *api.WorkerInfo) error {
 		return badRequest(api.CodeBadParameter, "worker %s lists no operations", info.Name)
 	case len(info.Runtimes) > 16 || slices.ContainsFunc(info.Runtimes, badRuntime):
 		return badRequest(api.CodeBadParameter, "runtimes %q: want %q and \"exec:NAME\" entries, at most 16", info.Runtimes, api.OpWasm)
+	case info.HoldBytes < 0:
+		return badRequest(api.CodeBadParameter, "hold_bytes %d: want the bytes of unit inputs the worker can hold, or 0 to say nothing", info.HoldBytes)
 	}
 	if info.InfoURL != "" {
 		u, err := url.Parse(info.InfoURL)

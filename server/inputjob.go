@@ -165,9 +165,9 @@ func (s *Server) doneOutputs(j *jobRun) ([][32]byte, error) {
 	return out, nil
 }
 
-// releaseDownstream gives unit i's output, just accepted, to the jobs
-// waiting on up's outputs.
-func (d *dispatcher) releaseDownstream(up *jobRun, i int, output [32]byte) {
+// releaseDownstream gives unit i's output, just accepted (size bytes), to
+// the jobs waiting on up's outputs.
+func (d *dispatcher) releaseDownstream(up *jobRun, i int, output [32]byte, size int64) {
 	for _, j := range d.downstream[up.id] {
 		if j.end != "" || j.assembling || i >= len(j.inputs) {
 			continue
@@ -175,7 +175,7 @@ func (d *dispatcher) releaseDownstream(up *jobRun, i int, output [32]byte) {
 		j.mu.Lock()
 		j.inputs[i] = output
 		j.mu.Unlock()
-		d.step(scheduler.UnitsReleased{Job: j.id, Units: []int{i}})
+		d.step(scheduler.UnitsReleased{Job: j.id, Units: []int{i}, Sizes: []int64{size}})
 	}
 }
 

@@ -28,6 +28,7 @@ func (s *Server) splitInputs(id string, spec api.JobSpec, setup unitSetup, heade
 	}
 	limit := maxInputFor(header)
 	inputs := make([][32]byte, len(ids))
+	sizes := make([]int64, len(ids))
 	for i, in := range ids {
 		info, err := s.store.Touch(in)
 		switch {
@@ -39,10 +40,10 @@ func (s *Server) splitInputs(id string, spec api.JobSpec, setup unitSetup, heade
 			return nil, badRequest(api.CodeTooLarge, "input %d, object %s, is %d bytes: a unit's input and its %d-byte header must fit one data-plane message (%d bytes)",
 				i, in, info.Size, header, limit+int64(header))
 		}
-		inputs[i] = parseOutput(in)
+		inputs[i], sizes[i] = parseOutput(in), info.Size
 	}
 	j := newJobRun(id, spec, len(ids), received)
-	j.params, j.digest, j.inputs = setup.params, setup.digest, inputs
+	j.params, j.digest, j.inputs, j.inputSizes = setup.params, setup.digest, inputs, sizes
 	return j, nil
 }
 

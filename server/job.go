@@ -25,14 +25,17 @@ type jobRun struct {
 	spec  api.JobSpec
 	owner string // the id of the token that submitted it (auth.go)
 	// Set by split; read by the loop, which drops them when the job ends.
-	input   []byte     // repeat jobs: every unit's input
-	tiles   []ops.Tile // tiled jobs: unit i's input is tiles[i].Data
-	inputs  [][32]byte // jobs of many inputs: unit i's input object, read when it is sent; the loop clears it under mu
-	params  ops.Params // unit params (tiles add format=png; a user operation's invocation)
-	digest  [32]byte   // a user operation's module; zero for built-ins
-	modules []string   // the object ids of every user operation's module (a pipeline's too)
-	format  string     // tiled jobs: the output format
-	bounds  image.Rectangle
+	input  []byte     // repeat jobs: every unit's input
+	tiles  []ops.Tile // tiled jobs: unit i's input is tiles[i].Data
+	inputs [][32]byte // jobs of many inputs: unit i's input object, read when it is sent; the loop clears it under mu
+	// inputSizes are inputs' sizes, from submission, for the scheduler's
+	// byte budgets (a resumed job has none); addJob drops them.
+	inputSizes []int64
+	params     ops.Params // unit params (tiles add format=png; a user operation's invocation)
+	digest     [32]byte   // a user operation's module; zero for built-ins
+	modules    []string   // the object ids of every user operation's module (a pipeline's too)
+	format     string     // tiled jobs: the output format
+	bounds     image.Rectangle
 	// Loop-owned. assembling is set while the result is being built (the
 	// job cannot be cancelled then); end is the terminal state the loop
 	// decided, "" while the job runs.
@@ -84,6 +87,20 @@ func (s *Server) unitInput(j *jobRun, i int) ([]byte, error) {
 		return b, nil
 	}
 	return j.input, nil
+}
+
+// inputSizeLocked is unit i's input size where known before it is sent,
+// else 0. Call with mu held.
+func (j *jobRun) inputSizeLocked(i int) int64 {
+	switch {
+	case j.tiles != nil:
+		return int64(len(j.tiles[i].Data))
+	case j.inputSizes != nil:
+		return j.inputSizes[i]
+	case j.inputs == nil:
+		return int64(len(j.input))
+	}
+	return 0
 }
 
 // total is the job's number of units.

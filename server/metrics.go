@@ -77,6 +77,7 @@ type stateCollector struct {
 	s                                                       *Server
 	jobs, units, workers, assocs, streams, objects, storeBy *prometheus.Desc
 	workerDone, workerInFlight, workerLease                 *prometheus.Desc
+	workerBytes, workerBudget                               *prometheus.Desc
 }
 
 func newStateCollector(s *Server) *stateCollector {
@@ -94,13 +95,15 @@ func newStateCollector(s *Server) *stateCollector {
 		workerDone:     d("braid_worker_units_completed_total", "Units a worker ran whose result was accepted, since it registered with this server.", "worker"),
 		workerInFlight: d("braid_worker_units_in_flight", "Units sent to a worker and not yet answered.", "worker"),
 		workerLease:    d("braid_worker_leased_streams", "Streams (threads) a worker lends this server now.", "worker"),
+		workerBytes:    d("braid_worker_input_bytes_in_flight", "Input bytes of the units sent to a worker and not yet answered (where their size is known).", "worker"),
+		workerBudget:   d("braid_worker_byte_budget_bytes", "Input bytes a worker may have in flight: its measured work over the byte horizon, capped by what it says it can hold (0: no limit).", "worker"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.jobs, c.units, c.workers, c.assocs, c.streams, c.objects, c.storeBy,
-		c.workerDone, c.workerInFlight, c.workerLease} {
+		c.workerDone, c.workerInFlight, c.workerLease, c.workerBytes, c.workerBudget} {
 		ch <- d
 	}
 }
@@ -149,6 +152,7 @@ type workerFigures struct {
 	name, state, transport string
 	streams, lease         int
 	done, inFlight         int
+	bytes, budget          int64
 }
 
 // collectWorkers copies the workers' state on the dispatch loop; a loop
@@ -161,6 +165,7 @@ func (c *stateCollector) collectWorkers(ch chan<- prometheus.Metric, gauge func(
 	err := d.do(ctx, func() {
 		for name, w := range d.workers {
 			f := workerFigures{name: name, state: w.state, done: w.unitsDone, inFlight: d.core.InFlight(name)}
+			f.bytes, f.budget = d.core.Bytes(name)
 			if w.assoc != nil {
 				f.transport, f.streams, f.lease = w.transport, w.assoc.Streams(), w.lease
 			}
@@ -184,6 +189,8 @@ func (c *stateCollector) collectWorkers(ch chan<- prometheus.Metric, gauge func(
 		ch <- prometheus.MustNewConstMetric(c.workerDone, prometheus.CounterValue, float64(f.done), f.name)
 		gauge(c.workerInFlight, float64(f.inFlight), f.name)
 		gauge(c.workerLease, float64(f.lease), f.name)
+		gauge(c.workerBytes, float64(f.bytes), f.name)
+		gauge(c.workerBudget, float64(f.budget), f.name)
 	}
 	for state, n := range states {
 		gauge(c.workers, float64(n), state)

@@ -78,6 +78,12 @@ type Config struct {
 	// Window is the scheduler's initial units in flight per stream: 0 for
 	// the scheduler's default (2), at most MaxWindow.
 	Window int
+	// ByteHorizon sizes each worker's byte budget: the input bytes it can
+	// get through in this long at its measured rate, and never more than
+	// the worker says it can hold (scheduler "Byte budgets"). 0: the
+	// scheduler's default (1s); negative: no rate-based budget, only what
+	// workers say they hold.
+	ByteHorizon time.Duration
 	// Liveness is how long a worker may stay silent on its association
 	// before the server takes it for dead (default: the transport's, 3 s).
 	Liveness time.Duration
@@ -310,6 +316,15 @@ func (s *Server) URL() string {
 		return "https://" + s.ln.Addr().String()
 	}
 	return "http://" + s.ln.Addr().String()
+}
+
+// WorkerBytes is the input bytes in flight to the named worker and its
+// byte budget (0: none), as the scheduler counts them ("Byte budgets" in
+// package scheduler); zeros for a worker that is not up, or while the
+// server is not running.
+func (s *Server) WorkerBytes(ctx context.Context, name string) (inFlight, budget int64) {
+	_ = s.disp.do(ctx, func() { inFlight, budget = s.disp.core.Bytes(name) })
+	return inFlight, budget
 }
 
 // Run serves until ctx ends, then stops (see the package comment) and

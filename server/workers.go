@@ -256,7 +256,8 @@ func (d *dispatcher) dialed(name string, gen int, tname string, a transport.Asso
 	w.lease, w.leaseSeq, w.want = 0, 0, wire.Want{}
 	d.startStreams(w, a)
 	d.log.Info("association up", "worker", name, "transport", tname, "streams", a.Streams())
-	d.step(scheduler.WorkerUp{Worker: name, Streams: a.Streams(), Threads: w.info.MaxThreads, Ops: schedOps(w.info), AwaitLease: true})
+	d.step(scheduler.WorkerUp{Worker: name, Streams: a.Streams(), Threads: w.info.MaxThreads, Ops: schedOps(w.info), AwaitLease: true,
+		HoldBytes: w.info.HoldBytes})
 	d.sendWant(w, true)
 }
 

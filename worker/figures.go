@@ -58,6 +58,55 @@ func cpuMHz() int {
 	return int(v)
 }
 
+// minHold is the least default Config.HoldBytes.
+const minHold = 64 << 20
+
+// holdBytes is api.WorkerInfo.HoldBytes for Config.HoldBytes n: n if
+// positive, nothing if negative, else a quarter of the memory available
+// now (at least minHold).
+func holdBytes(n int64) int64 {
+	switch {
+	case n > 0:
+		return n
+	case n < 0:
+		return 0
+	}
+	return max(memAvailable()/4, minHold)
+}
+
+// memAvailable is the memory a new allocation can get: /proc/meminfo's
+// MemAvailable, or less if the cgroup at /sys/fs/cgroup (v2, or v1's
+// memory controller; a container's own, in a container) limits it to
+// less; 0 if unknown.
+func memAvailable() int64 {
+	fields := strings.Fields(procField("/proc/meminfo", "MemAvailable"))
+	if len(fields) == 0 {
+		return 0
+	}
+	avail, _ := strconv.ParseInt(fields[0], 10, 64)
+	avail <<= 10
+	for _, f := range [][2]string{
+		{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"},
+		{"/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"},
+	} {
+		limit, err1 := readInt(f[0])
+		used, err2 := readInt(f[1])
+		if err1 == nil && err2 == nil && limit-used < avail {
+			avail = max(limit-used, 0)
+		}
+	}
+	return avail
+}
+
+// readInt reads a file holding one integer ("max" is not one).
+func readInt(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+}
+
 func memTotal() int64 {
 	fields := strings.Fields(procField("/proc/meminfo", "MemTotal"))
 	if len(fields) == 0 {

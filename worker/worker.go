@@ -102,6 +102,14 @@ type Config struct {
 	// WasmCacheMax bounds WasmCache, in bytes; the least recently loaded
 	// modules' code goes first (default 1 GiB).
 	WasmCacheMax int64
+	// HoldBytes is how many bytes of unit inputs the worker can hold at
+	// once; it tells each of its servers an equal share of it
+	// (api.WorkerInfo.HoldBytes), so that a worker that cannot keep up is
+	// not sent more than its memory holds (default:
+	// a quarter of the memory available when it starts, from
+	// /proc/meminfo and a container's memory limit, at least 64 MiB;
+	// negative: say nothing, and be bounded by unit windows alone).
+	HoldBytes int64
 	// AllowExec names the interpreters ("python3", "sh") whose script
 	// operations this worker runs, found on PATH, or NAME=/PATH; none by
 	// default. It needs the worker to run as root, which runs scripts as
@@ -198,6 +206,7 @@ type Worker struct {
 	// reannounce signals each, and the server's register loop, while it
 	// runs, sends the new figures.
 	announce map[string]chan struct{}
+	hold     int64 // api.WorkerInfo.HoldBytes (Config.HoldBytes)
 }
 
 // New binds the data-plane and info listeners.
@@ -207,7 +216,7 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, log: cfg.Logger, debug: cfg.Logger.Enabled(context.Background(), slog.LevelDebug), epoch: uint64(time.Now().UnixNano()), lender: newLender(cfg.Threads, cfg.LeaseIdle, time.Now),
 		threads: make(chan struct{}, cfg.Threads), drainStarted: make(chan struct{}), sessions: map[*session]bool{},
-		newest: map[string]uint64{}, fig: readFigures("."), announce: map[string]chan struct{}{}}
+		newest: map[string]uint64{}, fig: readFigures("."), announce: map[string]chan struct{}{}, hold: holdBytes(cfg.HoldBytes)}
 	for _, url := range cfg.Servers {
 		w.announce[url] = make(chan struct{}, 1)
 	}
@@ -304,6 +313,7 @@ func (w *Worker) Info() api.WorkerInfo {
 	return api.WorkerInfo{Name: w.cfg.Name, Cores: f.cores, ClockMHz: f.clockMHz, RAMBytes: f.ramBytes,
 		DiskFreeBytes: f.diskFree, MaxThreads: w.cfg.Threads, FreeThreads: w.cfg.Threads - len(w.threads),
 		LeasedThreads: w.lender.leased(), Ops: slices.Clone(w.cfg.Ops), Runtimes: w.runtimes(), InfoURL: "http://" + w.infoLn.Addr().String(), Epoch: w.epoch, Version: version.String(),
+		HoldBytes: w.hold / int64(max(len(w.cfg.Servers), 1)), // each server keeps to its share
 		Endpoints: []api.Endpoint{{Transport: w.cfg.Transport.Name(), Addr: addr, Routes: slices.Clone(w.cfg.Routes)}}}
 }
 

@@ -13,6 +13,7 @@ var benchCommands = map[string]command{
 	"paper":     {"section IV of the paper: figures 4–16, plots and REPORT.md", runBenchPaper},
 	"chaos":     {"kill, freeze, cut off and restart the parts of a running cluster; check nothing is lost", runBenchChaos},
 	"soak":      {"a server fed jobs for a long time: memory and state.db size as it goes", runBenchSoak},
+	"feedback":  {"receiver feedback: a worker that cannot keep up, bounded by unit windows or by byte budgets", runBenchFeedback},
 }
 
 func runBench(ctx context.Context, args []string, e *env) error {

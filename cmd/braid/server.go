@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/internal/transports"
+	"github.com/braidhq/braid/scheduler"
 	"github.com/braidhq/braid/server"
 )
 
@@ -27,6 +28,7 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	forgetWorkers := fs.Duration("forget-workers-after", server.DefaultForgetWorkersAfter,
 		"remove a worker from the list once it has been down (no heartbeat) this long (negative: never; braid workers rm removes one at once)")
 	window := fs.Int("window", 0, fmt.Sprintf("units in flight per stream, 1 to %d (0: scheduler default)", server.MaxWindow))
+	byteHorizon := fs.Duration("byte-horizon", scheduler.DefaultByteHorizon, "keep at most this much of a worker's measured work, in input bytes, in flight to it (0: no budget but what each worker says it can hold)")
 	retainFor := fs.Duration("retain-for", server.DefaultRetainFor, "keep a finished job (and its unit statistics) this long (negative: no age limit)")
 	retainJobs := fs.Int("retain-jobs", server.DefaultRetainJobs, "keep at most this many finished jobs, removing the oldest first (negative: no limit)")
 	gcGrace := fs.Duration("gc-grace", server.DefaultGCGrace, "delete objects the server wrote once no retained job has referenced them for this long (negative: never)")
@@ -90,7 +92,7 @@ func runServer(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	s, err := server.New(server.Config{Listen: *listen, DataDir: *data, Secret: secret, Name: *name, Auth: *auth, TLS: tlsCfg,
-		Transports: ts, MaxObjectSize: *maxObj, UploadIdleTimeout: *uploadIdle, HeartbeatTimeout: *hbTimeout, Window: *window,
+		Transports: ts, MaxObjectSize: *maxObj, UploadIdleTimeout: *uploadIdle, HeartbeatTimeout: *hbTimeout, Window: *window, ByteHorizon: byteHorizonConfig(*byteHorizon),
 		RetainFor: *retainFor, RetainJobs: *retainJobs, GCGrace: *gcGrace, DrainTimeout: *drainTimeout, Liveness: *liveness, ForgetWorkersAfter: *forgetWorkers, Logger: log})
 	if err != nil {
 		return err
@@ -142,4 +144,13 @@ func checkRetention(retainFor time.Duration, retainJobs int, gcGrace time.Durati
 		return fmt.Errorf("--gc-grace %v: want at least %v (or a negative value never to collect)", gcGrace, minGCGrace)
 	}
 	return nil
+}
+
+// byteHorizonConfig is server.Config.ByteHorizon for --byte-horizon d,
+// where 0 (or less) turns rate-based byte budgets off.
+func byteHorizonConfig(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

@@ -38,6 +38,8 @@ type WorkerSpec struct {
 	// names the interpreters of the script operations it runs.
 	NoWasm    bool
 	AllowExec []string
+	// HoldBytes is the worker's worker.Config.HoldBytes.
+	HoldBytes int64
 }
 
 // DefaultSecret is a cluster's secret unless Config.Secret says otherwise.
@@ -54,6 +56,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Window is the scheduler's units in flight per stream (0: default).
 	Window int
+	// ByteHorizon is the server's (server.Config.ByteHorizon).
+	ByteHorizon time.Duration
 	// Transports tunes the transports.
 	Transports transports.Options
 	// MaxObjectSize bounds uploads (0: the server's default).
@@ -118,7 +122,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		}
 	}
 	srv, err := server.New(server.Config{Listen: "127.0.0.1:0", DataDir: cfg.DataDir, Secret: cfg.Secret,
-		Transports: ts, Window: cfg.Window, MaxObjectSize: cfg.MaxObjectSize,
+		Transports: ts, Window: cfg.Window, ByteHorizon: cfg.ByteHorizon, MaxObjectSize: cfg.MaxObjectSize,
 		UploadIdleTimeout: cfg.UploadIdleTimeout, RetainFor: cfg.RetainFor, RetainJobs: cfg.RetainJobs,
 		GCGrace: cfg.GCGrace, DrainTimeout: cfg.DrainTimeout, Auth: cfg.Auth, TLS: cfg.TLS, Logger: cfg.Logger.With("role", "server")})
 	if err != nil {
@@ -179,7 +183,7 @@ func (c *Cluster) startWorker(ctx context.Context, i int, ws WorkerSpec, cfg Con
 		secret = ws.Secret
 	}
 	wc := worker.Config{Name: ws.Name, Servers: []string{c.Server.URL()}, Threads: ws.Threads,
-		Transport: t, Secret: secret, MetricsListen: ws.MetricsListen, NoWasm: ws.NoWasm, AllowExec: ws.AllowExec, Logger: cfg.Logger.With("role", "worker", "worker", ws.Name)}
+		Transport: t, Secret: secret, MetricsListen: ws.MetricsListen, NoWasm: ws.NoWasm, AllowExec: ws.AllowExec, HoldBytes: ws.HoldBytes, Logger: cfg.Logger.With("role", "worker", "worker", ws.Name)}
 	if c.trust != nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.TLSClientConfig = c.trust.Clone() // net/http adds to its NextProtos

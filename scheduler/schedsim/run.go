@@ -57,7 +57,7 @@ func (s *sim) addJob(j Job) error {
 	}
 	units := make([]scheduler.Unit, j.Units)
 	for i := range units {
-		units[i] = scheduler.Unit{Index: i, Op: j.Op}
+		units[i] = scheduler.Unit{Index: i, Op: j.Op, Size: j.Size}
 	}
 	s.open[j.Name] = true
 	s.accepted[j.Name] = map[int]bool{}
@@ -66,8 +66,8 @@ func (s *sim) addJob(j Job) error {
 
 func (s *sim) up(w *simWorker) error {
 	w.up, w.gen = true, w.gen+1
-	w.busy, w.own = make([]time.Duration, w.Streams), make([]int, w.Streams)
-	return s.step(scheduler.WorkerUp{Worker: w.Name, Streams: w.Streams, Threads: w.Threads, Ops: w.Ops})
+	w.busy, w.own, w.bytes = make([]time.Duration, w.Streams), make([]int, w.Streams), 0
+	return s.step(scheduler.WorkerUp{Worker: w.Name, Streams: w.Streams, Threads: w.Threads, Ops: w.Ops, HoldBytes: w.HoldBytes})
 }
 
 func (s *sim) down(w *simWorker) error {
@@ -121,6 +121,7 @@ func (s *sim) deliver(r result) error {
 	w := s.workers[r.ev.Worker]
 	if r.gen == w.gen && w.up {
 		w.own[r.ev.Stream]--
+		w.bytes -= s.sizeOf(r.ev.Job)
 	}
 	if err := s.step(r.ev); err != nil {
 		return err
@@ -170,6 +171,11 @@ func (s *sim) apply(out scheduler.Output) error {
 		delete(s.open, j)
 		s.res.Makespan = s.now
 	}
+	for _, w := range s.workers {
+		if got, _ := s.core.Bytes(w.Name); w.up && got != w.bytes {
+			return fmt.Errorf("schedsim: the core counts %d bytes in flight on %s, which has %d", got, w.Name, w.bytes)
+		}
+	}
 	return nil
 }
 
@@ -185,9 +191,14 @@ func (s *sim) assign(a scheduler.Assignment) error {
 	if !w.ops[s.opOf(a.Job)] {
 		return fmt.Errorf("schedsim: %+v: worker cannot run %q", a, s.opOf(a.Job))
 	}
+	alone := slices.Max(w.own) == 0
 	w.own[a.Stream]++
+	w.bytes += s.sizeOf(a.Job)
 	if limit := s.window(a.Worker); w.own[a.Stream] > limit {
 		return fmt.Errorf("schedsim: %+v: %d units in flight on a window of %d", a, w.own[a.Stream], limit)
+	}
+	if w.HoldBytes > 0 && !alone && w.bytes > w.HoldBytes {
+		return fmt.Errorf("schedsim: %+v: %d bytes in flight on a worker that holds %d", a, w.bytes, w.HoldBytes)
 	}
 	start := max(s.now, w.busy[a.Stream])
 	w.busy[a.Stream] = start + s.unitTime(w)
@@ -196,6 +207,15 @@ func (s *sim) assign(a scheduler.Assignment) error {
 		Job: a.Job, Unit: a.Unit, Worker: a.Worker, Stream: a.Stream, Attempt: a.Attempt,
 		Queued: start - s.now, Compute: w.busy[a.Stream] - start}})
 	return nil
+}
+
+func (s *sim) sizeOf(job string) int64 {
+	for _, j := range s.cfg.Jobs {
+		if j.Name == job {
+			return j.Size
+		}
+	}
+	return 0
 }
 
 func (s *sim) opOf(job string) string {

@@ -30,6 +30,9 @@ type Worker struct {
 	// later, brings it back. Results it computed for the old association
 	// are still delivered (the core must drop them).
 	DownAt, UpAt time.Duration
+	// HoldBytes is what the worker says it can hold (WorkerUp.HoldBytes):
+	// the run fails if more is in flight there, beyond a lone unit.
+	HoldBytes int64
 }
 
 // Job is one simulated job of Units independent units, added at time 0.
@@ -38,6 +41,7 @@ type Job struct {
 	Units        int
 	Op           string // zero means "op"
 	Speculate    bool
+	Size         int64 // every unit's input size (Unit.Size)
 }
 
 // Config describes one run.
@@ -97,6 +101,9 @@ type simWorker struct {
 	busy []time.Duration // per stream: when its last unit finishes
 	own  []int           // per stream: units outstanding on this association
 	ops  map[string]bool
+	// bytes is the input bytes outstanding on this association, which the
+	// core's figure (Core.Bytes) must equal.
+	bytes int64
 }
 
 type sim struct {

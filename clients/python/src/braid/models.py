@@ -293,6 +293,8 @@ class WorkerInfo:
     version: Optional[str] = None
     #: The kinds of user operation the worker runs ("wasm").
     runtimes: List[str] = field(default_factory=list)
+    #: Bytes of unit inputs the worker can hold at once; servers keep no more in flight there.
+    hold_bytes: Optional[int] = None
 
 
 @dataclass
