@@ -42,3 +42,29 @@ func TestReleasedSizesCount(t *testing.T) {
 		t.Errorf("%d bytes still in flight on a worker that is down", b)
 	}
 }
+
+// TestSetSize: a unit added without a size counts against its worker's
+// byte budget once its size is told, and its release gives the bytes back.
+func TestSetSize(t *testing.T) {
+	c := scheduler.New(scheduler.Config{Window: 4})
+	now := time.Unix(0, 0)
+	if _, err := c.Step(now, scheduler.WorkerUp{Worker: "w", Streams: 1, Ops: []string{"noop"}, HoldBytes: 150}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Step(now, scheduler.JobAdded{Job: "j", Policy: "dynamic", Units: []scheduler.Unit{{Index: 0, Op: "noop"}, {Index: 1, Op: "noop"}}})
+	if err != nil || len(out.Assign) != 2 {
+		t.Fatalf("unsized units: %d sent (%v), want both (windows alone bound them)", len(out.Assign), err)
+	}
+	c.SetSize("j", 0, 100)
+	c.SetSize("j", 0, 999) // known already: ignored
+	c.SetSize("j", 1, -5)  // not a size: ignored
+	if b, _ := c.Bytes("w"); b != 100 {
+		t.Fatalf("%d bytes in flight after SetSize, want 100", b)
+	}
+	if _, err := c.Step(now, scheduler.UnitFinished{Job: "j", Unit: 0, Worker: "w", Compute: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := c.Bytes("w"); b != 0 {
+		t.Errorf("%d bytes in flight after the result, want 0", b)
+	}
+}

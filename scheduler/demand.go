@@ -1,5 +1,7 @@
 package scheduler
 
+import "slices"
+
 // Demand is how many of the worker's streams this server could keep busy
 // now: the units in flight there plus the pending units of live jobs whose
 // operation it runs, capped at its association's stream count and at the
@@ -29,6 +31,26 @@ func (c *Core) Demand(name string) int {
 		n = min(n, max(c.InFlight(name), int(float64(b)/w.avgSize), 1))
 	}
 	return min(n, len(w.inflight))
+}
+
+// SetSize records the input size of a unit whose size was unknown (0) when
+// its job was added, now that its owner has read the input to send it
+// (units on another job's outputs that existed before): its copies in
+// flight count against their workers' byte budgets from now on. A size
+// already known, or not positive, is ignored. It is not an event: it
+// places nothing.
+func (c *Core) SetSize(job string, index int, size int64) {
+	j := c.jobs[job]
+	if j == nil || index < 0 || index >= len(j.units) || size <= 0 || j.units[index].Size != 0 {
+		return
+	}
+	u := &j.units[index]
+	u.Size = size
+	for _, cp := range u.copies {
+		if w := c.workers[cp.worker]; w != nil && w.up && slices.Contains(w.held, ref{j, index}) {
+			w.bytes += size
+		}
+	}
 }
 
 // Bytes is the input bytes in flight to the worker and its byte budget

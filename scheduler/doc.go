@@ -107,7 +107,8 @@
 // that no stream waits for input (and only that until four results have
 // come: it opens as a TCP window does in slow start); and it is never more than the WorkerUp.HoldBytes the worker
 // says its memory can hold. Units of unknown size are bounded by windows
-// and HoldBytes alone.
+// alone until their owner tells their size (SetSize, once it has read the
+// input to send it).
 //
 // # Cost
 //

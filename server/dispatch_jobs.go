@@ -75,6 +75,7 @@ func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
 		d.unsendable(j, a, w.gen, err)
 		return j
 	}
+	d.core.SetSize(j.id, a.Unit, int64(len(input))) // if it was unknown
 	u := wire.Unit{ID: id, Job: j.id, Index: a.Unit, Attempt: a.Attempt, Op: j.spec.Op,
 		Digest: j.digest, Params: j.params, Input: input}
 	msg, err := wire.AppendUnit(getBuf(len(u.Input)+512), &u)

@@ -42,6 +42,11 @@ type Job struct {
 	Op           string // zero means "op"
 	Speculate    bool
 	Size         int64 // every unit's input size (Unit.Size)
+	// LateSize: the units are added with no size, and Size is given to
+	// Core.SetSize when each is sent (as a server does for units on
+	// another job's outputs); the run then checks only that the core
+	// counts the bytes, since it cannot bound units it places unsized.
+	LateSize bool
 }
 
 // Config describes one run.
