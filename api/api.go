@@ -351,7 +351,8 @@ type WorkerInfo struct {
 	// HoldBytes is how many bytes of unit inputs the worker can hold at
 	// once for this server (a worker of several servers tells each its
 	// share): the server keeps no more than that in flight there (beyond
-	// one unit, which it may always send). 0: the worker does not say.
+	// one unit, which it may always send; of units whose size it knows when
+	// it places them). 0: the worker does not say.
 	HoldBytes int64 `json:"hold_bytes,omitempty"`
 }
 

@@ -14,9 +14,11 @@ import (
 // TestReceiverFeedback runs the short form of `braid bench feedback`: a
 // worker process held to a twentieth of a CPU (cgroup v1; root, else the test
 // skips) runs a job of 4 MiB units, bounded once by unit windows alone
-// and once by byte budgets. Both jobs must finish, and the byte budgets
-// must keep well under half the bytes in flight that the windows let out
-// (24 units' worth, all there are). The times are the bench's business.
+// and once by byte budgets, over a horizon of 200 ms so that the budget
+// stays near its floor (3 units) on a faster machine too. Both jobs must
+// finish, and the byte budgets must keep well under half the bytes in
+// flight that the windows let out (24 units' worth, all there are). The
+// times are the bench's business.
 func TestReceiverFeedback(t *testing.T) {
 	if err := cpucg.Available(); err != nil {
 		t.Skipf("needs a CPU quota: %v", err)
@@ -25,7 +27,7 @@ func TestReceiverFeedback(t *testing.T) {
 	defer cancel()
 	var out, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, braidBin, "bench", "feedback", "--op", "noop", "--units", "24", "--pixels", "1182",
-		"--cpus", "0.05", "--window", "16", "--json")
+		"--cpus", "0.05", "--window", "16", "--byte-horizon", "200ms", "--json")
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("bench feedback: %v\n%s", err, stderr.String())

@@ -68,3 +68,20 @@ func TestSetSize(t *testing.T) {
 		t.Errorf("%d bytes in flight after the result, want 0", b)
 	}
 }
+
+// TestSetSizeOpensTheBudget: sizes told late feed the mean unit size, so
+// a worker that says nothing of its memory still gets a byte budget.
+func TestSetSizeOpensTheBudget(t *testing.T) {
+	c := scheduler.New(scheduler.Config{Window: 8})
+	now := time.Unix(0, 0)
+	if _, err := c.Step(now, scheduler.WorkerUp{Worker: "w", Streams: 2, Ops: []string{"noop"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Step(now, scheduler.JobAdded{Job: "j", Policy: "dynamic", Units: []scheduler.Unit{{Index: 0, Op: "noop"}}}); err != nil {
+		t.Fatal(err)
+	}
+	c.SetSize("j", 0, 100)
+	if b, budget := c.Bytes("w"); b != 100 || budget != 300 {
+		t.Errorf("bytes %d, budget %d; want 100 and 300 (a unit per stream and one more)", b, budget)
+	}
+}

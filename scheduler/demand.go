@@ -48,7 +48,7 @@ func (c *Core) SetSize(job string, index int, size int64) {
 	u.Size = size
 	for _, cp := range u.copies {
 		if w := c.workers[cp.worker]; w != nil && w.up && slices.Contains(w.held, ref{j, index}) {
-			w.bytes += size
+			w.sized(size)
 		}
 	}
 }

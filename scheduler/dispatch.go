@@ -75,7 +75,7 @@ func (c *Core) place(j *job, q *opQueue, out *Output) bool {
 	}
 	if s == nil {
 		if ok, best := worthPlacing(w, ws, size); !ok {
-			if !best.fits(size) {
+			if best != nil && !best.fits(size) {
 				best.reserved = true // it must drain first: keep its room for this unit
 			}
 			return false
@@ -165,7 +165,7 @@ func finish(w *worker, room bool, size int64) (time.Duration, bool) {
 		s = slices.Index(w.leased(), slices.Min(w.leased()))
 	}
 	t, ok := w.estUnitTime()
-	if !room && ok && !w.fits(size) {
+	if !room && ok && w.lease > 0 && !w.fits(size) {
 		// It must drain before the unit fits: after its busiest stream.
 		return time.Duration(slices.Max(w.inflight)+1) * t, true
 	}

@@ -107,13 +107,20 @@ type ref struct {
 // hold records a copy of unit r sent here.
 func (w *worker) hold(r ref) {
 	w.held = append(w.held, r)
-	if size := r.j.units[r.i].Size; size > 0 {
-		w.bytes += size
-		if w.avgSize == 0 {
-			w.avgSize = float64(size)
-		} else {
-			w.avgSize = ewmaWeight*float64(size) + (1-ewmaWeight)*w.avgSize
-		}
+	w.sized(r.j.units[r.i].Size)
+}
+
+// sized counts size bytes (if known) of a copy held here, and folds them
+// into the mean unit size.
+func (w *worker) sized(size int64) {
+	if size <= 0 {
+		return
+	}
+	w.bytes += size
+	if w.avgSize == 0 {
+		w.avgSize = float64(size)
+	} else {
+		w.avgSize = ewmaWeight*float64(size) + (1-ewmaWeight)*w.avgSize
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -189,8 +188,8 @@ func feedbackRun(ctx context.Context, exe, mode, op string, img []byte, units, t
 	if err != nil {
 		return res, err
 	}
-	// Sample the worker's RSS and the bytes in flight while the job runs.
-	var mu sync.Mutex
+	// Sample the worker's RSS and the bytes in flight while the job runs
+	// (the fields are the sampler's until it has stopped).
 	sampling, sampled := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(sampled)
@@ -199,10 +198,8 @@ func feedbackRun(ctx context.Context, exe, mode, op string, img []byte, units, t
 			bctx, cancel := context.WithTimeout(ctx, time.Second)
 			inFlight, _ := srv.WorkerBytes(bctx, "slow")
 			cancel()
-			mu.Lock()
 			res.WorkerPeakRSS = max(res.WorkerPeakRSS, rss)
 			res.InFlightPeak = max(res.InFlightPeak, inFlight)
-			mu.Unlock()
 			select {
 			case <-sampling:
 				return

@@ -69,7 +69,7 @@ func (s *sim) addJob(j Job) error {
 
 func (s *sim) up(w *simWorker) error {
 	w.up, w.gen = true, w.gen+1
-	w.busy, w.own, w.bytes = make([]time.Duration, w.Streams), make([]int, w.Streams), 0
+	w.busy, w.own, w.bytes, w.sizedBytes = make([]time.Duration, w.Streams), make([]int, w.Streams), 0, 0
 	return s.step(scheduler.WorkerUp{Worker: w.Name, Streams: w.Streams, Threads: w.Threads, Ops: w.Ops, HoldBytes: w.HoldBytes})
 }
 
@@ -125,6 +125,9 @@ func (s *sim) deliver(r result) error {
 	if r.gen == w.gen && w.up {
 		w.own[r.ev.Stream]--
 		w.bytes -= s.sizeOf(r.ev.Job)
+		if !s.late(r.ev.Job) {
+			w.sizedBytes -= s.sizeOf(r.ev.Job)
+		}
 	}
 	if err := s.step(r.ev); err != nil {
 		return err
@@ -197,12 +200,15 @@ func (s *sim) assign(a scheduler.Assignment) error {
 	alone := slices.Max(w.own) == 0
 	w.own[a.Stream]++
 	w.bytes += s.sizeOf(a.Job)
+	if !s.late(a.Job) {
+		w.sizedBytes += s.sizeOf(a.Job)
+	}
 	s.core.SetSize(a.Job, a.Unit, s.sizeOf(a.Job)) // ignored unless the job's sizes come late
 	if limit := s.window(a.Worker); w.own[a.Stream] > limit {
 		return fmt.Errorf("schedsim: %+v: %d units in flight on a window of %d", a, w.own[a.Stream], limit)
 	}
-	if w.HoldBytes > 0 && !alone && w.bytes > w.HoldBytes && !s.lateSizes() {
-		return fmt.Errorf("schedsim: %+v: %d bytes in flight on a worker that holds %d", a, w.bytes, w.HoldBytes)
+	if w.HoldBytes > 0 && !alone && w.sizedBytes > w.HoldBytes {
+		return fmt.Errorf("schedsim: %+v: %d bytes of units sized when added in flight on a worker that holds %d", a, w.sizedBytes, w.HoldBytes)
 	}
 	start := max(s.now, w.busy[a.Stream])
 	w.busy[a.Stream] = start + s.unitTime(w)
@@ -213,12 +219,12 @@ func (s *sim) assign(a scheduler.Assignment) error {
 	return nil
 }
 
-// lateSizes reports whether some job's sizes come late: the core cannot
-// keep a budget for units placed before it knows their size.
-func (s *sim) lateSizes() bool {
+// late reports whether job's sizes come late: the core cannot keep a
+// budget for units it places before it knows their size.
+func (s *sim) late(job string) bool {
 	for _, j := range s.cfg.Jobs {
-		if j.LateSize {
-			return true
+		if j.Name == job {
+			return j.LateSize
 		}
 	}
 	return false

@@ -44,8 +44,9 @@ type Job struct {
 	Size         int64 // every unit's input size (Unit.Size)
 	// LateSize: the units are added with no size, and Size is given to
 	// Core.SetSize when each is sent (as a server does for units on
-	// another job's outputs); the run then checks only that the core
-	// counts the bytes, since it cannot bound units it places unsized.
+	// another job's outputs); the run checks that the core counts their
+	// bytes, but not that they keep within HoldBytes, since the core cannot
+	// bound units it places unsized.
 	LateSize bool
 }
 
@@ -107,8 +108,9 @@ type simWorker struct {
 	own  []int           // per stream: units outstanding on this association
 	ops  map[string]bool
 	// bytes is the input bytes outstanding on this association, which the
-	// core's figure (Core.Bytes) must equal.
-	bytes int64
+	// core's figure (Core.Bytes) must equal; sizedBytes those of units
+	// sized when added, which must stay within HoldBytes.
+	bytes, sizedBytes int64
 }
 
 type sim struct {
