@@ -352,7 +352,8 @@ type WorkerInfo struct {
 	// once for this server (a worker of several servers tells each its
 	// share): the server keeps no more than that in flight there (beyond
 	// one unit, which it may always send; of units whose size it knows when
-	// it places them). 0: the worker does not say.
+	// it places them). A re-announcement (PUT) may change it. 0: the
+	// worker does not say.
 	HoldBytes int64 `json:"hold_bytes,omitempty"`
 }
 

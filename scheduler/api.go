@@ -37,6 +37,14 @@ type WorkerLease struct {
 	Streams int
 }
 
+// WorkerHold says the worker now says it can hold HoldBytes of unit
+// inputs (WorkerUp.HoldBytes; 0: it does not say). Units already in flight
+// stay; the new figure bounds what is placed from now on.
+type WorkerHold struct {
+	Worker    string
+	HoldBytes int64
+}
+
 // WorkerDown says the worker's association is gone (lost, heartbeat timeout,
 // deregistered). Its in-flight units go back to their job's queue.
 type WorkerDown struct{ Worker string }
@@ -124,6 +132,7 @@ type Feedback struct {
 
 func (WorkerUp) isEvent()      {}
 func (WorkerLease) isEvent()   {}
+func (WorkerHold) isEvent()    {}
 func (WorkerDown) isEvent()    {}
 func (JobAdded) isEvent()      {}
 func (JobCancelled) isEvent()  {}

@@ -64,6 +64,8 @@ func (c *Core) Step(now time.Time, ev Event) (Output, error) {
 		err = c.workerUp(ev)
 	case WorkerLease:
 		err = c.workerLease(ev)
+	case WorkerHold:
+		err = c.workerHold(ev)
 	case WorkerDown:
 		err = c.workerDown(ev)
 	case JobAdded:
@@ -151,6 +153,15 @@ func (c *Core) workerLease(ev WorkerLease) error {
 		w.lease = ev.Streams
 		c.replanSpeed()
 	}
+	return nil
+}
+
+func (c *Core) workerHold(ev WorkerHold) error {
+	w := c.workers[ev.Worker]
+	if w == nil || !w.up {
+		return fmt.Errorf("%w: %q", ErrUnknownWorker, ev.Worker)
+	}
+	w.holdBytes = max(ev.HoldBytes, 0)
 	return nil
 }
 

@@ -19,7 +19,7 @@
 //
 // Step returns an error for an invalid event (unknown policy, duplicate job,
 // unit index or dependency out of range, dependency cycle, bad WorkerUp,
-// WorkerDown or Feedback for a worker that is not up, cancel of an unknown
+// WorkerDown, WorkerHold or Feedback for a worker that is not up, cancel of an unknown
 // job; see the Err variables) and then changes nothing. A result is never
 // an error: one the core cannot count is Dropped.
 //
@@ -103,10 +103,11 @@
 // worker with nothing in flight always takes one unit. The budget is what
 // the worker can get through in ByteHorizon at the rate its last results
 // came (units per second, not from compute times, which leave out moving
-// the bytes; times the mean size of the units sent to it), but at least one unit per leased stream plus one, so
-// that no stream waits for input (and only that until four results have
-// come: it opens as a TCP window does in slow start); and it is never more than the WorkerUp.HoldBytes the worker
-// says its memory can hold. Units of unknown size are bounded by windows
+// the bytes; times the mean size of the units sent to it), but at least
+// one unit per leased stream plus one, so that no stream waits for input
+// (and only that until four results have come: it opens as a TCP window
+// does in slow start); and it is never more than the worker says its
+// memory can hold (WorkerUp.HoldBytes, or a later WorkerHold's). Units of unknown size are bounded by windows
 // alone until their owner tells their size (SetSize, once it has read the
 // input to send it).
 //

@@ -23,6 +23,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.trace with the cur
 //
 //	worker-up W streams=N [threads=N] [await-lease] [hold=BYTES] ops=a,b
 //	lease W streams=N
+//	hold W bytes=N
 //	worker-down W
 //	job J policy=P units=N op=OP [speculate] [deps=2:0,1;3:2] [unit-ops=1:sobel;2:blur] [done=0,3]
 //	    [size=BYTES] [sizes=0:100;3:2000]   input sizes (every unit's, then some units')
@@ -130,6 +131,8 @@ func (tr *tracer) event(cmd string, args []string, kv map[string]string) (schedu
 			Threads: tr.atoi(kv["threads"]), Ops: split(kv["ops"], ","), AwaitLease: await, HoldBytes: int64(tr.atoi(kv["hold"]))}, nil
 	case "lease":
 		return scheduler.WorkerLease{Worker: args[0], Streams: tr.atoi(kv["streams"])}, nil
+	case "hold":
+		return scheduler.WorkerHold{Worker: args[0], HoldBytes: int64(tr.atoi(kv["bytes"]))}, nil
 	case "return":
 		return scheduler.UnitReturned{Job: args[0], Unit: tr.atoi(args[1]), Worker: args[2],
 			Stream: tr.atoi(args[3]), Attempt: tr.atoi(kv["attempt"])}, nil

@@ -42,3 +42,27 @@ func TestWorkerHoldBoundsInFlight(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkerHoldUpdates: a worker that re-announces a larger hold is sent
+// more at once, and the figure it registered no longer bounds it.
+func TestWorkerHoldUpdates(t *testing.T) {
+	const size = 100 << 10
+	ctx := testCtx(t)
+	r := runServer(t, server.Config{DataDir: t.TempDir(), Window: 8, ByteHorizon: -1})
+	fw := startFakeWorker(t, r.c, testSecret, "stuck", 2, time.Hour, func(info *api.WorkerInfo) { info.HoldBytes = 250 << 10 })
+	in := put(t, r.c, bytes.Repeat([]byte{7}, size))
+	if _, err := r.c.Submit(ctx, api.JobSpec{Op: "noop", Input: in, Repeat: 40}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "units in flight", func() bool { return len(fw.received()) >= 2 })
+	info := fw.info
+	info.HoldBytes = 550 << 10
+	if err := r.c.WithSecret(testSecret).UpdateWorker(ctx, info); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "more units in flight", func() bool { return len(fw.received()) >= 5 })
+	time.Sleep(300 * time.Millisecond) // more would come by now
+	if n := len(fw.received()); n != 5 {
+		t.Errorf("after the worker said it holds 550 KiB it had %d units of 100 KiB, want 5", n)
+	}
+}

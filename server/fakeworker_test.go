@@ -24,6 +24,7 @@ import (
 type fakeWorker struct {
 	name  string
 	delay time.Duration
+	info  api.WorkerInfo // as registered
 
 	mu    sync.Mutex // guards units
 	units []gotUnit
@@ -60,6 +61,7 @@ func startFakeWorker(t *testing.T, c *client.Client, secret []byte, name string,
 	for _, o := range opts {
 		o(&info)
 	}
+	fw.info = info
 	if _, err := c.RegisterWorker(ctx, info); err != nil {
 		cancel()
 		ln.Close()

@@ -68,7 +68,11 @@ func (d *dispatcher) register(info api.WorkerInfo) {
 	}
 	moved := !slices.EqualFunc(w.info.Endpoints, info.Endpoints, sameEndpoint) || !slices.Equal(w.info.Ops, info.Ops) || !slices.Equal(w.info.Runtimes, info.Runtimes)
 	restarted := w.otherProcess(info.Epoch)
+	rehold := w.assoc != nil && !moved && !restarted && info.HoldBytes != w.info.HoldBytes
 	w.info = info
+	if rehold { // its memory changed: the scheduler holds it to the new figure
+		d.step(scheduler.WorkerHold{Worker: info.Name, HoldBytes: info.HoldBytes})
+	}
 	w.seen(now)
 	if w.state == api.WorkerDown {
 		w.state = api.WorkerConnecting

@@ -61,9 +61,10 @@ func cpuMHz() int {
 // minHold is the least default Config.HoldBytes.
 const minHold = 64 << 20
 
-// holdBytes is api.WorkerInfo.HoldBytes for Config.HoldBytes n: n if
-// positive, nothing if negative, else a quarter of the memory available
-// now (at least minHold).
+// holdBytes is what the worker can hold for Config.HoldBytes n: n if
+// positive, nothing if negative, else a quarter of the memory this process
+// could have now, what is available plus what it holds (at least
+// minHold), so that its own units do not shrink the figure.
 func holdBytes(n int64) int64 {
 	switch {
 	case n > 0:
@@ -71,7 +72,24 @@ func holdBytes(n int64) int64 {
 	case n < 0:
 		return 0
 	}
-	return max(memAvailable()/4, minHold)
+	return max((memAvailable()+selfRSS())/4, minHold)
+}
+
+// rehold reports whether a new default hold figure differs from the old
+// by more than a quarter, enough to tell the servers.
+func rehold(old, now int64) bool {
+	d := now - old
+	return d*4 > old || -d*4 > old
+}
+
+// selfRSS is this process's resident memory, 0 if unknown.
+func selfRSS() int64 {
+	fields := strings.Fields(procField("/proc/self/status", "VmRSS"))
+	if len(fields) == 0 {
+		return 0
+	}
+	kb, _ := strconv.ParseInt(fields[0], 10, 64)
+	return kb << 10
 }
 
 // memAvailable is the memory a new allocation can get: /proc/meminfo's

@@ -105,9 +105,10 @@ type Config struct {
 	// HoldBytes is how many bytes of unit inputs the worker can hold at
 	// once; it tells each of its servers an equal share of it
 	// (api.WorkerInfo.HoldBytes), so that a worker that cannot keep up is
-	// not sent more than its memory holds (default:
-	// a quarter of the memory available when it starts, from
-	// /proc/meminfo and a container's memory limit, at least 64 MiB;
+	// not sent more than its memory holds (default: a quarter of the memory
+	// the process could have, what /proc/meminfo or a container's limit
+	// says is available plus what it uses, at least 64 MiB, looked at
+	// again every 30 s and re-announced when it moves by a quarter;
 	// negative: say nothing, and be bounded by unit windows alone).
 	HoldBytes int64
 	// AllowExec names the interpreters ("python3", "sh") whose script
@@ -206,7 +207,7 @@ type Worker struct {
 	// reannounce signals each, and the server's register loop, while it
 	// runs, sends the new figures.
 	announce map[string]chan struct{}
-	hold     int64 // api.WorkerInfo.HoldBytes (Config.HoldBytes)
+	hold     int64 // what it can hold (Config.HoldBytes); guarded by figMu
 }
 
 // New binds the data-plane and info listeners.
@@ -304,7 +305,7 @@ func (w *Worker) draining() bool {
 // Info returns the figures the worker advertises.
 func (w *Worker) Info() api.WorkerInfo {
 	w.figMu.Lock()
-	f := w.fig
+	f, hold := w.fig, w.hold
 	w.figMu.Unlock()
 	addr := w.cfg.Advertise
 	if addr == "" {
@@ -313,7 +314,7 @@ func (w *Worker) Info() api.WorkerInfo {
 	return api.WorkerInfo{Name: w.cfg.Name, Cores: f.cores, ClockMHz: f.clockMHz, RAMBytes: f.ramBytes,
 		DiskFreeBytes: f.diskFree, MaxThreads: w.cfg.Threads, FreeThreads: w.cfg.Threads - len(w.threads),
 		LeasedThreads: w.lender.leased(), Ops: slices.Clone(w.cfg.Ops), Runtimes: w.runtimes(), InfoURL: "http://" + w.infoLn.Addr().String(), Epoch: w.epoch, Version: version.String(),
-		HoldBytes: w.hold / int64(max(len(w.cfg.Servers), 1)), // each server keeps to its share
+		HoldBytes: hold / int64(max(len(w.cfg.Servers), 1)), // each server keeps to its share
 		Endpoints: []api.Endpoint{{Transport: w.cfg.Transport.Name(), Addr: addr, Routes: slices.Clone(w.cfg.Routes)}}}
 }
 
@@ -605,7 +606,8 @@ func (w *Worker) acceptLoop(ctx context.Context) {
 	}
 }
 
-// watchFigures re-reads the machine's figures and re-announces on change.
+// watchFigures re-reads the machine's figures, and the memory it can hold
+// units in (unless Config.HoldBytes fixes it), and re-announces on change.
 func (w *Worker) watchFigures(ctx context.Context) {
 	t := time.NewTicker(30 * time.Second)
 	defer t.Stop()
@@ -616,10 +618,14 @@ func (w *Worker) watchFigures(ctx context.Context) {
 		case <-t.C:
 		}
 		f := readFigures(".")
+		hold := holdBytes(w.cfg.HoldBytes)
 		w.figMu.Lock()
 		changed := w.fig.changed(f)
 		if changed {
 			w.fig = f
+		}
+		if w.cfg.HoldBytes == 0 && rehold(w.hold, hold) {
+			w.hold, changed = hold, true
 		}
 		w.figMu.Unlock()
 		if changed {

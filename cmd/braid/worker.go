@@ -35,7 +35,7 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	wasmCache := fs.String("wasm-cache", defaultWasmCache(), "`DIR` keeping user operations' compiled code across restarts (empty: compile in memory)")
 	allowExec := fs.String("allow-exec", "", "run script operations of these interpreters, comma-separated (python3,sh), found on PATH, or NAME=/PATH;\nconfined, not sandboxed: the worker must run as root and runs them as nobody (docs/user-ops.md). Default: none")
 	wasmCacheMax := fs.Int64("wasm-cache-max", 1<<30, "bound on --wasm-cache in `BYTES`; the least recently loaded code goes first")
-	hold := fs.Int64("hold", 0, "`BYTES` of unit inputs this worker can hold at once, shared equally by its servers, which send no more (0: a quarter of the memory available at start, at least 64 MiB; -1: no limit beyond unit windows)")
+	hold := fs.Int64("hold", 0, "`BYTES` of unit inputs this worker can hold at once, shared equally by its servers, which send no more (0: a quarter of the memory the process could have, at least 64 MiB, re-read every 30 s; -1: no limit beyond unit windows)")
 	liveness := fs.Duration("liveness", 3*time.Second, "a server silent this long on an association is taken for dead and its units are dropped (the smaller of the two ends' values applies)")
 	var sec secretFlags
 	var logs logFlags
