@@ -83,8 +83,12 @@ func rehold(old, now int64) bool {
 }
 
 // selfRSS is this process's resident memory, 0 if unknown.
-func selfRSS() int64 {
-	fields := strings.Fields(procField("/proc/self/status", "VmRSS"))
+func selfRSS() int64 { return procBytes("/proc/self/status", "VmRSS") }
+
+// procBytes reads a "KEY: N kB" field of a /proc file in bytes, 0 if
+// there is none.
+func procBytes(path, key string) int64 {
+	fields := strings.Fields(procField(path, key))
 	if len(fields) == 0 {
 		return 0
 	}
@@ -97,12 +101,10 @@ func selfRSS() int64 {
 // memory controller; a container's own, in a container) limits it to
 // less; 0 if unknown.
 func memAvailable() int64 {
-	fields := strings.Fields(procField("/proc/meminfo", "MemAvailable"))
-	if len(fields) == 0 {
+	avail := procBytes("/proc/meminfo", "MemAvailable")
+	if avail == 0 {
 		return 0
 	}
-	avail, _ := strconv.ParseInt(fields[0], 10, 64)
-	avail <<= 10
 	for _, f := range [][2]string{
 		{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"},
 		{"/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"},
@@ -125,11 +127,4 @@ func readInt(path string) (int64, error) {
 	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 }
 
-func memTotal() int64 {
-	fields := strings.Fields(procField("/proc/meminfo", "MemTotal"))
-	if len(fields) == 0 {
-		return 0
-	}
-	kb, _ := strconv.ParseInt(fields[0], 10, 64)
-	return kb << 10
-}
+func memTotal() int64 { return procBytes("/proc/meminfo", "MemTotal") }
