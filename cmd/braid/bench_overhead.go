@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -217,10 +218,19 @@ func printOverhead(e *env, rs []overheadResult, runs int) error {
 		if r.Inputs {
 			inputs = "each its own"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d×%d\t%d\t%d\t%s\t%.1f\t%.0f\t%.0f\t%.0f\t\n", r.Transport, r.Op, r.Workers, r.Threads, r.Units, r.Size,
-			inputs, r.SubmitMS, r.HeapMiB, rates[len(rates)-1], median(rates))
+		fmt.Fprintf(w, "%s\t%s\t%d×%d\t%d\t%d\t%s\t%.1f\t%.0f\t%s\t%s\t\n", r.Transport, r.Op, r.Workers, r.Threads, r.Units, r.Size,
+			inputs, r.SubmitMS, r.HeapMiB, unitRate(rates[len(rates)-1]), unitRate(median(rates)))
 	}
 	return w.Flush()
+}
+
+// unitRate formats a rate in units/s: whole units from 100 up, else with
+// two decimals, so that a job over a slow link does not show 0.
+func unitRate(v float64) string {
+	if v >= 100 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
 func median(sorted []float64) float64 {
