@@ -156,15 +156,16 @@ func (p packet) share() int { return len(p.rb.b) / max(p.rb.segs, 1) }
 
 // reader cuts batches of datagrams into packets.
 type reader struct {
-	s    *udpSocket
-	ms   []ipv4.Message
-	bufs []*rxBuf
-	n, i int // datagrams in the batch, next one
-	seg  int // segment size of datagram i-1's run, 0 for a single packet
-	rest []byte
-	cur  *rxBuf
-	from *net.UDPAddr
-	last time.Time // when the last batch was read
+	s        *udpSocket
+	ms       []ipv4.Message
+	bufs     []*rxBuf
+	n, i     int // datagrams in the batch, next one
+	seg      int // segment size of datagram i-1's run, 0 for a single packet
+	rest     []byte
+	cur      *rxBuf
+	from     *net.UDPAddr
+	last     time.Time // when the last batch was read
+	lingered int       // reads that waited (coalesce.go), for tests
 }
 
 func (r *reader) init(s *udpSocket) {
@@ -237,6 +238,7 @@ func (r *reader) fill() error {
 	if d := time.Duration(r.s.linger.Load()); d > 0 && r.n > 0 && r.n < len(r.ms) {
 		if wait := d - time.Since(r.last); wait > 0 {
 			time.Sleep(wait)
+			r.lingered++
 		}
 	}
 	r.i, r.n = 0, 0

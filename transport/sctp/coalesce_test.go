@@ -146,12 +146,14 @@ func TestReaderLingers(t *testing.T) {
 			}
 			p.rb.release()
 		}
-		time.Sleep(linger + 50*time.Millisecond) // idle, whatever came before
-		start := time.Now()
+		send(50) // a batch that was not full, so that the next read may wait
+		read(50)
+		time.Sleep(linger + 50*time.Millisecond) // then an idle spell
+		waits := rx.rd.lingered
 		send(100)
 		read(100)
-		if took := time.Since(start); took >= linger {
-			t.Errorf("linger %v: a packet after an idle spell took %v to read", d, took)
+		if rx.rd.lingered != waits {
+			t.Errorf("linger %v: the read of a packet after an idle spell waited", d)
 		}
 		go func() { // growing sizes, so that UDP GRO cannot merge them
 			for _, n := range []int{200, 300, 400} {
@@ -177,10 +179,10 @@ func TestReaderLingers(t *testing.T) {
 		for i := range readBatch {
 			read(500 + i)
 		}
-		start = time.Now()
+		waits = rx.rd.lingered
 		read(500 + readBatch)
-		if took := time.Since(start); took >= linger {
-			t.Errorf("linger %v: the read after a full batch took %v", d, took)
+		if rx.rd.lingered != waits {
+			t.Errorf("linger %v: the read after a full batch waited", d)
 		}
 	}
 }
