@@ -202,5 +202,13 @@ func (d *nsDialer) close() { close(d.done) }
 func transportArgs(topts transports.Options) []string {
 	return []string{"--sctp-stack", topts.SCTPStack, "--data-plane-tls", topts.DataPlaneTLS.String(),
 		"--ptcp-stripes", strconv.Itoa(topts.PTCP.RecStripes), "--ptcp-driver", topts.PTCP.Driver,
-		"--mptcp=" + strconv.FormatBool(topts.MPTCP)}
+		"--sctp-flows", flowsArg(topts.SCTPFlows), "--mptcp=" + strconv.FormatBool(topts.MPTCP)}
+}
+
+// flowsArg is --sctp-flows for n (0: auto).
+func flowsArg(n int) string {
+	if n == 0 {
+		return "auto"
+	}
+	return strconv.Itoa(n)
 }

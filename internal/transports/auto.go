@@ -56,7 +56,7 @@ func newAutoSCTP(opts Options) *autoSCTP {
 	}
 	return &autoSCTP{
 		kernel: ksctp.New(ksctp.Config{ConnectTimeout: connectTimeout, TLS: opts.DataPlaneTLS}),
-		user:   sctp.New(sctp.Config{Logger: opts.Logger, TLS: opts.DataPlaneTLS}),
+		user:   sctp.New(userSCTPConfig(opts)),
 		tls:    opts.DataPlaneTLS,
 		log:    log,
 	}

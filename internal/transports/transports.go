@@ -60,6 +60,10 @@ type Options struct {
 	// MPTCP runs tcp, tcpn and ptcp over Multipath TCP (Linux) where both
 	// ends' kernels take it, plain TCP otherwise.
 	MPTCP bool
+	// SCTPFlows is how many reno flows each userspace SCTP association's
+	// congestion control stands for (sctp.Config.Flows): 0 tunes it per
+	// association.
+	SCTPFlows int
 	// PTCP tunes ptcp's striping: its RecStripes, Driver and Routes are
 	// used (TLS comes from DataPlaneTLS).
 	PTCP ptcp.Config
@@ -88,16 +92,21 @@ func newSCTP(opts Options) (transport.Transport, error) {
 		if ksctp.Available() {
 			return newAutoSCTP(opts), nil
 		}
-		return sctp.New(sctp.Config{Logger: opts.Logger, TLS: opts.DataPlaneTLS}), nil
+		return sctp.New(userSCTPConfig(opts)), nil
 	case StackKernel:
 		if !ksctp.Available() {
 			return nil, fmt.Errorf("--sctp-stack kernel: this kernel has no SCTP (socket(IPPROTO_SCTP) fails; try 'modprobe sctp' or --sctp-stack user)")
 		}
 		return ksctp.New(ksctp.Config{ConnectTimeout: connectTimeout, UDPFallback: true, TLS: opts.DataPlaneTLS}), nil
 	case StackUser:
-		return sctp.New(sctp.Config{Logger: opts.Logger, TLS: opts.DataPlaneTLS}), nil
+		return sctp.New(userSCTPConfig(opts)), nil
 	}
 	return nil, fmt.Errorf("--sctp-stack %q: want auto, kernel or user", opts.SCTPStack)
+}
+
+// userSCTPConfig is the userspace SCTP stack's configuration.
+func userSCTPConfig(opts Options) sctp.Config {
+	return sctp.Config{Logger: opts.Logger, TLS: opts.DataPlaneTLS, Flows: opts.SCTPFlows}
 }
 
 // Stack reports which SCTP stack New("sctp", opts) uses: StackKernel for

@@ -320,6 +320,15 @@ type Association struct {
 	minCwnd                   uint32 // Minimum congestion window
 	fastRtxWnd                uint32 // Send window for fast retransmit
 	cwndCAStep                uint32 // Step of congestion window increase at Congestion Avoidance
+	// flows is how many reno flows the congestion control stands for
+	// (braid patch 15, MulTCP); 0 and 1 mean one. Atomic.
+	flows uint32
+	// recoveryCwnd is cwnd when Fast Recovery began, recoveryCuts the
+	// flows' shares given up since (braid patch 15).
+	recoveryCwnd, recoveryCuts uint32
+	// ackedBytes counts the bytes acknowledged, limitedBytes those
+	// acknowledged while data waited for cwnd (braid patch 15). Atomic.
+	ackedBytes, limitedBytes uint64
 
 	// RTX & Ack timer
 	rtoMgr     *rtoManager
@@ -2016,6 +2025,76 @@ func (a *Association) MinRTT() float64 {
 	return a.rtoMgr.getMinRTT()
 }
 
+// SetFlows makes the congestion control stand for n reno flows (braid
+// patch 15; MulTCP, Crowcroft and Oechslin 1998): congestion avoidance
+// grows cwnd by n MTUs a round trip, each of the first n losses in a
+// window cuts it by 1/(2n) (at most by half in all, as when each of n
+// flows lost a packet), and a retransmission timeout takes away 1/n of it. Under random
+// loss the association then carries about what n associations would,
+// with one sequence space and its streams' order intact. n is clamped to
+// [1, 64]; the default is 1, RFC 9260's congestion control.
+func (a *Association) SetFlows(n int) {
+	atomic.StoreUint32(&a.flows, uint32(min(max(n, 1), 64))) //nolint:gosec // G115
+}
+
+// Flows returns the flow count SetFlows set, 1 by default.
+func (a *Association) Flows() int { return int(a.flowCount()) }
+
+func (a *Association) flowCount() uint32 { return max(atomic.LoadUint32(&a.flows), 1) }
+
+// recoveryCut sets ssthresh and cwnd for a chunk found lost in the
+// window that Fast Recovery began with (at recoveryCwnd). With one flow
+// the first loss halves it and the others leave it. With n, each loss
+// stands for one more of the n flows losing a packet, which gives up its
+// share (1/(2n) of recoveryCwnd) once: the first n losses cut, down to
+// half, as the window of n reno flows that each lost one would be.
+func (a *Association) recoveryCut() {
+	n := a.flowCount()
+	if a.recoveryCuts >= n {
+		return
+	}
+	a.recoveryCuts++
+	cut := a.recoveryCwnd / 2
+	if n > 1 {
+		cut = a.recoveryCwnd - a.recoveryCwnd/(2*n)*a.recoveryCuts
+	}
+	a.ssthresh = max32(cut, 4*a.MTU())
+	a.setCWND(a.ssthresh)
+}
+
+// lossCut is cwnd less the share one of flowCount flows gives up on a
+// retransmission timeout.
+func (a *Association) lossCut() uint32 {
+	cwnd, n := a.CWND(), a.flowCount()
+	if n == 1 {
+		return cwnd / 2
+	}
+
+	return cwnd - cwnd/(2*n)
+}
+
+// CongestionSample is what the association's congestion control saw
+// (braid patch 15).
+type CongestionSample struct {
+	// AckedBytes counts the bytes acknowledged since the association
+	// began; LimitedBytes those acknowledged while data waited for cwnd
+	// (pending, and cwnd below the peer's window).
+	AckedBytes, LimitedBytes uint64
+	// EpochMinRTT is the smallest RTT sample, in msec, since the last
+	// TakeCongestionSample; 0 if none was taken.
+	EpochMinRTT float64
+}
+
+// TakeCongestionSample returns the counters and the smallest RTT sample
+// since the previous call, and starts a new epoch for the latter.
+func (a *Association) TakeCongestionSample() CongestionSample {
+	return CongestionSample{
+		AckedBytes:   atomic.LoadUint64(&a.ackedBytes),
+		LimitedBytes: atomic.LoadUint64(&a.limitedBytes),
+		EpochMinRTT:  a.rtoMgr.takeEpochMin(),
+	}
+}
+
 // Metadata returns negotiated association metadata. The ok return value is false
 // until the SCTP handshake has completed.
 func (a *Association) Metadata() (AssociationMetadata, bool) {
@@ -3015,6 +3094,12 @@ func (a *Association) onCumulativeTSNAckPointAdvanced(totalBytesAcked int) {
 		a.t3RTX.start(a.rtoMgr.getRTO())
 	}
 
+	// braid patch 15: what the flow tuner reads.
+	atomic.AddUint64(&a.ackedBytes, uint64(totalBytesAcked)) //nolint:gosec // G115
+	if a.pendingQueue.size() > 0 && a.CWND() <= a.RWND() {
+		atomic.AddUint64(&a.limitedBytes, uint64(totalBytesAcked)) //nolint:gosec // G115
+	}
+
 	// Update congestion control parameters
 	if a.CWND() <= a.ssthresh { //nolint:nestif
 		// RFC 4960, sec 7.2.1.  Slow-Start
@@ -3054,7 +3139,7 @@ func (a *Association) onCumulativeTSNAckPointAdvanced(totalBytesAcked int) {
 		//      reset partial_bytes_acked to (partial_bytes_acked - cwnd).
 		if a.partialBytesAcked >= a.CWND() && a.pendingQueue.size() > 0 {
 			a.partialBytesAcked -= a.CWND()
-			step := max(a.MTU(), a.cwndCAStep)
+			step := max(a.MTU()*a.flowCount(), a.cwndCAStep) // braid patch 15
 			a.setCWND(a.CWND() + step)
 			a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d acked=%d (CA)",
 				a.name, a.CWND(), a.ssthresh, totalBytesAcked)
@@ -3119,13 +3204,15 @@ func (a *Association) processFastRetransmission( //nolint:gocognit
 						// sent before the loss were still in flight, and halved
 						// cwnd again when they were found lost too.
 						a.fastRecoverExitPoint = a.myNextTSN - 1
-						a.ssthresh = max32(a.CWND()/2, 4*a.MTU())
-						a.setCWND(a.ssthresh)
+						a.recoveryCwnd, a.recoveryCuts = a.CWND(), 0 // braid patch 15
+						a.recoveryCut()
 						a.partialBytesAcked = 0
 						a.willRetransmitFast = true
 
 						a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d inflight=%d (FR)",
 							a.name, a.CWND(), a.ssthresh, a.inflightQueue.getNumBytes())
+					} else {
+						a.recoveryCut() // braid patch 15: another flow's loss
 					}
 				}
 			}
@@ -4489,8 +4576,10 @@ func (a *Association) onRetransmissionTimeout(id int, nRtos uint) { //nolint:cyc
 		//      ssthresh = max(cwnd/2, 4*MTU)
 		//      cwnd = 1*MTU
 
-		a.ssthresh = max32(a.CWND()/2, 4*a.MTU())
-		a.setCWND(a.MTU())
+		// braid patch 15: with n flows, one of them times out.
+		n := a.flowCount()
+		a.ssthresh = max32(a.lossCut(), 4*a.MTU())
+		a.setCWND(max32(a.CWND()/n*(n-1), a.MTU()))
 		a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d inflight=%d (RTO)",
 			a.name, a.CWND(), a.ssthresh, a.inflightQueue.getNumBytes())
 		// If not in Fast Recovery, enter Fast Recovery and mark the highest outstanding TSN as the Fast Recovery exit point.

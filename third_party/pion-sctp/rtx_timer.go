@@ -44,6 +44,7 @@ type rtoManager struct {
 	mutex    sync.RWMutex
 	rtoMax   float64
 	minRTT   float64 // braid patch: the smallest sample, 0 until one
+	epochMin float64 // braid patch 15: the smallest since takeEpochMin
 }
 
 // newRTOManager creates a new rtoManager.
@@ -66,6 +67,9 @@ func (m *rtoManager) setNewRTT(rtt float64) float64 {
 
 	if rtt > 0 && (m.minRTT == 0 || rtt < m.minRTT) { // braid patch
 		m.minRTT = rtt
+	}
+	if rtt > 0 && (m.epochMin == 0 || rtt < m.epochMin) { // braid patch 15
+		m.epochMin = rtt
 	}
 	if m.noUpdate {
 		return m.srtt
@@ -92,6 +96,17 @@ func (m *rtoManager) getMinRTT() float64 {
 	defer m.mutex.RUnlock()
 
 	return m.minRTT
+}
+
+// takeEpochMin returns the smallest RTT sample in msec since the last
+// call, 0 if none, and starts over (braid patch 15).
+func (m *rtoManager) takeEpochMin() float64 {
+	m.mutex.Lock()
+	defer m.mutex.Unlock()
+	v := m.epochMin
+	m.epochMin = 0
+
+	return v
 }
 
 // getRTO simply returns the current RTO in msec.

@@ -111,6 +111,13 @@ func (a *Association) start() {
 			go a.coalesce(c)
 		}
 	}
+	switch {
+	case a.cfg.Flows > 0:
+		a.pa.SetFlows(a.cfg.Flows)
+	case !isLocal(a.conn.RemoteAddr()):
+		a.readers.Add(1)
+		go a.tuneFlows()
+	}
 	if a.liveness > 0 {
 		a.startKeepAlive()
 	}

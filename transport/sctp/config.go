@@ -71,6 +71,12 @@ type Config struct {
 	// AcceptBacklog is how many handshaken associations wait for Accept.
 	// Default 16.
 	AcceptBacklog int
+	// Flows is how many reno flows each association's congestion control
+	// stands for, in [1, 16] (flows.go): under random loss an association
+	// with N carries about what N would. 0, the default, tunes N per
+	// association from what its sender sees; associations with a peer on
+	// this host then keep one.
+	Flows int
 	// ZeroChecksum lets peers skip the CRC32c (RFC 9653) when both agree.
 	// Associations with a loopback peer always offer it: loopback packets
 	// are never corrupted (the kernel skips checksums there too), and the
@@ -115,6 +121,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("sctp: FragmentSize %d not in [1024, %d]", c.FragmentSize, maxFragment)
 	case c.StreamWindow < initialCredit:
 		return fmt.Errorf("sctp: StreamWindow %d below %d", c.StreamWindow, initialCredit)
+	case c.Flows < 0 || c.Flows > maxFlows:
+		return fmt.Errorf("sctp: Flows %d not in [1, %d] (0: tuned)", c.Flows, maxFlows)
 	case c.ReceiveBuffer < 4*maxFragment:
 		return fmt.Errorf("sctp: ReceiveBuffer %d below %d", c.ReceiveBuffer, 4*maxFragment)
 	}
