@@ -4724,7 +4724,7 @@ func newFakeEchoConn(errClose error) *fakeEchoConn {
 		done:     make(chan struct{}),
 		closed:   make(chan struct{}),
 		mtu:      initialMTU,
-		cwnd:     min32(4*initialMTU, max32(2*initialMTU, 4380)),
+		cwnd:     initialCwnd(initialMTU), // braid patch 16
 		rwnd:     initialRecvBufSize,
 		errClose: errClose,
 	}

@@ -15,7 +15,8 @@ import (
 // TestBraidFlows (braid patch 15): an association standing for n flows
 // grows its window n MTUs a round trip in congestion avoidance, gives up
 // 1/(2n) of it for each of the first n losses in a window and 1/n on a
-// retransmission timeout; with one it is RFC 9260's.
+// retransmission timeout (all of it but one MTU on the next, as RFC 9260
+// does always); with one flow it is RFC 9260's.
 func TestBraidFlows(t *testing.T) {
 	br := test.NewBridge()
 	a0, a1, err := createNewAssociationPair(br, ackModeNoDelay, 0)
@@ -52,12 +53,26 @@ func TestBraidFlows(t *testing.T) {
 		assert.Equal(t, tc.grown, a0.CWND(), "%d flows: window after a round trip", tc.flows)
 		assert.Equal(t, uint64(cwnd), after.AckedBytes-before.AckedBytes)
 		assert.Equal(t, uint64(cwnd), after.LimitedBytes-before.LimitedBytes)
+		// A flight far short of cwnd was not held by it.
+		a0.setCWND(cwnd)
+		before = a0.TakeCongestionSample()
+		a0.onCumulativeTSNAckPointAdvanced(1200)
+		after = a0.TakeCongestionSample()
+		assert.Equal(t, uint64(0), after.LimitedBytes-before.LimitedBytes, "a short flight counted as held by cwnd")
 
-		a0.recoveryCwnd, a0.recoveryCuts = cwnd, 0
+		a0.setCWND(cwnd)
+		a0.recoveryCwnd, a0.recoveryCuts, a0.recoveryFlows = cwnd, 0, uint32(tc.flows) //nolint:gosec // G115
 		for i, want := range tc.cuts {
 			a0.recoveryCut()
 			assert.Equal(t, want, a0.CWND(), "%d flows: window after loss %d of a window", tc.flows, i+1)
 		}
+		// The tuner raising the count during recovery raises no window.
+		a0.SetFlows(16)
+		a0.setCWND(tc.cuts[0])
+		a0.recoveryCuts = 1
+		a0.recoveryCut()
+		assert.LessOrEqual(t, a0.CWND(), tc.cuts[0], "%d flows: a cut after the count rose", tc.flows)
+		a0.SetFlows(tc.flows)
 		a0.ssthresh = 1200
 		require.NoError(t, a0.pendingQueue.pop(waiting))
 		atomic.StoreUint32(&a0.mtu, mtu)
@@ -69,5 +84,16 @@ func TestBraidFlows(t *testing.T) {
 		a0.lock.Unlock()
 		a0.onRetransmissionTimeout(timerT3RTX, 1)
 		assert.Equal(t, max(tc.timed, a0.MTU()), a0.CWND(), "%d flows: window after a timeout", tc.flows)
+		// A second timeout in a row: the path is out, all flows start over.
+		a0.onRetransmissionTimeout(timerT3RTX, 2)
+		assert.Equal(t, a0.MTU(), a0.CWND(), "%d flows: window after a second timeout", tc.flows)
+	}
+}
+
+// TestBraidInitialCwnd (braid patch 16): ten packets up to 14600 bytes,
+// never below RFC 9260's initial window.
+func TestBraidInitialCwnd(t *testing.T) {
+	for mtu, want := range map[uint32]uint32{1200: 12000, 1452: 14520, 1500: 14600, 8192: 16384, 65507: 131014} {
+		assert.Equal(t, want, initialCwnd(mtu), "MTU %d", mtu)
 	}
 }

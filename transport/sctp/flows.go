@@ -8,7 +8,7 @@ import (
 
 // Virtual flows: striping inside one association. Under random loss a
 // reno flow carries about MSS/(RTT·√p) whatever the link's rate (Mathis
-// et al.): 2.9 Mbit/s at 50 ms and 1% loss, on a 100 Mbit/s link. N TCP
+// et al.): 2.7 Mbit/s measured at 50 ms and 1% loss on a 100 Mbit/s link. N TCP
 // connections carry N times that, which is why tcpn and ptcp beat one
 // association there (seeds 001 and 002). An association can do the same
 // without N sequence spaces: its congestion control stands for N reno
