@@ -9,6 +9,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/internal/metrics"
+	"github.com/braidhq/braid/transport"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -77,7 +78,7 @@ type stateCollector struct {
 	s                                                       *Server
 	jobs, units, workers, assocs, streams, objects, storeBy *prometheus.Desc
 	workerDone, workerInFlight, workerLease                 *prometheus.Desc
-	workerBytes, workerBudget                               *prometheus.Desc
+	workerBytes, workerBudget, workerFlows                  *prometheus.Desc
 }
 
 func newStateCollector(s *Server) *stateCollector {
@@ -97,13 +98,14 @@ func newStateCollector(s *Server) *stateCollector {
 		workerLease:    d("braid_worker_leased_streams", "Streams (threads) a worker lends this server now.", "worker"),
 		workerBytes:    d("braid_worker_input_bytes_in_flight", "Input bytes of the units sent to a worker and not yet answered (where their size is known).", "worker"),
 		workerBudget:   d("braid_worker_byte_budget_bytes", "Input bytes a worker may have in flight: its measured work over the byte horizon, capped by what it says it can hold (0: no limit).", "worker"),
+		workerFlows:    d("braid_worker_sctp_flows", "Reno flows the congestion control of the server's userspace SCTP association to a worker stands for (--sctp-flows; tuned by default).", "worker"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.jobs, c.units, c.workers, c.assocs, c.streams, c.objects, c.storeBy,
-		c.workerDone, c.workerInFlight, c.workerLease, c.workerBytes, c.workerBudget} {
+		c.workerDone, c.workerInFlight, c.workerLease, c.workerBytes, c.workerBudget, c.workerFlows} {
 		ch <- d
 	}
 }
@@ -153,6 +155,7 @@ type workerFigures struct {
 	streams, lease         int
 	done, inFlight         int
 	bytes, budget          int64
+	flows                  int // 0: not a userspace SCTP association
 }
 
 // collectWorkers copies the workers' state on the dispatch loop; a loop
@@ -168,6 +171,7 @@ func (c *stateCollector) collectWorkers(ch chan<- prometheus.Metric, gauge func(
 			f.bytes, f.budget = d.core.Bytes(name)
 			if w.assoc != nil {
 				f.transport, f.streams, f.lease = w.transport, w.assoc.Streams(), w.lease
+				f.flows = flowsOf(w.assoc)
 			}
 			figs = append(figs, f)
 		}
@@ -191,6 +195,9 @@ func (c *stateCollector) collectWorkers(ch chan<- prometheus.Metric, gauge func(
 		gauge(c.workerLease, float64(f.lease), f.name)
 		gauge(c.workerBytes, float64(f.bytes), f.name)
 		gauge(c.workerBudget, float64(f.budget), f.name)
+		if f.flows > 0 {
+			gauge(c.workerFlows, float64(f.flows), f.name)
+		}
 	}
 	for state, n := range states {
 		gauge(c.workers, float64(n), state)
@@ -199,4 +206,21 @@ func (c *stateCollector) collectWorkers(ch chan<- prometheus.Metric, gauge func(
 		gauge(c.assocs, float64(n), name)
 		gauge(c.streams, float64(streams[name]), name)
 	}
+}
+
+// flowsOf is the flow count of a userspace SCTP association (see
+// transport/sctp/flows.go), looking through wrappers that Unwrap; 0 for
+// any other.
+func flowsOf(a transport.Association) int {
+	for a != nil {
+		if f, ok := a.(interface{ Flows() int }); ok {
+			return f.Flows()
+		}
+		u, ok := a.(interface{ Unwrap() transport.Association })
+		if !ok {
+			return 0
+		}
+		a = u.Unwrap()
+	}
+	return 0
 }

@@ -172,6 +172,13 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("server: %s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
+	if transports.Stack(transports.Options{}) == transports.StackUser {
+		// The userspace stack's associations report their flows: one, to a
+		// worker on this host.
+		if got := value(t, fams, "braid_worker_sctp_flows", "worker", "w1"); got != 1 {
+			t.Errorf("braid_worker_sctp_flows{worker=w1} = %v, want 1 on loopback", got)
+		}
+	}
 	if lease := value(t, fams, "braid_worker_leased_streams", "worker", "w2"); lease < 0 || lease > 1 {
 		t.Errorf("braid_worker_leased_streams{worker=w2} = %v; w2 has 1 thread", lease)
 	}

@@ -88,6 +88,10 @@ type countedAssoc struct {
 
 var _ transport.Association = (*countedAssoc)(nil)
 
+// Unwrap returns the association counted, for callers that look for its
+// optional methods.
+func (a *countedAssoc) Unwrap() transport.Association { return a.Association }
+
 func (a *countedAssoc) Send(ctx context.Context, s int, p []byte) error {
 	err := a.Association.Send(ctx, s, p)
 	if err == nil {
