@@ -13,6 +13,7 @@ var benchCommands = map[string]command{
 	"paper":     {"section IV of the paper: figures 4–16, plots and REPORT.md", runBenchPaper},
 	"chaos":     {"kill, freeze, cut off and restart the parts of a running cluster; check nothing is lost", runBenchChaos},
 	"soak":      {"a server fed jobs for a long time: memory and state.db size as it goes", runBenchSoak},
+	"net":       {"whole jobs through the emulated WAN: every transport setting over RTT × loss × unit size, the default against the best", runBenchNet},
 	"feedback":  {"receiver feedback: a worker that cannot keep up, bounded by unit windows or by byte budgets", runBenchFeedback},
 }
 

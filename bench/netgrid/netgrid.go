@@ -1,0 +1,197 @@
+// Package netgrid is the data and the report of `braid bench net`: whole
+// jobs through the emulated WAN (internal/netem) over a grid of round-trip
+// times, loss rates and unit sizes, for each of several transport
+// settings, and how braid's default setting fares against the best of
+// them at each point (issue 10, parts 6 and 7).
+//
+// The runner (cmd/braid) starts a server in one namespace and the workers
+// in the other for each condition and setting, submits one `noop` repeat
+// job per unit size and records the job's throughput and its units'
+// latencies here. Summarize picks each point's best setting; Write lays
+// the results out as CSV, JSON, plots and RESULTS.md.
+package netgrid
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Setting is one transport configuration of the grid: a transport name,
+// with a count for sctp (its flows, --sctp-flows) and ptcp (its stripes,
+// --ptcp-stripes). Written "sctp", "sctp:1", "ptcp:8".
+type Setting struct {
+	Transport string
+	Count     int // 0: the transport's default (sctp: auto; ptcp: 4)
+}
+
+// ParseSetting reads "NAME" or "NAME:N".
+func ParseSetting(s string) (Setting, error) {
+	name, n, ok := strings.Cut(s, ":")
+	st := Setting{Transport: name}
+	switch name {
+	case "sctp", "ptcp":
+	case "tcp", "tcpn", "quic":
+		if ok {
+			return st, fmt.Errorf("setting %q: only sctp (flows) and ptcp (stripes) take a count", s)
+		}
+	default:
+		return st, fmt.Errorf("setting %q: want sctp, tcp, tcpn, quic or ptcp, with :N after sctp or ptcp", s)
+	}
+	if ok {
+		c, err := strconv.Atoi(n)
+		if err != nil || c < 1 || c > 16 {
+			return st, fmt.Errorf("setting %q: the count must be 1 to 16", s)
+		}
+		st.Count = c
+	}
+	return st, nil
+}
+
+// String is the setting as ParseSetting reads it.
+func (s Setting) String() string {
+	if s.Count == 0 {
+		return s.Transport
+	}
+	return s.Transport + ":" + strconv.Itoa(s.Count)
+}
+
+// Label describes the setting for a reader.
+func (s Setting) Label() string {
+	switch {
+	case s.Transport == "sctp" && s.Count == 0:
+		return "sctp (default: flows tuned)"
+	case s.Transport == "sctp" && s.Count == 1:
+		return "sctp, 1 flow"
+	case s.Transport == "sctp":
+		return fmt.Sprintf("sctp, %d flows", s.Count)
+	case s.Transport == "ptcp" && s.Count == 0:
+		return "ptcp, --ptcp-stripes"
+	case s.Transport == "ptcp":
+		return fmt.Sprintf("ptcp, %d stripes", s.Count)
+	}
+	return s.Transport
+}
+
+// Default is braid's default setting: what a cluster runs without
+// transport flags.
+var Default = Setting{Transport: "sctp"}
+
+// Condition is one emulated link: both directions alike.
+type Condition struct {
+	RTT  time.Duration
+	Loss float64 // percent
+}
+
+// Spec is the condition as `braid net` reads it, with the link's rate.
+func (c Condition) Spec(rate string) string {
+	return fmt.Sprintf("rtt=%s,loss=%s%%,rate=%s,cc=reno", c.RTT, strconv.FormatFloat(c.Loss, 'f', -1, 64), rate)
+}
+
+func (c Condition) String() string {
+	return fmt.Sprintf("%s, %s%% loss", c.RTT, strconv.FormatFloat(c.Loss, 'f', -1, 64))
+}
+
+// Result is one job of the grid.
+type Result struct {
+	RTTMS   float64 `json:"rtt_ms"`
+	LossPct float64 `json:"loss_pct"`
+	Size    int     `json:"unit_bytes"`
+	Setting string  `json:"setting"`
+	Run     int     `json:"run"`
+	Units   int     `json:"units"`
+	// Done counts the units finished; below Units when the job reached
+	// the time budget (Cut) and was cancelled.
+	Done    int     `json:"done"`
+	Cut     bool    `json:"cut"`
+	Seconds float64 `json:"seconds"` // makespan, or the budget when cut
+	// UnitsPerSec is Done / Seconds.
+	UnitsPerSec float64 `json:"units_per_sec"`
+	// P50MS and P99MS are the finished units' latencies, from the server
+	// sending a unit to its result arriving.
+	P50MS float64 `json:"p50_ms"`
+	P99MS float64 `json:"p99_ms"`
+}
+
+// Condition is the result's link.
+func (r Result) Condition() Condition {
+	return Condition{RTT: time.Duration(r.RTTMS * float64(time.Millisecond)), Loss: r.LossPct}
+}
+
+// Percentile is the q-quantile (0..1) of sorted values, nearest rank.
+func Percentile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// median is the median of vs (the mean of the middle two of an even
+// count).
+func median(vs []float64) float64 {
+	s := slices.Sorted(slices.Values(vs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Point is one (condition, unit size) of the grid with the median rate
+// of each setting measured there.
+type Point struct {
+	Condition Condition
+	Size      int
+	Rates     map[string]float64 // setting → median units/s
+	P99MS     map[string]float64 // setting → median p99 latency
+	Cut       map[string]bool    // setting → some run reached the budget
+	Best      string             // the setting with the highest rate
+	// Ratio is the default's rate over the best's: 1 when the default is
+	// best or nothing finished a unit, 0 when the default was not run.
+	Ratio float64
+}
+
+// Summarize groups results into points, in the grid's order.
+func Summarize(rs []Result, def Setting) []Point {
+	type key struct {
+		c    Condition
+		size int
+	}
+	var order []key
+	byKey := map[key]map[string][]Result{}
+	for _, r := range rs {
+		k := key{r.Condition(), r.Size}
+		if byKey[k] == nil {
+			byKey[k] = map[string][]Result{}
+			order = append(order, k)
+		}
+		byKey[k][r.Setting] = append(byKey[k][r.Setting], r)
+	}
+	var out []Point
+	for _, k := range order {
+		p := Point{Condition: k.c, Size: k.size, Rates: map[string]float64{}, P99MS: map[string]float64{}, Cut: map[string]bool{}}
+		for s, runs := range byKey[k] {
+			var rates, p99 []float64
+			for _, r := range runs {
+				rates, p99 = append(rates, r.UnitsPerSec), append(p99, r.P99MS)
+				p.Cut[s] = p.Cut[s] || r.Cut
+			}
+			p.Rates[s], p.P99MS[s] = median(rates), median(p99)
+		}
+		for _, s := range slices.Sorted(maps.Keys(p.Rates)) {
+			if p.Best == "" || p.Rates[s] > p.Rates[p.Best] {
+				p.Best = s
+			}
+		}
+		p.Ratio = 1 // nothing finished a unit: no setting beat the default
+		if best := p.Rates[p.Best]; best > 0 {
+			p.Ratio = p.Rates[def.String()] / best
+		}
+		out = append(out, p)
+	}
+	return out
+}

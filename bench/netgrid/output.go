@@ -1,0 +1,276 @@
+package netgrid
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Run describes a grid run for its files.
+type Run struct {
+	Command  string    `json:"command"`
+	Started  time.Time `json:"started"`
+	Settings []string  `json:"settings"`
+	Default  string    `json:"default"`
+	// Floor is the share of the best setting's rate the default must
+	// reach at every point.
+	Floor   float64  `json:"floor"`
+	Results []Result `json:"results"`
+}
+
+// Write writes results.json, results.csv, RESULTS.md and the plots
+// (size-S-loss-L.svg and .png) into dir.
+func Write(dir string, run Run) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(run, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := writeCSV(filepath.Join(dir, "results.csv"), run.Results); err != nil {
+		return err
+	}
+	def, err := ParseSetting(run.Default)
+	if err != nil {
+		return err
+	}
+	points := Summarize(run.Results, def)
+	plots, err := drawAll(dir, run, points)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "RESULTS.md"), []byte(Markdown(run, points, plots)), 0o644)
+}
+
+// Load reads a run's results.json.
+func Load(dir string) (Run, error) {
+	var run Run
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return run, err
+	}
+	if err := json.Unmarshal(b, &run); err != nil {
+		return run, fmt.Errorf("%s: %w", filepath.Join(dir, "results.json"), err)
+	}
+	return run, nil
+}
+
+func writeCSV(path string, rs []Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"rtt_ms", "loss_pct", "unit_bytes", "setting", "run", "units", "done", "cut", "seconds",
+		"units_per_sec", "p50_ms", "p99_ms"})
+	g := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	f3 := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	for _, r := range rs {
+		_ = w.Write([]string{g(r.RTTMS), g(r.LossPct), strconv.Itoa(r.Size), r.Setting, strconv.Itoa(r.Run),
+			strconv.Itoa(r.Units), strconv.Itoa(r.Done), strconv.FormatBool(r.Cut), f3(r.Seconds),
+			f3(r.UnitsPerSec), f3(r.P50MS), f3(r.P99MS)})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Markdown is RESULTS.md: per unit size, the rate of every setting at
+// every condition, the best, and the default's share of it; then the
+// units' p99 latencies; then where the default falls below the floor.
+func Markdown(run Run, points []Point, plots []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# braid bench net: results\n\nRegenerate with:\n\n```sh\n%s\n```\n\n", run.Command)
+	fmt.Fprintf(&b, "Started %s. Each cell is the median over runs of a `noop` job's throughput in units/s "+
+		"(units finished ÷ makespan); `*` marks a job cut at the time budget, whose rate counts the units it finished. "+
+		"The default is `%s`.\n\n", run.Started.UTC().Format(time.RFC3339), run.Default)
+	sizes := sizesOf(points)
+	for _, size := range sizes {
+		fmt.Fprintf(&b, "## Units of %s: units/s\n\n", SizeLabel(size))
+		writeTable(&b, run, points, size, func(p Point, s string) string {
+			v, ok := p.Rates[s]
+			if !ok {
+				return "–"
+			}
+			cell := rate(v)
+			if p.Cut[s] {
+				cell += "*"
+			}
+			if s == p.Best {
+				cell = "**" + cell + "**"
+			}
+			return cell
+		}, true)
+	}
+	for _, size := range sizes {
+		fmt.Fprintf(&b, "## Units of %s: p99 unit latency, ms\n\n", SizeLabel(size))
+		writeTable(&b, run, points, size, func(p Point, s string) string {
+			v, ok := p.P99MS[s]
+			if !ok || v == 0 {
+				return "–"
+			}
+			return strconv.FormatFloat(v, 'f', 0, 64)
+		}, false)
+	}
+	var below []string
+	for _, p := range points {
+		if p.Ratio < run.Floor {
+			below = append(below, fmt.Sprintf("%s, %s units: %s× %s", p.Condition, SizeLabel(p.Size), ratioText(p.Ratio), p.Best))
+		}
+	}
+	fmt.Fprintf(&b, "## The default against the best\n\nAt %d of %d points the default reached at least %.2f× the best setting's throughput.",
+		len(points)-len(below), len(points), run.Floor)
+	if len(below) > 0 {
+		fmt.Fprintf(&b, " Below it:\n\n- %s\n", strings.Join(below, "\n- "))
+	} else {
+		b.WriteString("\n")
+	}
+	if len(plots) > 0 {
+		b.WriteString("\n## Plots\n\n")
+		for _, p := range plots {
+			fmt.Fprintf(&b, "![%s](%s.svg)\n", p, p)
+		}
+	}
+	return b.String()
+}
+
+func writeTable(b *strings.Builder, run Run, points []Point, size int, cell func(Point, string) string, ratio bool) {
+	b.WriteString("| condition |")
+	for _, s := range run.Settings {
+		fmt.Fprintf(b, " %s |", s)
+	}
+	if ratio {
+		b.WriteString(" default ÷ best |")
+	}
+	b.WriteString("\n|---|")
+	b.WriteString(strings.Repeat("---|", len(run.Settings)))
+	if ratio {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, p := range points {
+		if p.Size != size {
+			continue
+		}
+		fmt.Fprintf(b, "| %s |", p.Condition)
+		for _, s := range run.Settings {
+			fmt.Fprintf(b, " %s |", cell(p, s))
+		}
+		if ratio {
+			fmt.Fprintf(b, " %s |", ratioText(p.Ratio))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+// ratioText formats a ratio rounded down to two decimals, so that one
+// below the floor never reads as the floor.
+func ratioText(r float64) string {
+	return strconv.FormatFloat(math.Floor(r*100)/100, 'f', 2, 64)
+}
+
+// rate formats units/s: whole from 100 up, else two decimals.
+func rate(v float64) string {
+	if v >= 100 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// SizeLabel is a unit size for a reader: 19 KiB, 1 MiB.
+func SizeLabel(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + " KiB"
+	}
+	return strconv.Itoa(n) + " B"
+}
+
+func sizesOf(points []Point) []int {
+	var out []int
+	for _, p := range points {
+		if !slices.Contains(out, p.Size) {
+			out = append(out, p.Size)
+		}
+	}
+	return out
+}
+
+// drawAll draws, for each unit size and loss rate, units/s against RTT,
+// one line per setting; it returns the plots' names.
+func drawAll(dir string, run Run, points []Point) ([]string, error) {
+	var names []string
+	for _, size := range sizesOf(points) {
+		var losses []float64
+		for _, p := range points {
+			if p.Size == size && !slices.Contains(losses, p.Condition.Loss) {
+				losses = append(losses, p.Condition.Loss)
+			}
+		}
+		for _, loss := range losses {
+			name := fmt.Sprintf("size-%s-loss-%s", strings.ReplaceAll(SizeLabel(size), " ", ""),
+				strconv.FormatFloat(loss, 'f', -1, 64))
+			if err := draw(filepath.Join(dir, name), run, points, size, loss); err != nil {
+				return nil, err
+			}
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+func draw(base string, run Run, points []Point, size int, loss float64) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("units of %s, %s%% loss", SizeLabel(size), strconv.FormatFloat(loss, 'f', -1, 64))
+	p.X.Label.Text = "round-trip time (ms)"
+	p.Y.Label.Text = "job throughput (units/s)"
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	for i, s := range run.Settings {
+		var pts plotter.XYs
+		for _, pt := range points {
+			if v, ok := pt.Rates[s]; ok && pt.Size == size && pt.Condition.Loss == loss {
+				pts = append(pts, plotter.XY{X: float64(pt.Condition.RTT) / float64(time.Millisecond), Y: v})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		l, sc, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		l.Color, sc.Color, sc.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
+		p.Add(l, sc)
+		p.Legend.Add(s, l, sc)
+	}
+	for _, ext := range []string{".svg", ".png"} {
+		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, base+ext); err != nil {
+			return fmt.Errorf("netgrid: save %s%s: %w", base, ext, err)
+		}
+	}
+	return nil
+}
