@@ -26,32 +26,15 @@ func TestJobsOverEmulatedLink(t *testing.T) {
 	if err := netem.Check(); err != nil {
 		t.Skipf("needs the WAN test bed: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	var out, stderr bytes.Buffer
-	for {
-		out.Reset()
-		stderr.Reset()
-		cmd := exec.CommandContext(ctx, braidBin, "bench", "overhead", "--net", "rtt=4ms,rate=200M; rtt=4ms,rate=100M",
-			"--transport", "ptcp,tcpn", "--units", "8", "--size", "262144", "--runs", "1", "--json")
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		err := cmd.Run()
-		if err != nil && strings.Contains(stderr.String(), "a test bed is already up") && ctx.Err() == nil {
-			time.Sleep(time.Second) // another package's test has the bed: take turns
-			continue
-		}
-		if err != nil {
-			t.Fatalf("bench overhead --net: %v\n%s", err, stderr.String())
-		}
-		break
-	}
+	out, stderr := runOnBed(t, "bench", "overhead", "--net", "rtt=4ms,rate=200M; rtt=4ms,rate=100M",
+		"--transport", "ptcp,tcpn", "--units", "8", "--size", "262144", "--runs", "1", "--json")
 	var rs []struct {
 		Transport   string  `json:"transport"`
 		Units       int     `json:"units"`
 		UnitsPerSec float64 `json:"units_per_sec"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &rs); err != nil {
-		t.Fatalf("results %q: %v", out.String(), err)
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("results %q: %v", out, err)
 	}
 	if len(rs) != 2 || rs[0].Transport != "ptcp" || rs[1].Transport != "tcpn" {
 		t.Fatalf("results %+v, want one run of ptcp and one of tcpn", rs)
@@ -64,7 +47,7 @@ func TestJobsOverEmulatedLink(t *testing.T) {
 	// After each transport's run the bench prints what each path carried,
 	// "net path 1: a→b N packets, ...".
 	var second []int
-	for _, line := range strings.Split(stderr.String(), "\n") {
+	for _, line := range strings.Split(stderr, "\n") {
 		var n int
 		if _, err := fmt.Sscanf(strings.TrimSpace(line), "net path 1: a→b %d packets", &n); err == nil {
 			second = append(second, n)
@@ -72,7 +55,7 @@ func TestJobsOverEmulatedLink(t *testing.T) {
 	}
 	if len(second) != 2 || second[0] < 100 || second[1] > 10 {
 		t.Errorf("packets server to workers over the second path, ptcp then tcpn: %v; want ptcp's at least 100, tcpn's at most 10\n%s",
-			second, stderr.String())
+			second, stderr)
 	}
 }
 
@@ -84,25 +67,9 @@ func TestNetGrid(t *testing.T) {
 	if err := netem.Check(); err != nil {
 		t.Skipf("needs the WAN test bed: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
 	out := t.TempDir()
-	var stderr bytes.Buffer
-	for {
-		stderr.Reset()
-		cmd := exec.CommandContext(ctx, braidBin, "bench", "net", "--rtt", "10ms", "--loss", "0,1", "--size", "262144",
-			"--settings", "sctp,sctp:1", "--bytes", "2097152", "--budget", "2m", "--out", out)
-		cmd.Stderr = &stderr
-		err := cmd.Run()
-		if err != nil && strings.Contains(stderr.String(), "a test bed is already up") && ctx.Err() == nil {
-			time.Sleep(time.Second) // another package's test has the bed: take turns
-			continue
-		}
-		if err != nil {
-			t.Fatalf("bench net: %v\n%s", err, stderr.String())
-		}
-		break
-	}
+	runOnBed(t, "bench", "net", "--rtt", "10ms", "--loss", "0,1", "--size", "262144",
+		"--settings", "sctp,sctp:1", "--bytes", "2097152", "--budget", "2m", "--out", out)
 	b, err := os.ReadFile(filepath.Join(out, "results.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -134,5 +101,28 @@ func TestNetGrid(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(out, "RESULTS.md"))
 	if err != nil || !strings.Contains(string(md), "| 10ms, 1% loss |") {
 		t.Errorf("RESULTS.md (%v):\n%s", err, md)
+	}
+}
+
+// runOnBed runs braid with args, a command that brings up the WAN test
+// bed, waiting its turn while another package's test has the bed, and
+// returns its stdout and stderr; it fails t if the command fails.
+func runOnBed(t *testing.T, args ...string) (stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	for {
+		var out, errOut bytes.Buffer
+		cmd := exec.CommandContext(ctx, braidBin, args...)
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		if err != nil && strings.Contains(errOut.String(), "a test bed is already up") && ctx.Err() == nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("braid %s: %v\n%s", strings.Join(args[:2], " "), err, errOut.String())
+		}
+		return out.String(), errOut.String()
 	}
 }

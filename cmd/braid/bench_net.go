@@ -169,11 +169,11 @@ func gridSetting(ctx context.Context, nc *netCluster, c netgrid.Condition, s net
 		units := min(max(j.bytes/size, j.minUnits), j.maxUnits)
 		for r := range j.runs {
 			if cl == nil {
-				c, st, err := startGridCluster(ctx, nc, s.Transport, topts, j)
+				fresh, st, err := startGridCluster(ctx, nc, s.Transport, topts, j)
 				if err != nil {
 					return out, err
 				}
-				cl, stop = c, st
+				cl, stop = fresh, st
 			}
 			res, err := gridRun(ctx, cl, units, size, j.budget)
 			if err != nil {

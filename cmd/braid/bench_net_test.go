@@ -1,0 +1,44 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFlows(t *testing.T) {
+	for in, want := range map[string]int{"auto": 0, "1": 1, "16": 16} {
+		if got, err := parseFlows(in); err != nil || got != want {
+			t.Errorf("parseFlows(%q) = %d, %v; want %d", in, got, err, want)
+		}
+		if flowsArg(want) != in {
+			t.Errorf("flowsArg(%d) = %q, want %q", want, flowsArg(want), in)
+		}
+	}
+	for _, in := range []string{"0", "17", "-1", "", "Auto", "four"} {
+		if _, err := parseFlows(in); err == nil {
+			t.Errorf("parseFlows(%q) accepted", in)
+		}
+	}
+}
+
+func TestParseGrid(t *testing.T) {
+	g, err := parseGrid("1ms,50ms", "0,1%", "19456", "sctp,tcp,sctp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.conds) != 4 || g.conds[3].RTT != 50*time.Millisecond || g.conds[3].Loss != 1 || len(g.settings) != 2 {
+		t.Errorf("grid %+v: want 2 RTTs × 2 losses and sctp, tcp once each", g)
+	}
+	for _, tc := range []struct{ rtt, loss, size, settings, want string }{
+		{"fast", "0", "1", "sctp", "--rtt"},
+		{"1ms", "100", "1", "sctp", "--loss"},
+		{"1ms", "0", "0", "sctp", "--size"},
+		{"1ms", "0", "1", "udp", "udp"},
+		{"", "0", "1", "sctp", "need a value"},
+	} {
+		if _, err := parseGrid(tc.rtt, tc.loss, tc.size, tc.settings); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseGrid(%q, %q, %q, %q) = %v, want an error naming %s", tc.rtt, tc.loss, tc.size, tc.settings, err, tc.want)
+		}
+	}
+}
