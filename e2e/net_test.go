@@ -70,26 +70,8 @@ func TestNetGrid(t *testing.T) {
 	out := t.TempDir()
 	runOnBed(t, "bench", "net", "--rtt", "10ms", "--loss", "0,1", "--size", "262144",
 		"--settings", "sctp,sctp:1", "--bytes", "2097152", "--budget", "2m", "--out", out)
-	b, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var run struct {
-		Results []struct {
-			RTTMS       float64 `json:"rtt_ms"`
-			LossPct     float64 `json:"loss_pct"`
-			Setting     string  `json:"setting"`
-			Units, Done int
-			Cut         bool
-			UnitsPerSec float64 `json:"units_per_sec"`
-			P99MS       float64 `json:"p99_ms"`
-		} `json:"results"`
-	}
-	if err := json.Unmarshal(b, &run); err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	for _, r := range run.Results {
+	for _, r := range readGrid(t, out) {
 		got = append(got, fmt.Sprintf("%v/%v/%s", r.RTTMS, r.LossPct, r.Setting))
 		if r.Units != 8 || r.Done != 8 || r.Cut || !(r.UnitsPerSec > 0) || !(r.P99MS > 10) {
 			t.Errorf("%+v: want 8 units done, a rate, and a p99 above the 10 ms RTT", r)
@@ -125,4 +107,57 @@ func runOnBed(t *testing.T, args ...string) (stdout, stderr string) {
 		}
 		return out.String(), errOut.String()
 	}
+}
+
+// TestNetGridCut: a job past `bench net`'s budget is cancelled and rated
+// by the units it finished within the budget, over the budget (root,
+// Linux). One unit of 4 MiB over one reno flow at 50 ms and 1% loss
+// takes about 12 s; the budget is 2 s.
+func TestNetGridCut(t *testing.T) {
+	if err := netem.Check(); err != nil {
+		t.Skipf("needs the WAN test bed: %v", err)
+	}
+	out := t.TempDir()
+	runOnBed(t, "bench", "net", "--rtt", "50ms", "--loss", "1", "--size", "4194304", "--settings", "sctp:1",
+		"--bytes", "16777216", "--budget", "2s", "--out", out)
+	rs := readGrid(t, out)
+	if len(rs) != 1 {
+		t.Fatalf("%d results, want 1", len(rs))
+	}
+	if r := rs[0]; !r.Cut || r.Seconds != 2 || r.Units != 4 || r.Done != 0 || r.UnitsPerSec != 0 {
+		t.Errorf("%+v: want a cut job of 4 units, none done, rated over 2 s", r)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "RESULTS.md"))
+	if err != nil || !strings.Contains(string(md), "| 50ms, 1% loss | **0.00*** |") {
+		t.Errorf("RESULTS.md (%v) does not mark the cut job:\n%s", err, md)
+	}
+}
+
+// gridResult is a result of `bench net`'s results.json.
+type gridResult struct {
+	RTTMS       float64 `json:"rtt_ms"`
+	LossPct     float64 `json:"loss_pct"`
+	Setting     string  `json:"setting"`
+	Units       int     `json:"units"`
+	Done        int     `json:"done"`
+	Cut         bool    `json:"cut"`
+	Seconds     float64 `json:"seconds"`
+	UnitsPerSec float64 `json:"units_per_sec"`
+	P99MS       float64 `json:"p99_ms"`
+}
+
+// readGrid reads the results of a `bench net` run written to dir.
+func readGrid(t *testing.T, dir string) []gridResult {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run struct {
+		Results []gridResult `json:"results"`
+	}
+	if err := json.Unmarshal(b, &run); err != nil {
+		t.Fatal(err)
+	}
+	return run.Results
 }

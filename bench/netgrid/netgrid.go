@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/braidhq/braid/internal/benchout"
 )
 
 // Setting is one transport configuration of the grid: a transport name,
@@ -57,23 +59,6 @@ func (s Setting) String() string {
 		return s.Transport
 	}
 	return s.Transport + ":" + strconv.Itoa(s.Count)
-}
-
-// Label describes the setting for a reader.
-func (s Setting) Label() string {
-	switch {
-	case s.Transport == "sctp" && s.Count == 0:
-		return "sctp (default: flows tuned)"
-	case s.Transport == "sctp" && s.Count == 1:
-		return "sctp, 1 flow"
-	case s.Transport == "sctp":
-		return fmt.Sprintf("sctp, %d flows", s.Count)
-	case s.Transport == "ptcp" && s.Count == 0:
-		return "ptcp, --ptcp-stripes"
-	case s.Transport == "ptcp":
-		return fmt.Sprintf("ptcp, %d stripes", s.Count)
-	}
-	return s.Transport
 }
 
 // Default is braid's default setting: what a cluster runs without
@@ -121,26 +106,6 @@ func (r Result) Condition() Condition {
 	return Condition{RTT: time.Duration(r.RTTMS * float64(time.Millisecond)), Loss: r.LossPct}
 }
 
-// Percentile is the q-quantile (0..1) of sorted values, nearest rank.
-func Percentile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(sorted))+0.999999) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-// median is the median of vs (the mean of the middle two of an even
-// count).
-func median(vs []float64) float64 {
-	s := slices.Sorted(slices.Values(vs))
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
 // Point is one (condition, unit size) of the grid with the median rate
 // of each setting measured there.
 type Point struct {
@@ -180,7 +145,9 @@ func Summarize(rs []Result, def Setting) []Point {
 				rates, p99 = append(rates, r.UnitsPerSec), append(p99, r.P99MS)
 				p.Cut[s] = p.Cut[s] || r.Cut
 			}
-			p.Rates[s], p.P99MS[s] = median(rates), median(p99)
+			slices.Sort(rates)
+			slices.Sort(p99)
+			p.Rates[s], p.P99MS[s] = benchout.Quantile(rates, 0.5), benchout.Quantile(p99, 0.5)
 		}
 		for _, s := range slices.Sorted(maps.Keys(p.Rates)) {
 			if p.Best == "" || p.Rates[s] > p.Rates[p.Best] {

@@ -32,18 +32,6 @@ func TestConditionSpec(t *testing.T) {
 	}
 }
 
-func TestPercentile(t *testing.T) {
-	v := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	for q, want := range map[float64]float64{0.5: 5, 0.99: 10, 0.1: 1, 0: 1, 1: 10} {
-		if got := Percentile(v, q); got != want {
-			t.Errorf("Percentile(1..10, %v) = %v, want %v", q, got, want)
-		}
-	}
-	if got := Percentile(nil, 0.5); got != 0 {
-		t.Errorf("Percentile(nil) = %v", got)
-	}
-}
-
 // results: two conditions, one size; at the lossy one the default is
 // beaten by ptcp:8.
 func results() []Result {

@@ -1,7 +1,6 @@
 package netgrid
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/braidhq/braid/internal/benchout"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -36,11 +36,7 @@ func Write(dir string, run Run) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(run, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
+	if err := benchout.WriteJSON(filepath.Join(dir, "results.json"), run); err != nil {
 		return err
 	}
 	if err := writeCSV(filepath.Join(dir, "results.csv"), run.Results); err != nil {
@@ -72,26 +68,16 @@ func Load(dir string) (Run, error) {
 }
 
 func writeCSV(path string, rs []Result) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	_ = w.Write([]string{"rtt_ms", "loss_pct", "unit_bytes", "setting", "run", "units", "done", "cut", "seconds",
-		"units_per_sec", "p50_ms", "p99_ms"})
 	g := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	f3 := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	rows := [][]string{{"rtt_ms", "loss_pct", "unit_bytes", "setting", "run", "units", "done", "cut", "seconds",
+		"units_per_sec", "p50_ms", "p99_ms"}}
 	for _, r := range rs {
-		_ = w.Write([]string{g(r.RTTMS), g(r.LossPct), strconv.Itoa(r.Size), r.Setting, strconv.Itoa(r.Run),
+		rows = append(rows, []string{g(r.RTTMS), g(r.LossPct), strconv.Itoa(r.Size), r.Setting, strconv.Itoa(r.Run),
 			strconv.Itoa(r.Units), strconv.Itoa(r.Done), strconv.FormatBool(r.Cut), f3(r.Seconds),
 			f3(r.UnitsPerSec), f3(r.P50MS), f3(r.P99MS)})
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return benchout.WriteCSV(path, rows)
 }
 
 // Markdown is RESULTS.md: per unit size, the rate of every setting at
@@ -111,7 +97,7 @@ func Markdown(run Run, points []Point, plots []string) string {
 			if !ok {
 				return "–"
 			}
-			cell := rate(v)
+			cell := benchout.UnitRate(v)
 			if p.Cut[s] {
 				cell += "*"
 			}
@@ -187,14 +173,6 @@ func writeTable(b *strings.Builder, run Run, points []Point, size int, cell func
 // below the floor never reads as the floor.
 func ratioText(r float64) string {
 	return strconv.FormatFloat(math.Floor(r*100)/100, 'f', 2, 64)
-}
-
-// rate formats units/s: whole from 100 up, else two decimals.
-func rate(v float64) string {
-	if v >= 100 {
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
 // SizeLabel is a unit size for a reader: 19 KiB, 1 MiB.

@@ -1,15 +1,14 @@
 package paper
 
 import (
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/braidhq/braid/internal/benchout"
 )
 
 // FigureResult is one figure's data, as written to figN.json.
@@ -69,25 +68,14 @@ func (fr FigureResult) write(dir string) error {
 }
 
 func writeCSV(path string, rows [][]string) error {
-	f, err := os.Create(path)
-	if err != nil {
+	if err := benchout.WriteCSV(path, rows); err != nil {
 		return fmt.Errorf("paper: %w", err)
 	}
-	w := csv.NewWriter(f)
-	_ = w.WriteAll(rows)
-	if err := w.Error(); err != nil {
-		f.Close()
-		return fmt.Errorf("paper: write %s: %w", path, err)
-	}
-	return f.Close()
+	return nil
 }
 
 func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("paper: %w", err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := benchout.WriteJSON(path, v); err != nil {
 		return fmt.Errorf("paper: %w", err)
 	}
 	return nil

@@ -1,8 +1,9 @@
 package paper
 
 import (
-	"math"
 	"slices"
+
+	"github.com/braidhq/braid/internal/benchout"
 )
 
 // Summary is the spread of one line at one number of units.
@@ -26,22 +27,11 @@ type Decrease struct {
 	Pct     float64 `json:"pct_decrease"`
 }
 
-// quantile of sorted values, interpolating linearly.
-func quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	pos := q * float64(len(sorted)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(sorted)-1)
-	return sorted[lo] + (pos-float64(lo))*(sorted[hi]-sorted[lo])
-}
-
 func summarize(label string, units int, vs []float64) Summary {
 	s := slices.Clone(vs)
 	slices.Sort(s)
-	return Summary{Line: label, Units: units, N: len(s), Median: quantile(s, 0.5), Min: s[0], Max: s[len(s)-1],
-		Q1: quantile(s, 0.25), Q3: quantile(s, 0.75)}
+	return Summary{Line: label, Units: units, N: len(s), Median: benchout.Quantile(s, 0.5), Min: s[0], Max: s[len(s)-1],
+		Q1: benchout.Quantile(s, 0.25), Q3: benchout.Quantile(s, 0.75)}
 }
 
 // byUnits groups the average times per unit of rs by number of units.

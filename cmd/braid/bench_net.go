@@ -12,6 +12,7 @@ import (
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/bench/netgrid"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/benchout"
 	"github.com/braidhq/braid/internal/netem"
 	"github.com/braidhq/braid/internal/transports"
 )
@@ -188,7 +189,7 @@ func gridSetting(ctx context.Context, nc *netCluster, c netgrid.Condition, s net
 				cl, stop = nil, func() {}
 			}
 			fmt.Fprintf(nc.e.stderr, "net: %s, %s units, %s: %s units/s, p99 %.0f ms%s\n",
-				c, netgrid.SizeLabel(size), s, unitRate(res.UnitsPerSec), res.P99MS, cut)
+				c, netgrid.SizeLabel(size), s, benchout.UnitRate(res.UnitsPerSec), res.P99MS, cut)
 		}
 	}
 	return out, nil
@@ -254,6 +255,8 @@ func gridRun(ctx context.Context, cl *client.Client, units, size int, budget tim
 	if res.Seconds > 0 {
 		res.UnitsPerSec = float64(res.Done) / res.Seconds
 	}
-	res.P50MS, res.P99MS = netgrid.Percentile(lat, 0.5), netgrid.Percentile(lat, 0.99)
+	if len(lat) > 0 {
+		res.P50MS, res.P99MS = benchout.Quantile(lat, 0.5), benchout.Quantile(lat, 0.99)
+	}
 	return res, nil
 }

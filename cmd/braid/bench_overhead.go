@@ -5,17 +5,16 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"math"
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/benchout"
 	"github.com/braidhq/braid/internal/cluster"
 	"github.com/braidhq/braid/internal/transports"
 )
@@ -219,23 +218,7 @@ func printOverhead(e *env, rs []overheadResult, runs int) error {
 			inputs = "each its own"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%d×%d\t%d\t%d\t%s\t%.1f\t%.0f\t%s\t%s\t\n", r.Transport, r.Op, r.Workers, r.Threads, r.Units, r.Size,
-			inputs, r.SubmitMS, r.HeapMiB, unitRate(rates[len(rates)-1]), unitRate(median(rates)))
+			inputs, r.SubmitMS, r.HeapMiB, benchout.UnitRate(rates[len(rates)-1]), benchout.UnitRate(benchout.Quantile(rates, 0.5)))
 	}
 	return w.Flush()
-}
-
-// unitRate formats a rate in units/s: whole units from 100 up, else with
-// two decimals, so that a job over a slow link does not show 0.
-func unitRate(v float64) string {
-	if v >= 100 {
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
-}
-
-func median(sorted []float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	return sorted[len(sorted)/2]
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/braidhq/braid/internal/transports"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/ptcp"
+	"github.com/braidhq/braid/transport/sctp"
 )
 
 // clientFlags are the flags every client command shares.
@@ -277,8 +278,8 @@ func parseFlows(v string) (int, error) {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 16 {
-		return 0, fmt.Errorf("want auto or a count from 1 to 16, not %q", v)
+	if err != nil || n < 1 || n > sctp.MaxFlows {
+		return 0, fmt.Errorf("want auto or a count from 1 to %d, not %q", sctp.MaxFlows, v)
 	}
 	return n, nil
 }

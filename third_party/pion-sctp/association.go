@@ -2092,8 +2092,8 @@ func (a *Association) lossCut(n uint32) uint32 {
 // (braid patch 15).
 type CongestionSample struct {
 	// AckedBytes counts the bytes acknowledged since the association
-	// began; LimitedBytes those acknowledged while data waited for cwnd
-	// (pending, and cwnd below the peer's window).
+	// began; LimitedBytes those acknowledged while data waited and the
+	// flight before the SACK had filled cwnd to within a packet.
 	AckedBytes, LimitedBytes uint64
 	// EpochMinRTT is the smallest RTT sample, in msec, since the last
 	// TakeCongestionSample; 0 if none was taken.

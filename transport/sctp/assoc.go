@@ -142,7 +142,7 @@ func (a *Association) coalesce(c assocConn) {
 		case <-a.done:
 			return
 		}
-		if d, ok := nextLinger(set, pathRTT(hs, time.Duration(a.pa.MinRTT()*float64(time.Millisecond)))); ok {
+		if d, ok := nextLinger(set, pathRTT(hs, msDuration(a.pa.MinRTT()))); ok {
 			c.setLinger(d)
 			set = d
 		}

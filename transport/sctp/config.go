@@ -121,8 +121,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("sctp: FragmentSize %d not in [1024, %d]", c.FragmentSize, maxFragment)
 	case c.StreamWindow < initialCredit:
 		return fmt.Errorf("sctp: StreamWindow %d below %d", c.StreamWindow, initialCredit)
-	case c.Flows < 0 || c.Flows > maxFlows:
-		return fmt.Errorf("sctp: Flows %d not in [1, %d] (0: tuned)", c.Flows, maxFlows)
+	case c.Flows < 0 || c.Flows > MaxFlows:
+		return fmt.Errorf("sctp: Flows %d not in [1, %d] (0: tuned)", c.Flows, MaxFlows)
 	case c.ReceiveBuffer < 4*maxFragment:
 		return fmt.Errorf("sctp: ReceiveBuffer %d below %d", c.ReceiveBuffer, 4*maxFragment)
 	}

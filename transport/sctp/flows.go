@@ -29,7 +29,7 @@ import (
 //     and take from other traffic. Drop one.
 //   - Otherwise, if most bytes acknowledged in the epoch had waited for
 //     the congestion window: the window, not the link, the peer's window
-//     or the application, held the sender back. Add one, up to maxFlows.
+//     or the application, held the sender back. Add one, up to MaxFlows.
 //   - Otherwise (idle, or held by the application or the peer's window):
 //     keep N; more flows could not help.
 //
@@ -38,15 +38,16 @@ import (
 // (flowTuner).
 //
 // On a clean link one flow fills the pipe and queues, so N stays at 1 or
-// 2; with loss, N grows until the link is full or maxFlows is reached.
+// 2; with loss, N grows until the link is full or MaxFlows is reached.
 // The queue is a steadier signal than throughput, which random loss makes
 // swing by more than one flow's share from one epoch to the next. Both
 // ends tune their own sending direction. Associations with a peer on this
 // host keep one flow. Config.Flows fixes N instead.
 
 const (
-	// maxFlows bounds N: as many as ptcp's stripes.
-	maxFlows = 16
+	// MaxFlows bounds N (Config.Flows, and the tuner): as many as ptcp's
+	// stripes.
+	MaxFlows = 16
 	// flowEpochRTTs is an epoch's length in round trips.
 	flowEpochRTTs = 4
 	// minFlowEpoch is the shortest epoch, so that each has RTT samples
@@ -90,9 +91,9 @@ func (t *flowTuner) next(e flowEpoch) int {
 		t.n = max(t.n-1, 1)
 	case e.acked == 0 || 2*e.limited < e.acked:
 	case !t.settled:
-		t.n = min(2*t.n, maxFlows)
+		t.n = min(2*t.n, MaxFlows)
 	default:
-		t.n = min(t.n+1, maxFlows)
+		t.n = min(t.n+1, MaxFlows)
 	}
 	return t.n
 }
@@ -112,8 +113,7 @@ func (a *Association) tuneFlows() {
 	t := time.NewTimer(minFlowEpoch)
 	defer t.Stop()
 	var prev sctp.CongestionSample
-	tu := newFlowTuner()
-	a.pa.SetFlows(tu.n)
+	tu := newFlowTuner() // at pion's default, one flow
 	for {
 		select {
 		case <-t.C:

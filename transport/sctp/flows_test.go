@@ -24,8 +24,8 @@ func TestFlowTuner(t *testing.T) {
 	}{
 		{"held by cwnd, no queue: one more", 3, true, busy, 4},
 		{"before the first queue: twice as many", 3, false, busy, 6},
-		{"at the cap", maxFlows, true, busy, maxFlows},
-		{"at the cap before the first queue", 12, false, busy, maxFlows},
+		{"at the cap", MaxFlows, true, busy, MaxFlows},
+		{"at the cap before the first queue", 12, false, busy, MaxFlows},
 		{"held by cwnd half the time", 3, true, flowEpoch{acked: 100, limited: 50, rtt: 50 * ms, pathRTT: 50 * ms}, 4},
 		{"mostly held by something else", 3, true, flowEpoch{acked: 100, limited: 49, rtt: 50 * ms, pathRTT: 50 * ms}, 3},
 		{"mostly held by something else, before the first queue", 3, false, flowEpoch{acked: 100, limited: 49, rtt: 50 * ms, pathRTT: 50 * ms}, 3},
@@ -74,12 +74,12 @@ func TestFlowEpochFor(t *testing.T) {
 }
 
 func TestConfigFlows(t *testing.T) {
-	for _, n := range []int{-1, maxFlows + 1} {
+	for _, n := range []int{-1, MaxFlows + 1} {
 		if _, err := (Config{Flows: n}).withDefaults(); err == nil {
 			t.Errorf("Flows %d accepted", n)
 		}
 	}
-	for _, n := range []int{0, 1, maxFlows} {
+	for _, n := range []int{0, 1, MaxFlows} {
 		if _, err := (Config{Flows: n}).withDefaults(); err != nil {
 			t.Errorf("Flows %d: %v", n, err)
 		}
@@ -141,7 +141,7 @@ func TestFlowsGrowUnderLoss(t *testing.T) {
 		bytes    int
 		min, max int
 	}{
-		{"rtt=40ms,loss=1%,rate=100M", 24 << 20, 4, maxFlows},
+		{"rtt=40ms,loss=1%,rate=100M", 24 << 20, 4, MaxFlows},
 		{"rtt=40ms,rate=20M", 12 << 20, 1, 3},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
