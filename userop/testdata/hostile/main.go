@@ -33,7 +33,7 @@ func main() {
 	case "alloc":
 		var keep [][]byte
 		for {
-			keep = append(keep, make([]byte, 1<<20))
+			keep = append(keep, make([]byte, 8<<20))
 		}
 	case "spew":
 		b := make([]byte, 1<<16)
