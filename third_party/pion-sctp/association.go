@@ -2307,6 +2307,11 @@ func (a *Association) handleInit(pkt *packet, initChunk *chunkInit) ([]*packet, 
 
 	a.setRWND(initChunk.advertisedReceiverWindowCredit)
 	a.log.Debugf("[%s] initial rwnd=%d", a.name, a.RWND())
+	// braid patch 17: the side that answers an INIT starts in slow start
+	// too (RFC 9260 §7.2.1), as handleInitAck does for the side that sent
+	// it. Left at zero, ssthresh put the passive side in congestion
+	// avoidance from its first byte: its cwnd grew one MTU per round trip.
+	a.ssthresh = a.RWND()
 
 	a.peerInterleaving = false
 	a.peerForwardTSN = false

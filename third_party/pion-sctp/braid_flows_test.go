@@ -97,3 +97,23 @@ func TestBraidInitialCwnd(t *testing.T) {
 		assert.Equal(t, want, initialCwnd(mtu), "MTU %d", mtu)
 	}
 }
+
+// TestBraidBothSidesSlowStart (braid patch 17): the side that answered the
+// INIT starts in slow start as the side that sent it does, with ssthresh
+// at the window the peer advertised. Left at zero it sent its first bytes
+// in congestion avoidance, one MTU more a round trip.
+func TestBraidBothSidesSlowStart(t *testing.T) {
+	br := test.NewBridge()
+	a0, a1, err := createNewAssociationPair(br, ackModeNoDelay, 0)
+	require.NoError(t, err)
+	defer closeAssociationPair(br, a0, a1)
+
+	for _, a := range []*Association{a0, a1} {
+		a.lock.RLock()
+		ssthresh, rwnd, cwnd := a.ssthresh, a.RWND(), a.CWND()
+		a.lock.RUnlock()
+		assert.Positive(t, rwnd, a.name)
+		assert.Equal(t, rwnd, ssthresh, "%s: ssthresh is the peer's window", a.name)
+		assert.Less(t, cwnd, ssthresh, "%s: in slow start", a.name)
+	}
+}
