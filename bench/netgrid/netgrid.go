@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/internal/benchout"
+	"github.com/braidhq/braid/transport/ptcp"
+	"github.com/braidhq/braid/transport/sctp"
 )
 
 // Setting is one transport configuration of the grid: a transport name,
@@ -44,9 +46,13 @@ func ParseSetting(s string) (Setting, error) {
 		return st, fmt.Errorf("setting %q: want sctp, tcp, tcpn, quic or ptcp, with :N after sctp or ptcp", s)
 	}
 	if ok {
+		most := sctp.MaxFlows
+		if name == "ptcp" {
+			most = ptcp.MaxStripes
+		}
 		c, err := strconv.Atoi(n)
-		if err != nil || c < 1 || c > 16 {
-			return st, fmt.Errorf("setting %q: the count must be 1 to 16", s)
+		if err != nil || c < 1 || c > most {
+			return st, fmt.Errorf("setting %q: the count must be 1 to %d", s, most)
 		}
 		st.Count = c
 	}

@@ -18,7 +18,7 @@ func TestParseSetting(t *testing.T) {
 			t.Errorf("ParseSetting(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "udp", "tcp:2", "sctp:0", "ptcp:17", "sctp:x", "quic:1"} {
+	for _, in := range []string{"", "udp", "tcp:2", "sctp:0", "ptcp:17", "sctp:17", "sctp:x", "quic:1"} {
 		if _, err := ParseSetting(in); err == nil {
 			t.Errorf("ParseSetting(%q) accepted", in)
 		}

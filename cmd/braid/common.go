@@ -252,13 +252,13 @@ func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 	fs.StringVar(&o.SCTPStack, "sctp-stack", transports.StackAuto,
 		"SCTP implementation: auto (kernel SCTP between hosts that have it, userspace over UDP with the others), kernel or user")
 	fs.BoolVar(&o.MPTCP, "mptcp", false, "run tcp, tcpn and ptcp over Multipath TCP (Linux) where both ends' kernels take it, plain TCP otherwise;\nthe kernel's path manager ('ip mptcp') decides which paths its subflows take")
-	fs.Func("sctp-flows", "sctp (userspace stack): how many reno flows each association's congestion control stands for, 1 to 16,\n"+
+	fs.Func("sctp-flows", fmt.Sprintf("sctp (userspace stack): how many reno flows each association's congestion control stands for, 1 to %d,\n", sctp.MaxFlows)+
 		"or auto (the default: tuned per association while it sends; one on loopback). Under random loss N flows carry about N times one", func(v string) error {
 		n, err := parseFlows(v)
 		o.SCTPFlows = n
 		return err
 	})
-	fs.IntVar(&o.PTCP.RecStripes, "ptcp-stripes", 4, "ptcp: TCP connections per association this side recommends (the two sides' offers decide, at most 16)")
+	fs.IntVar(&o.PTCP.RecStripes, "ptcp-stripes", 4, "ptcp: TCP connections per association this side recommends (the two sides' offers decide, at most "+strconv.Itoa(ptcp.MaxStripes)+")")
 	fs.StringVar(&o.PTCP.Driver, "ptcp-driver", ptcp.DriverPollAll, "ptcp: how blocks are spread over the connections: pollall (whichever can take data now) or rr (in turn)")
 	fs.Func("ptcp-routes", "ptcp, dialing side: comma-separated other hosts of every listener dialed, one per further path, on the dialed port;\nthe connections go to the dialed host and to these in turn (a worker's --advertise-routes take their place)", func(s string) error {
 		o.PTCP.Routes = splitList(s)
