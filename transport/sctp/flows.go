@@ -26,7 +26,11 @@ import (
 //   - A standing queue at the bottleneck (the epoch's smallest RTT sample
 //     above the path's smallest by a quarter of it, at least queueSlack):
 //     the link is full and another flow would only lengthen the queue
-//     and take from other traffic. Drop one.
+//     and take from other traffic. Drop one. Only an epoch that
+//     acknowledged minQueueBytes can show one: a lighter epoch's samples
+//     may all be SACKs the peer delayed (a lone packet waits up to 200
+//     ms), which read as a queue of twice a 100 ms path's RTT; and a
+//     sender that light neither builds a queue nor has use for flows.
 //   - Otherwise, if most bytes acknowledged in the epoch had waited for
 //     the congestion window: the window, not the link, the peer's window
 //     or the application, held the sender back. Add one, up to MaxFlows.
@@ -56,6 +60,9 @@ const (
 	// queueSlack is the least queueing delay that counts as a standing
 	// queue: scheduling noise on a busy host is about a millisecond.
 	queueSlack = 2 * time.Millisecond
+	// minQueueBytes is the least an epoch must acknowledge for its RTT
+	// samples to show a queue: 45 full packets.
+	minQueueBytes = 64 << 10
 )
 
 // flowEpoch is what one epoch of an association's sending showed.
@@ -64,10 +71,12 @@ type flowEpoch struct {
 	rtt, pathRTT   time.Duration // the epoch's smallest RTT sample, the path's; 0: none
 }
 
-// queued reports a standing queue: the epoch's smallest RTT above the
-// path's by a quarter of it, at least queueSlack.
+// queued reports a standing queue: in an epoch that acknowledged at
+// least minQueueBytes, the smallest RTT above the path's by a quarter of
+// it, at least queueSlack.
 func (e flowEpoch) queued() bool {
-	return e.rtt > 0 && e.pathRTT > 0 && e.rtt-e.pathRTT > max(e.pathRTT/4, queueSlack)
+	return e.acked >= minQueueBytes && e.rtt > 0 && e.pathRTT > 0 &&
+		e.rtt-e.pathRTT > max(e.pathRTT/4, queueSlack)
 }
 
 // flowTuner chooses an association's flow count one epoch at a time.

@@ -14,7 +14,7 @@ import (
 func TestFlowTuner(t *testing.T) {
 	const ms = time.Millisecond
 	busy := flowEpoch{acked: 1 << 20, limited: 1 << 20, rtt: 51 * ms, pathRTT: 50 * ms}
-	queue := flowEpoch{acked: 100, limited: 100, rtt: 63 * ms, pathRTT: 50 * ms}
+	queue := flowEpoch{acked: 1 << 20, limited: 1 << 20, rtt: 63 * ms, pathRTT: 50 * ms}
 	for _, tc := range []struct {
 		name    string
 		n       int
@@ -26,20 +26,26 @@ func TestFlowTuner(t *testing.T) {
 		{"before the first queue: twice as many", 3, false, busy, 6},
 		{"at the cap", MaxFlows, true, busy, MaxFlows},
 		{"at the cap before the first queue", 12, false, busy, MaxFlows},
-		{"held by cwnd half the time", 3, true, flowEpoch{acked: 100, limited: 50, rtt: 50 * ms, pathRTT: 50 * ms}, 4},
-		{"mostly held by something else", 3, true, flowEpoch{acked: 100, limited: 49, rtt: 50 * ms, pathRTT: 50 * ms}, 3},
-		{"mostly held by something else, before the first queue", 3, false, flowEpoch{acked: 100, limited: 49, rtt: 50 * ms, pathRTT: 50 * ms}, 3},
+		{"held by cwnd half the time", 3, true, flowEpoch{acked: 1 << 20, limited: 1 << 19, rtt: 50 * ms, pathRTT: 50 * ms}, 4},
+		{"mostly held by something else", 3, true, flowEpoch{acked: 1 << 20, limited: 1<<19 - 1, rtt: 50 * ms, pathRTT: 50 * ms}, 3},
+		{"mostly held by something else, before the first queue", 3, false, flowEpoch{acked: 1 << 20, limited: 1<<19 - 1, rtt: 50 * ms, pathRTT: 50 * ms}, 3},
 		{"idle", 3, true, flowEpoch{pathRTT: 50 * ms}, 3},
 		{"standing queue: one fewer", 3, true, queue, 2},
 		{"the first queue: half", 8, false, queue, 4},
-		{"a queue while the application is the limit", 3, true, flowEpoch{acked: 100, rtt: 63 * ms, pathRTT: 50 * ms}, 2},
-		{"never below one", 1, true, flowEpoch{acked: 100, limited: 100, rtt: 80 * ms, pathRTT: 50 * ms}, 1},
+		{"a queue while the application is the limit", 3, true, flowEpoch{acked: 1 << 20, rtt: 63 * ms, pathRTT: 50 * ms}, 2},
+		{"never below one", 1, true, flowEpoch{acked: 1 << 20, limited: 1 << 20, rtt: 80 * ms, pathRTT: 50 * ms}, 1},
 		{"never below one, first queue", 1, false, queue, 1},
-		{"a quarter of the RTT is not yet a queue", 3, true, flowEpoch{acked: 100, limited: 100, rtt: 62500 * time.Microsecond, pathRTT: 50 * ms}, 4},
-		{"short path: the slack, not a quarter", 3, true, flowEpoch{acked: 100, limited: 100, rtt: 5900 * time.Microsecond, pathRTT: 4 * ms}, 4},
-		{"short path past the slack", 3, true, flowEpoch{acked: 100, limited: 100, rtt: 6100 * time.Microsecond, pathRTT: 4 * ms}, 2},
-		{"no RTT sample this epoch", 3, true, flowEpoch{acked: 100, limited: 100, pathRTT: 50 * ms}, 4},
-		{"no path RTT yet", 3, true, flowEpoch{acked: 100, limited: 100, rtt: 80 * ms}, 4},
+		{"a quarter of the RTT is not yet a queue", 3, true, flowEpoch{acked: 1 << 20, limited: 1 << 20, rtt: 62500 * time.Microsecond, pathRTT: 50 * ms}, 4},
+		{"short path: the slack, not a quarter", 3, true, flowEpoch{acked: 1 << 20, limited: 1 << 20, rtt: 5900 * time.Microsecond, pathRTT: 4 * ms}, 4},
+		{"short path past the slack", 3, true, flowEpoch{acked: 1 << 20, limited: 1 << 20, rtt: 6100 * time.Microsecond, pathRTT: 4 * ms}, 2},
+		{"no RTT sample this epoch", 3, true, flowEpoch{acked: 1 << 20, limited: 1 << 20, pathRTT: 50 * ms}, 4},
+		// Seen at 100 ms and 0.1% loss: epochs between units, their only
+		// samples SACKs the peer delayed, read as a queue and settled the
+		// tuner at one flow before it had sent a unit.
+		{"a light epoch's slow samples are not a queue", 3, false, flowEpoch{acked: 13732, limited: 1384, rtt: 311 * ms, pathRTT: 102 * ms}, 3},
+		{"nor an almost idle one's", 3, true, flowEpoch{acked: 1, rtt: 301 * ms, pathRTT: 100 * ms}, 3},
+		{"a queue just heavy enough", 3, true, flowEpoch{acked: minQueueBytes, rtt: 63 * ms, pathRTT: 50 * ms}, 2},
+		{"no path RTT yet", 3, true, flowEpoch{acked: 1 << 20, limited: 1 << 20, rtt: 80 * ms}, 4},
 	} {
 		tu := &flowTuner{n: tc.n, settled: tc.settled}
 		if got := tu.next(tc.e); got != tc.want || tu.n != tc.want {
