@@ -41,7 +41,7 @@ func TestFlowTuner(t *testing.T) {
 		{"no RTT sample this epoch", 3, true, flowEpoch{acked: 1 << 20, limited: 1 << 20, pathRTT: 50 * ms}, 4},
 		// Seen at 100 ms and 0.1% loss: epochs between units, their only
 		// samples SACKs the peer delayed, read as a queue and settled the
-		// tuner at one flow before it had sent a unit.
+		// tuner at one flow before it had sent a result.
 		{"a light epoch's slow samples are not a queue", 3, false, flowEpoch{acked: 13732, limited: 1384, rtt: 311 * ms, pathRTT: 102 * ms}, 3},
 		{"nor an almost idle one's", 3, true, flowEpoch{acked: 1, rtt: 301 * ms, pathRTT: 100 * ms}, 3},
 		{"a queue just heavy enough", 3, true, flowEpoch{acked: minQueueBytes, rtt: 63 * ms, pathRTT: 50 * ms}, 2},
