@@ -3020,7 +3020,10 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 
 			// RFC 8985 (RACK) sec 5.2: RACK.segment is the most recently sent
 			// segment that has been delivered, including retransmissions.
-			if chunkPayload.since.After(newestDeliveredSendTime) {
+			// braid patch 18: but not a retransmission acknowledged sooner
+			// than the path's minimum RTT after it left (RFC 8985 sec 6.2
+			// step 2): that acknowledges an earlier transmission.
+			if chunkPayload.since.After(newestDeliveredSendTime) && !a.rackAckedTooSoon(chunkPayload, now) {
 				newestDeliveredSendTime = chunkPayload.since
 				newestDeliveredOrigTSN = chunkPayload.tsn
 				deliveredFound = true
@@ -3074,7 +3077,7 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 					}
 				}
 
-				if chunkPayload.since.After(newestDeliveredSendTime) {
+				if chunkPayload.since.After(newestDeliveredSendTime) && !a.rackAckedTooSoon(chunkPayload, now) { // braid patch 18
 					newestDeliveredSendTime = chunkPayload.since
 					newestDeliveredOrigTSN = chunkPayload.tsn
 					deliveredFound = true
@@ -4905,6 +4908,13 @@ func (a *Association) timerLoop() { //nolint:gocognit,cyclop
 	}
 }
 
+// rackAckedTooSoon reports whether c, a retransmission, was acknowledged
+// less than the minimum RTT after it was last sent, so that the SACK must
+// be for an earlier transmission (braid patch 18; RFC 8985 sec 6.2 step 2).
+func (a *Association) rackAckedTooSoon(c *chunkPayloadData, now time.Time) bool {
+	return c.nSent > 1 && a.rackMinRTT > 0 && now.Sub(c.since) < a.rackMinRTT
+}
+
 // onRackAfterSACK implements the RACK logic (RACK for SCTP section 2A/B, section 3) and TLP scheduling (section 2C).
 func (a *Association) onRackAfterSACK( // nolint:gocognit,cyclop,gocyclo
 	deliveredFound bool,
@@ -4985,9 +4995,11 @@ func (a *Association) onRackAfterSACK( // nolint:gocognit,cyclop,gocyclo
 				continue
 			}
 
-			if chunk.retransmit || chunk.nSent > 1 {
-				// Either already scheduled for retransmit or not an original send:
-				// skip but keep in list in case it's still outstanding.
+			if chunk.retransmit {
+				// Already scheduled for retransmit: skip but keep in list in
+				// case it's still outstanding. braid patch 18: a retransmission
+				// is judged like an original (RFC 8985 detects lost
+				// retransmissions), by the time it was last sent.
 				chunk = next
 
 				continue
@@ -5106,7 +5118,7 @@ func (a *Association) onRackTimeoutLocked() { //nolint:cyclop
 
 			continue
 		}
-		if chunk.retransmit || chunk.nSent > 1 {
+		if chunk.retransmit { // braid patch 18: retransmissions too
 			chunk = next
 
 			continue

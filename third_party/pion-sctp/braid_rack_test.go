@@ -1,0 +1,71 @@
+// SPDX-FileCopyrightText: 2023 The Pion community <https://pion.ly>
+// SPDX-License-Identifier: MIT
+
+package sctp
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestBraidRACKLostRetransmission (braid patch 18): RACK judges a
+// retransmission as it judges an original, by when it was last sent. When
+// a chunk sent after it is delivered (beyond the reordering window), the
+// retransmission is lost and is sent again, rather than waiting for T3-rtx
+// (at least a second): after a slow start that overshot the queue, a lost
+// retransmission held a worker's results for a second.
+func TestBraidRACKLostRetransmission(t *testing.T) {
+	for _, byTimer := range []bool{false, true} {
+		assoc := newRackTestAssoc(t)
+
+		assoc.lock.Lock()
+		assoc.rackMinRTT = 40 * time.Millisecond
+		assoc.rackReoWnd = 10 * time.Millisecond
+
+		now := time.Now()
+		resent := mkChunk(100, now.Add(-50*time.Millisecond)) // its retransmission left 50 ms ago
+		resent.nSent = 2
+		later := mkChunk(101, now.Add(-1*time.Millisecond))
+		assoc.inflightQueue.pushNoCheck(resent)
+		assoc.inflightQueue.pushNoCheck(later)
+		assoc.rackInsert(resent)
+		assoc.rackInsert(later)
+		if byTimer {
+			assoc.rackDeliveredTime = later.since
+		}
+		assoc.lock.Unlock()
+
+		if byTimer {
+			assoc.onRackTimeout()
+		} else {
+			assoc.onRackAfterSACK(true, later.since, 101, &chunkSelectiveAck{})
+		}
+
+		got, ok := assoc.inflightQueue.get(100)
+		require.True(t, ok)
+		assert.True(t, got.retransmit, "timer %v: a lost retransmission is marked for sending again", byTimer)
+	}
+}
+
+// TestBraidRACKAckedTooSoon (braid patch 18): a SACK for a retransmitted
+// chunk that comes sooner than the minimum RTT after the retransmission
+// left acknowledges an earlier transmission, and does not move RACK's
+// delivered time (RFC 8985 sec 6.2 step 2).
+func TestBraidRACKAckedTooSoon(t *testing.T) {
+	assoc := newRackTestAssoc(t)
+	assoc.rackMinRTT = 40 * time.Millisecond
+	now := time.Now()
+
+	c := mkChunk(100, now.Add(-5*time.Millisecond))
+	assert.False(t, assoc.rackAckedTooSoon(c, now), "an original transmission")
+	c.nSent = 2
+	assert.True(t, assoc.rackAckedTooSoon(c, now), "a retransmission 5 ms before, min RTT 40 ms")
+	c.since = now.Add(-50 * time.Millisecond)
+	assert.False(t, assoc.rackAckedTooSoon(c, now), "a retransmission 50 ms before")
+	assoc.rackMinRTT = 0
+	c.since = now
+	assert.False(t, assoc.rackAckedTooSoon(c, now), "no RTT measured yet")
+}
