@@ -26,11 +26,12 @@ import (
 //   - A standing queue at the bottleneck (the epoch's smallest RTT sample
 //     above the path's smallest by a quarter of it, at least queueSlack):
 //     the link is full and another flow would only lengthen the queue
-//     and take from other traffic. Drop one. Only an epoch that
-//     acknowledged minQueueBytes can show one: a lighter epoch's samples
-//     may all be SACKs the peer delayed (a lone packet waits up to 200
-//     ms), which read as a queue of twice a 100 ms path's RTT; and a
-//     sender that light neither builds a queue nor has use for flows.
+//     and take from other traffic. Drop one. Only an epoch heavy enough
+//     can show one: one that acknowledged minQueueBytes, or, on a path
+//     too slow for that, minLimitedBytes of which most had waited for
+//     cwnd. A lighter epoch's samples may all be SACKs the peer delayed
+//     (a lone packet waits up to 200 ms), which read as a queue of twice
+//     a 100 ms path's RTT.
 //   - Otherwise, if most bytes acknowledged in the epoch had waited for
 //     the congestion window: the window, not the link, the peer's window
 //     or the application, held the sender back. Add one, up to MaxFlows.
@@ -61,8 +62,12 @@ const (
 	// queue: scheduling noise on a busy host is about a millisecond.
 	queueSlack = 2 * time.Millisecond
 	// minQueueBytes is the least an epoch must acknowledge for its RTT
-	// samples to show a queue: 45 full packets.
-	minQueueBytes = 64 << 10
+	// samples to show a queue: 45 full packets. A full link acknowledges
+	// less per epoch below about 5 Mbit/s (at 25 ms of RTT or less; 1.3
+	// Mbit/s at 100 ms), so an epoch held by cwnd needs only
+	// minLimitedBytes: six packets, whose SACKs the peer does not delay.
+	minQueueBytes   = 64 << 10
+	minLimitedBytes = 8 << 10
 )
 
 // flowEpoch is what one epoch of an association's sending showed.
@@ -71,12 +76,12 @@ type flowEpoch struct {
 	rtt, pathRTT   time.Duration // the epoch's smallest RTT sample, the path's; 0: none
 }
 
-// queued reports a standing queue: in an epoch that acknowledged at
-// least minQueueBytes, the smallest RTT above the path's by a quarter of
-// it, at least queueSlack.
+// queued reports a standing queue: in an epoch heavy enough (see
+// minQueueBytes), the smallest RTT above the path's by a quarter of it, at
+// least queueSlack.
 func (e flowEpoch) queued() bool {
-	return e.acked >= minQueueBytes && e.rtt > 0 && e.pathRTT > 0 &&
-		e.rtt-e.pathRTT > max(e.pathRTT/4, queueSlack)
+	heavy := e.acked >= minQueueBytes || e.acked >= minLimitedBytes && 2*e.limited >= e.acked
+	return heavy && e.rtt > 0 && e.pathRTT > 0 && e.rtt-e.pathRTT > max(e.pathRTT/4, queueSlack)
 }
 
 // flowTuner chooses an association's flow count one epoch at a time.

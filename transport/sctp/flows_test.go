@@ -45,6 +45,10 @@ func TestFlowTuner(t *testing.T) {
 		{"a light epoch's slow samples are not a queue", 3, false, flowEpoch{acked: 13732, limited: 1384, rtt: 311 * ms, pathRTT: 102 * ms}, 3},
 		{"nor an almost idle one's", 3, true, flowEpoch{acked: 1, rtt: 301 * ms, pathRTT: 100 * ms}, 3},
 		{"a queue just heavy enough", 3, true, flowEpoch{acked: minQueueBytes, rtt: 63 * ms, pathRTT: 50 * ms}, 2},
+		// A full 1 Mbit/s link acknowledges 12.5 KB in a 100 ms epoch.
+		{"a slow link held by cwnd shows its queue", 3, true, flowEpoch{acked: 12500, limited: 12500, rtt: 63 * ms, pathRTT: 20 * ms}, 2},
+		{"a slow link's first queue", 8, false, flowEpoch{acked: 12500, limited: 6250, rtt: 63 * ms, pathRTT: 20 * ms}, 4},
+		{"one packet held by a one-packet cwnd is not a queue", 3, true, flowEpoch{acked: 1452, limited: 1452, rtt: 301 * ms, pathRTT: 100 * ms}, 4},
 		{"no path RTT yet", 3, true, flowEpoch{acked: 1 << 20, limited: 1 << 20, rtt: 80 * ms}, 4},
 	} {
 		tu := &flowTuner{n: tc.n, settled: tc.settled}
