@@ -48,6 +48,26 @@ func TestBraidRACKLostRetransmission(t *testing.T) {
 		require.True(t, ok)
 		assert.True(t, got.retransmit, "timer %v: a lost retransmission is marked for sending again", byTimer)
 	}
+
+	// A retransmission sent after the delivered chunk may still be on
+	// its way: it stays, as an original would.
+	assoc := newRackTestAssoc(t)
+	assoc.lock.Lock()
+	assoc.rackMinRTT = 40 * time.Millisecond
+	assoc.rackReoWnd = 10 * time.Millisecond
+	now := time.Now()
+	delivered := mkChunk(100, now.Add(-50*time.Millisecond))
+	resent := mkChunk(101, now.Add(-1*time.Millisecond))
+	resent.nSent = 2
+	assoc.inflightQueue.pushNoCheck(delivered)
+	assoc.inflightQueue.pushNoCheck(resent)
+	assoc.rackInsert(delivered)
+	assoc.rackInsert(resent)
+	assoc.lock.Unlock()
+	assoc.onRackAfterSACK(true, delivered.since, 100, &chunkSelectiveAck{})
+	got, ok := assoc.inflightQueue.get(101)
+	require.True(t, ok)
+	assert.False(t, got.retransmit, "a retransmission newer than what was delivered is not lost")
 }
 
 // TestBraidRACKAckedTooSoon (braid patch 18): a SACK for a retransmitted
@@ -68,4 +88,37 @@ func TestBraidRACKAckedTooSoon(t *testing.T) {
 	assoc.rackMinRTT = 0
 	c.since = now
 	assert.False(t, assoc.rackAckedTooSoon(c, now), "no RTT measured yet")
+
+	// Through a SACK, by its cumulative ack and by a gap block: a
+	// retransmission SACKed 1 ms after it left gives no delivered time;
+	// one SACKed 50 ms after does.
+	for _, gap := range []bool{false, true} {
+		for _, age := range []time.Duration{time.Millisecond, 50 * time.Millisecond} {
+			assoc := newRackTestAssoc(t)
+			assoc.lock.Lock()
+			assoc.rackMinRTT = 40 * time.Millisecond
+			sent := time.Now().Add(-age)
+			first, resent := mkChunk(100, sent), mkChunk(101, sent)
+			first.nSent, resent.nSent = 2, 2
+			assoc.inflightQueue.pushNoCheck(first)
+			assoc.inflightQueue.pushNoCheck(resent)
+			sack := &chunkSelectiveAck{cumulativeTSNAck: 101, advertisedReceiverWindowCredit: 1 << 20}
+			if gap {
+				sack = &chunkSelectiveAck{
+					cumulativeTSNAck:               99,
+					advertisedReceiverWindowCredit: 1 << 20,
+					gapAckBlocks:                   []gapAckBlock{{start: 1, end: 2}},
+				}
+			}
+			_, _, when, _, found, err := assoc.processSelectiveAck(sack)
+			assoc.lock.Unlock()
+			require.NoError(t, err)
+			if age < assoc.rackMinRTT {
+				assert.False(t, found, "gap %v: a retransmission SACKed %v after it left", gap, age)
+			} else {
+				assert.True(t, found, "gap %v: a retransmission SACKed %v after it left", gap, age)
+				assert.Equal(t, sent, when)
+			}
+		}
+	}
 }
