@@ -18,56 +18,49 @@ import (
 // (at least a second): after a slow start that overshot the queue, a lost
 // retransmission held a worker's results for a second.
 func TestBraidRACKLostRetransmission(t *testing.T) {
+	now := time.Now()
 	for _, byTimer := range []bool{false, true} {
-		assoc := newRackTestAssoc(t)
-
-		assoc.lock.Lock()
-		assoc.rackMinRTT = 40 * time.Millisecond
-		assoc.rackReoWnd = 10 * time.Millisecond
-
-		now := time.Now()
 		resent := mkChunk(100, now.Add(-50*time.Millisecond)) // its retransmission left 50 ms ago
 		resent.nSent = 2
 		later := mkChunk(101, now.Add(-1*time.Millisecond))
-		assoc.inflightQueue.pushNoCheck(resent)
-		assoc.inflightQueue.pushNoCheck(later)
-		assoc.rackInsert(resent)
-		assoc.rackInsert(later)
+		assoc := newRackPair(t, resent, later)
 		if byTimer {
+			assoc.lock.Lock()
 			assoc.rackDeliveredTime = later.since
-		}
-		assoc.lock.Unlock()
-
-		if byTimer {
+			assoc.lock.Unlock()
 			assoc.onRackTimeout()
 		} else {
 			assoc.onRackAfterSACK(true, later.since, 101, &chunkSelectiveAck{})
 		}
-
-		got, ok := assoc.inflightQueue.get(100)
-		require.True(t, ok)
-		assert.True(t, got.retransmit, "timer %v: a lost retransmission is marked for sending again", byTimer)
+		assert.True(t, resent.retransmit, "timer %v: a lost retransmission is marked for sending again", byTimer)
 	}
 
 	// A retransmission sent after the delivered chunk may still be on
 	// its way: it stays, as an original would.
-	assoc := newRackTestAssoc(t)
-	assoc.lock.Lock()
-	assoc.rackMinRTT = 40 * time.Millisecond
-	assoc.rackReoWnd = 10 * time.Millisecond
-	now := time.Now()
 	delivered := mkChunk(100, now.Add(-50*time.Millisecond))
 	resent := mkChunk(101, now.Add(-1*time.Millisecond))
 	resent.nSent = 2
-	assoc.inflightQueue.pushNoCheck(delivered)
-	assoc.inflightQueue.pushNoCheck(resent)
-	assoc.rackInsert(delivered)
-	assoc.rackInsert(resent)
-	assoc.lock.Unlock()
+	assoc := newRackPair(t, delivered, resent)
 	assoc.onRackAfterSACK(true, delivered.since, 100, &chunkSelectiveAck{})
-	got, ok := assoc.inflightQueue.get(101)
-	require.True(t, ok)
-	assert.False(t, got.retransmit, "a retransmission newer than what was delivered is not lost")
+	assert.False(t, resent.retransmit, "a retransmission newer than what was delivered is not lost")
+}
+
+// newRackPair is an association with chunks older and newer in flight and
+// in RACK's xmit-time list, a minimum RTT of 40 ms and a reordering window
+// of 10 ms.
+func newRackPair(t *testing.T, older, newer *chunkPayloadData) *Association {
+	t.Helper()
+	assoc := newRackTestAssoc(t)
+	assoc.lock.Lock()
+	defer assoc.lock.Unlock()
+	assoc.rackMinRTT = 40 * time.Millisecond
+	assoc.rackReoWnd = 10 * time.Millisecond
+	for _, c := range []*chunkPayloadData{older, newer} {
+		assoc.inflightQueue.pushNoCheck(c)
+		assoc.rackInsert(c)
+	}
+
+	return assoc
 }
 
 // TestBraidRACKAckedTooSoon (braid patch 18): a SACK for a retransmitted

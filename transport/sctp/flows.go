@@ -80,9 +80,13 @@ type flowEpoch struct {
 // minQueueBytes), the smallest RTT above the path's by a quarter of it, at
 // least queueSlack.
 func (e flowEpoch) queued() bool {
-	heavy := e.acked >= minQueueBytes || e.acked >= minLimitedBytes && 2*e.limited >= e.acked
+	heavy := e.acked >= minQueueBytes || e.acked >= minLimitedBytes && e.heldByCwnd()
 	return heavy && e.rtt > 0 && e.pathRTT > 0 && e.rtt-e.pathRTT > max(e.pathRTT/4, queueSlack)
 }
+
+// heldByCwnd reports that most of the bytes the epoch acknowledged had
+// waited for the congestion window.
+func (e flowEpoch) heldByCwnd() bool { return e.acked > 0 && 2*e.limited >= e.acked }
 
 // flowTuner chooses an association's flow count one epoch at a time.
 // Until it first sees a queue it doubles the count where it would add
@@ -103,7 +107,7 @@ func (t *flowTuner) next(e flowEpoch) int {
 		t.n = max(t.n/2, 1)
 	case e.queued():
 		t.n = max(t.n-1, 1)
-	case e.acked == 0 || 2*e.limited < e.acked:
+	case !e.heldByCwnd():
 	case !t.settled:
 		t.n = min(2*t.n, MaxFlows)
 	default:
