@@ -1,6 +1,7 @@
 package transporttest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -85,4 +86,28 @@ func PathShares(t *testing.T, bed *netem.Bed, d, l transport.Association, msg []
 		bytes[i] /= total
 	}
 	return bytes
+}
+
+// SendBulk sends n bytes from d to l on stream 0 in messages of 1 MiB
+// (less 1 MiB mod 5) and checks that they arrive whole, in a minute at
+// most.
+func SendBulk(t *testing.T, d, l transport.Association, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	msg := bytes.Repeat([]byte("bulk!"), 1<<20/5)
+	go func() {
+		for range n / len(msg) {
+			if err := d.Send(ctx, 0, msg); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for range n / len(msg) {
+		got, err := l.Recv(ctx, 0)
+		if err != nil || !bytes.Equal(got, msg) {
+			t.Fatalf("received %d bytes (err %v), want the %d sent", len(got), err, len(msg))
+		}
+	}
 }

@@ -1,0 +1,93 @@
+package stripes
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestTuner(t *testing.T) {
+	const ms = time.Millisecond
+	busy := Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 51 * ms, PathRTT: 50 * ms}
+	queue := Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 63 * ms, PathRTT: 50 * ms}
+	for _, tc := range []struct {
+		name    string
+		n       int
+		settled bool
+		e       Epoch
+		want    int
+	}{
+		{"held by cwnd, no queue: one more", 3, true, busy, 4},
+		{"before the first queue: twice as many", 3, false, busy, 6},
+		{"at the cap", 16, true, busy, 16},
+		{"at the cap before the first queue", 12, false, busy, 16},
+		{"held by cwnd half the time", 3, true, Epoch{Acked: 1 << 20, Limited: 1 << 19, RTT: 50 * ms, PathRTT: 50 * ms}, 4},
+		{"mostly held by something else", 3, true, Epoch{Acked: 1 << 20, Limited: 1<<19 - 1, RTT: 50 * ms, PathRTT: 50 * ms}, 3},
+		{"mostly held by something else, before the first queue", 3, false, Epoch{Acked: 1 << 20, Limited: 1<<19 - 1, RTT: 50 * ms, PathRTT: 50 * ms}, 3},
+		{"idle", 3, true, Epoch{PathRTT: 50 * ms}, 3},
+		{"standing queue: one fewer", 3, true, queue, 2},
+		{"the first queue: half", 8, false, queue, 4},
+		{"a queue while the application is the limit", 3, true, Epoch{Acked: 1 << 20, RTT: 63 * ms, PathRTT: 50 * ms}, 2},
+		{"never below one", 1, true, Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 80 * ms, PathRTT: 50 * ms}, 1},
+		{"never below one, first queue", 1, false, queue, 1},
+		{"a quarter of the RTT is not yet a queue", 3, true, Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 62500 * time.Microsecond, PathRTT: 50 * ms}, 4},
+		{"short path: the slack, not a quarter", 3, true, Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 5900 * time.Microsecond, PathRTT: 4 * ms}, 4},
+		{"short path past the slack", 3, true, Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 6100 * time.Microsecond, PathRTT: 4 * ms}, 2},
+		{"no RTT sample this epoch", 3, true, Epoch{Acked: 1 << 20, Limited: 1 << 20, PathRTT: 50 * ms}, 4},
+		// Seen at 100 ms and 0.1% loss: epochs between units, their only
+		// samples SACKs the peer delayed, read as a queue and settled the
+		// tuner at one flow before it had sent a result.
+		{"a light epoch's slow samples are not a queue", 3, false, Epoch{Acked: 13732, Limited: 1384, RTT: 311 * ms, PathRTT: 102 * ms}, 3},
+		{"nor an almost idle one's", 3, true, Epoch{Acked: 1, RTT: 301 * ms, PathRTT: 100 * ms}, 3},
+		{"a queue just heavy enough", 3, true, Epoch{Acked: MinQueueBytes, RTT: 63 * ms, PathRTT: 50 * ms}, 2},
+		// A full 1 Mbit/s link acknowledges 12.5 KB in a 100 ms epoch.
+		{"a slow link held by cwnd shows its queue", 3, true, Epoch{Acked: 12500, Limited: 12500, RTT: 63 * ms, PathRTT: 20 * ms}, 2},
+		{"a slow link's first queue", 8, false, Epoch{Acked: 12500, Limited: 6250, RTT: 63 * ms, PathRTT: 20 * ms}, 4},
+		{"one packet held by a one-packet cwnd is not a queue", 3, true, Epoch{Acked: 1452, Limited: 1452, RTT: 301 * ms, PathRTT: 100 * ms}, 4},
+		{"no path RTT yet", 3, true, Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 80 * ms}, 4},
+	} {
+		tu := &Tuner{n: tc.n, max: 16, settled: tc.settled}
+		if got := tu.Next(tc.e); got != tc.want || tu.n != tc.want {
+			t.Errorf("%s: next(%+v) from %d = %d, want %d", tc.name, tc.e, tc.n, got, tc.want)
+		}
+		if queued := tc.e.Queued(); !tu.settled && (tc.settled || queued) {
+			t.Errorf("%s: unsettled after a queue", tc.name)
+		}
+	}
+	// A run: doubling to the first queue, then one at a time.
+	tu := NewTuner(1, 16)
+	var got []int
+	for _, e := range []Epoch{busy, busy, busy, queue, busy, busy, queue, {}} {
+		got = append(got, tu.Next(e))
+	}
+	if want := []int{2, 4, 8, 4, 5, 6, 5, 5}; !slices.Equal(got, want) {
+		t.Errorf("counts %v, want %v", got, want)
+	}
+}
+
+func TestEpochFor(t *testing.T) {
+	for rtt, want := range map[time.Duration]time.Duration{
+		0:                      MinEpoch,
+		time.Millisecond:       MinEpoch,
+		50 * time.Millisecond:  200 * time.Millisecond,
+		100 * time.Millisecond: 400 * time.Millisecond,
+	} {
+		if got := EpochFor(rtt); got != want {
+			t.Errorf("EpochFor(%v) = %v, want %v", rtt, got, want)
+		}
+	}
+}
+
+func TestNewTuner(t *testing.T) {
+	for _, tc := range []struct{ n, maxN, want int }{{4, 16, 4}, {0, 16, 1}, {20, 16, 16}, {4, 0, 1}} {
+		if got := NewTuner(tc.n, tc.maxN).N(); got != tc.want {
+			t.Errorf("NewTuner(%d, %d).N() = %d, want %d", tc.n, tc.maxN, got, tc.want)
+		}
+	}
+	// The cap holds where the count starts below it.
+	tu := NewTuner(3, 5)
+	busy := Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 50 * time.Millisecond, PathRTT: 50 * time.Millisecond}
+	if got := tu.Next(busy); got != 5 {
+		t.Errorf("doubling 3 under a cap of 5 gave %d", got)
+	}
+}
