@@ -3,6 +3,7 @@ package connset
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -128,6 +129,60 @@ func dialJoin(ctx context.Context, addr string, sec tcpconn.Options, label strin
 	return c, nil
 }
 
+// parallelJoins bounds the joins a dial has under way at once: enough to
+// open 16 connections in two rounds on a long path, few enough that the
+// dials of four workers on one host stay within a listener's per-source
+// bound on connections not yet authenticated
+// (preauth.DefaultMaxPerSource).
+const parallelJoins = 8
+
+// joinAll opens connections 1 to n-1 of the association whose first
+// connection is c, parallelJoins at a time, from the caller's network
+// namespace, and returns all n by index. If one fails, the others are
+// cancelled and closed, c too.
+func joinAll(ctx context.Context, c mux.Conn, n int, sec tcpconn.Options, label string, token assocToken, route func(i int) (string, error)) ([]mux.Conn, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	conns := make([]mux.Conn, n)
+	conns[0] = c
+	errs := make([]error, n)
+	sem := make(chan struct{}, parallelJoins)
+	follow, release := tcpconn.FollowNetns()
+	defer release()
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			to, err := route(i)
+			if err == nil {
+				err = follow()
+			}
+			if err == nil {
+				conns[i], err = dialJoin(ctx, to, sec, label, token, i)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("connection %d of %d: %w", i+1, n, err)
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	// The first failure is the cause; the others may only be cancelled.
+	var first error
+	for _, err := range errs {
+		if err != nil && (first == nil || errors.Is(first, context.Canceled) && !errors.Is(err, context.Canceled)) {
+			first = err
+		}
+	}
+	if first != nil {
+		CloseAll(conns)
+		return nil, first
+	}
+	return conns, nil
+}
+
 // CloseAll closes the connections that are not nil.
 func CloseAll(conns []mux.Conn) {
 	for _, c := range conns {
@@ -229,18 +284,9 @@ func Dial(ctx context.Context, addr string, sec tcpconn.Options, label string, c
 	if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
 		return nil, res, err
 	}
-	conns := []mux.Conn{c}
-	for i := 1; i < n; i++ {
-		to, err := route(i)
-		var jc mux.Conn
-		if err == nil {
-			jc, err = dialJoin(ctx, to, sec, label, token, i)
-		}
-		if err != nil {
-			CloseAll(conns)
-			return nil, res, fmt.Errorf("connection %d of %d: %w", i+1, n, err)
-		}
-		conns = append(conns, jc)
+	conns, err := joinAll(ctx, c, n, sec, label, token, route)
+	if err != nil {
+		return nil, res, err
 	}
 	return conns, res, nil
 }
