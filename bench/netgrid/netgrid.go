@@ -29,7 +29,7 @@ import (
 // --ptcp-stripes). Written "sctp", "sctp:1", "ptcp:8".
 type Setting struct {
 	Transport string
-	Count     int // 0: the transport's default (sctp: auto; ptcp: 4)
+	Count     int // 0: the transport's default (auto for both)
 }
 
 // ParseSetting reads "NAME" or "NAME:N".

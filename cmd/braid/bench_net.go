@@ -26,9 +26,9 @@ func runBenchNet(ctx context.Context, args []string, e *env) error {
 	losses := fs.String("loss", "0,0.1,1", "random loss rates in percent, comma-separated (each direction)")
 	rateFlag := fs.String("rate", "100M", "the link's rate each way, bit/s (k, M, G)")
 	sizes := fs.String("size", "19456,1048576,16777216", "bytes of input (and output) per unit, comma-separated")
-	settingsFlag := fs.String("settings", "sctp,sctp:1,tcp,tcpn,quic,ptcp:4,ptcp:8",
-		"transport settings, comma-separated: sctp, tcp, tcpn, quic, ptcp; sctp:N fixes N flows (--sctp-flows), ptcp:N N stripes;\n"+
-			"plain sctp is braid's default (flows tuned)")
+	settingsFlag := fs.String("settings", "sctp,sctp:1,tcp,tcpn,quic,ptcp,ptcp:4,ptcp:8",
+		"transport settings, comma-separated: sctp, tcp, tcpn, quic, ptcp; sctp:N fixes N flows (--sctp-flows), ptcp:N N stripes (--ptcp-stripes);\n"+
+			"plain sctp and ptcp tune theirs (auto; ptcp as --ptcp-stripes says), and plain sctp is braid's default")
 	jobBytes := fs.Int("bytes", 8<<20, "bytes of input per job: units = bytes ÷ size, within [--min-units, --max-units]")
 	minUnits := fs.Int("min-units", 4, "fewest units per job (one per worker thread by default)")
 	maxUnits := fs.Int("max-units", 400, "most units per job")

@@ -6,18 +6,18 @@ import (
 	"time"
 )
 
-func TestParseFlows(t *testing.T) {
+func TestParseCount(t *testing.T) {
 	for in, want := range map[string]int{"auto": 0, "1": 1, "16": 16} {
-		if got, err := parseFlows(in); err != nil || got != want {
-			t.Errorf("parseFlows(%q) = %d, %v; want %d", in, got, err, want)
+		if got, err := parseCount(in, 16); err != nil || got != want {
+			t.Errorf("parseCount(%q) = %d, %v; want %d", in, got, err, want)
 		}
-		if flowsArg(want) != in {
-			t.Errorf("flowsArg(%d) = %q, want %q", want, flowsArg(want), in)
+		if countArg(want) != in {
+			t.Errorf("countArg(%d) = %q, want %q", want, countArg(want), in)
 		}
 	}
 	for _, in := range []string{"0", "17", "-1", "", "Auto", "four"} {
-		if _, err := parseFlows(in); err == nil {
-			t.Errorf("parseFlows(%q) accepted", in)
+		if _, err := parseCount(in, 16); err == nil {
+			t.Errorf("parseCount(%q) accepted", in)
 		}
 	}
 }

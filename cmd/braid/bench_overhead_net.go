@@ -201,12 +201,12 @@ func (d *nsDialer) close() { close(d.done) }
 // topts.
 func transportArgs(topts transports.Options) []string {
 	return []string{"--sctp-stack", topts.SCTPStack, "--data-plane-tls", topts.DataPlaneTLS.String(),
-		"--ptcp-stripes", strconv.Itoa(topts.PTCP.RecStripes), "--ptcp-driver", topts.PTCP.Driver,
-		"--sctp-flows", flowsArg(topts.SCTPFlows), "--mptcp=" + strconv.FormatBool(topts.MPTCP)}
+		"--ptcp-stripes", countArg(topts.PTCP.RecStripes), "--ptcp-driver", topts.PTCP.Driver,
+		"--sctp-flows", countArg(topts.SCTPFlows), "--mptcp=" + strconv.FormatBool(topts.MPTCP)}
 }
 
-// flowsArg is --sctp-flows for n (0: auto).
-func flowsArg(n int) string {
+// countArg is --sctp-flows or --ptcp-stripes for n (0: auto).
+func countArg(n int) string {
 	if n == 0 {
 		return "auto"
 	}

@@ -254,11 +254,16 @@ func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 	fs.BoolVar(&o.MPTCP, "mptcp", false, "run tcp, tcpn and ptcp over Multipath TCP (Linux) where both ends' kernels take it, plain TCP otherwise;\nthe kernel's path manager ('ip mptcp') decides which paths its subflows take")
 	fs.Func("sctp-flows", fmt.Sprintf("sctp (userspace stack): how many reno flows each association's congestion control stands for, 1 to %d,\n", sctp.MaxFlows)+
 		"or auto (the default: tuned per association while it sends; one on loopback). Under random loss N flows carry about N times one", func(v string) error {
-		n, err := parseFlows(v)
+		n, err := parseCount(v, sctp.MaxFlows)
 		o.SCTPFlows = n
 		return err
 	})
-	fs.IntVar(&o.PTCP.RecStripes, "ptcp-stripes", 4, "ptcp: TCP connections per association this side recommends (the two sides' offers decide, at most "+strconv.Itoa(ptcp.MaxStripes)+")")
+	fs.Func("ptcp-stripes", fmt.Sprintf("ptcp: TCP connections per association this side recommends and sends on, 1 to %d (the two sides' offers decide how many open),\n", ptcp.MaxStripes)+
+		fmt.Sprintf("or auto (the default: recommend %d, send on as many as the network shows it needs, from %d)", ptcp.MaxStripes, ptcp.AutoStartStripes), func(v string) error {
+		n, err := parseCount(v, ptcp.MaxStripes)
+		o.PTCP.RecStripes = n
+		return err
+	})
 	fs.StringVar(&o.PTCP.Driver, "ptcp-driver", ptcp.DriverPollAll, "ptcp: how blocks are spread over the connections: pollall (whichever can take data now) or rr (in turn)")
 	fs.Func("ptcp-routes", "ptcp, dialing side: comma-separated other hosts of every listener dialed, one per further path, on the dialed port;\nthe connections go to the dialed host and to these in turn (a worker's --advertise-routes take their place)", func(s string) error {
 		o.PTCP.Routes = splitList(s)
@@ -272,14 +277,15 @@ func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 	})
 }
 
-// parseFlows reads --sctp-flows: "auto" is 0.
-func parseFlows(v string) (int, error) {
+// parseCount reads --sctp-flows and --ptcp-stripes: "auto" is 0, else a
+// count from 1 to most.
+func parseCount(v string, most int) (int, error) {
 	if v == "auto" {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > sctp.MaxFlows {
-		return 0, fmt.Errorf("want auto or a count from 1 to %d, not %q", sctp.MaxFlows, v)
+	if err != nil || n < 1 || n > most {
+		return 0, fmt.Errorf("want auto or a count from 1 to %d, not %q", most, v)
 	}
 	return n, nil
 }

@@ -14,6 +14,18 @@
 // the dialed host and to each route, on the dialed port, so that stripes
 // can take different paths to a listener bound to several addresses.
 //
+// Each side sends on RecStripes of the N connections. With RecStripes
+// auto (the default) a side recommends MaxStripes, so that both ends open
+// 16 when both are auto, and sends on as many as the network shows it
+// needs: from AutoStartStripes, each epoch of four round trips it reads
+// its connections' TCP_INFO and adds connections while their congestion
+// windows hold them back and no queue stands at the bottleneck, and drops
+// one when one does (transport/internal/stripes, the rule sctp's flows
+// follow; transport/internal/mux, stripetune.go). An unused connection
+// carries nothing but the odd ping. With a peer on this host auto
+// recommends and keeps AutoStartStripes; on other systems than Linux it
+// keeps them too. The other N-1 connections are opened eight at a time.
+//
 // A driver spreads the blocks (transport/internal/mux, stripe.go): "rr"
 // deals them to the connections in turn, so the slowest sets the pace;
 // "pollall" gives each block to whichever connection can take it now, so a
@@ -37,11 +49,20 @@ import (
 	"github.com/braidhq/braid/transport/internal/connset"
 	"github.com/braidhq/braid/transport/internal/frame"
 	"github.com/braidhq/braid/transport/internal/mux"
+	"github.com/braidhq/braid/transport/internal/stripes"
 	"github.com/braidhq/braid/transport/internal/tcpconn"
 )
 
 // MaxStripes bounds the connections of one association.
 const MaxStripes = 16
+
+// StripesAuto, as Config.RecStripes, tunes the stripes: this side
+// recommends MaxStripes connections and sends on as many of them as the
+// network shows it needs, starting at AutoStartStripes.
+const (
+	StripesAuto      = 0
+	AutoStartStripes = 4
+)
 
 // Drivers, by the names the command line uses.
 const (
@@ -53,7 +74,12 @@ const (
 type Config struct {
 	// RecStripes and MaxStripes are this side's recommended and maximum
 	// connection counts per association, 1 to MaxStripes; the two sides'
-	// offers give N by psock's rule. Zero means 4 and MaxStripes.
+	// offers give N by psock's rule. This side sends its blocks on
+	// RecStripes of the N connections (all N if fewer), the peer on its
+	// own count. RecStripes zero (StripesAuto) means auto: recommend
+	// MaxStripes and send on as many as measurement says, from
+	// AutoStartStripes (see the package doc). MaxStripes zero means
+	// MaxStripes.
 	RecStripes, MaxStripes int
 	// Driver spreads blocks over the connections: DriverRR or
 	// DriverPollAll (the default). Each side drives what it sends.
@@ -81,6 +107,8 @@ type Config struct {
 	// TLS says when connections use TLS 1.3 keyed to the cluster secret:
 	// the zero value, transport.TLSAuto, between hosts, not on loopback.
 	TLS transport.TLSMode
+
+	auto bool // RecStripes was StripesAuto
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -92,11 +120,12 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("ptcp: %d %s: want 1 to %d (0 for the default)", n.v, n.name, MaxStripes)
 		}
 	}
-	if c.RecStripes == 0 {
-		c.RecStripes = 4
-	}
 	if c.MaxStripes == 0 {
 		c.MaxStripes = MaxStripes
+	}
+	if c.RecStripes == StripesAuto {
+		c.auto = true
+		c.RecStripes = c.MaxStripes
 	}
 	switch c.Driver {
 	case "":
@@ -152,17 +181,33 @@ func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux
 	if t.cfg.Driver == DriverRR {
 		driver = mux.RoundRobin
 	}
+	send := t.cfg.RecStripes
+	if t.cfg.auto {
+		send = AutoStartStripes
+	}
 	return mux.Config{
 		Streams:      res.Streams,
 		Striped:      true,
 		Driver:       driver,
 		BlockSize:    t.cfg.BlockSize,
+		SendStripes:  send,
+		TuneStripes:  t.cfg.auto,
+		Probe:        probe,
 		Peer:         res.Peer,
 		Release:      release,
 		QueueBytes:   t.cfg.QueueBytes,
 		CloseTimeout: t.cfg.CloseTimeout,
 		Liveness:     res.Liveness,
 	}
+}
+
+// probe reads a connection's counters for the stripe tuner, but not with a
+// peer on this host, where the count stays.
+func probe(c net.Conn) (stripes.LinkSample, bool) {
+	if transport.IsLoopback(c.RemoteAddr()) {
+		return stripes.LinkSample{}, false
+	}
+	return tcpconn.Sample(c)
 }
 
 // The stripe-count messages on the first connection, after the handshake
@@ -175,9 +220,19 @@ const (
 	choiceMagic = "BRPN"
 )
 
-func (t *Transport) appendOffer(b []byte) []byte {
+// rec is this side's recommended count for an association with peer: auto
+// recommends MaxStripes, but AutoStartStripes to a peer on this host,
+// where more connections cannot help.
+func (t *Transport) rec(peer net.Addr) int {
+	if t.cfg.auto && transport.IsLoopback(peer) {
+		return min(AutoStartStripes, t.cfg.MaxStripes)
+	}
+	return t.cfg.RecStripes
+}
+
+func (t *Transport) appendOffer(b []byte, peer net.Addr) []byte {
 	b = append(b, offerMagic...)
-	b = binary.BigEndian.AppendUint16(b, uint16(t.cfg.RecStripes))
+	b = binary.BigEndian.AppendUint16(b, uint16(t.rec(peer)))
 	return binary.BigEndian.AppendUint16(b, uint16(t.cfg.MaxStripes))
 }
 
@@ -194,7 +249,7 @@ func (t *Transport) choose(hc frame.HandshakeConn) (int, error) {
 	if rec < 1 || maxN < 1 {
 		return 0, fmt.Errorf("%w: stripe offer of %d recommended, %d at most", transport.ErrProtocol, rec, maxN)
 	}
-	return transport.NegotiateStreams(t.cfg.RecStripes, t.cfg.MaxStripes, rec, maxN), nil
+	return transport.NegotiateStreams(t.rec(hc.C.RemoteAddr()), t.cfg.MaxStripes, rec, maxN), nil
 }
 
 func appendChoice(b []byte, n int) []byte {
@@ -257,7 +312,7 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 // Listen binds addr and accepts ptcp associations.
 func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
 	count := func(hc frame.HandshakeConn, _ transport.HandshakeResult) (int, error) {
-		if err := hc.WriteMsg(t.appendOffer(nil)); err != nil {
+		if err := hc.WriteMsg(t.appendOffer(nil, hc.C.RemoteAddr())); err != nil {
 			return 0, err
 		}
 		return t.readChoice(hc)

@@ -26,6 +26,7 @@ import (
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/internal/frame"
 	"github.com/braidhq/braid/transport/internal/msgq"
+	"github.com/braidhq/braid/transport/internal/stripes"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -46,7 +47,15 @@ type Config struct {
 	Striped   bool
 	Driver    Driver
 	BlockSize int
-	Peer      transport.PeerInfo
+	// SendStripes is how many of a striped association's links this side
+	// sends blocks on, the first ones; zero (or more than there are)
+	// means all. With TuneStripes it is where the tuner starts, and
+	// Probe reads each link's kernel counters for it (stripetune.go):
+	// if it cannot read the first link's, the count stays.
+	SendStripes int
+	TuneStripes bool
+	Probe       func(net.Conn) (stripes.LinkSample, bool)
+	Peer        transport.PeerInfo
 	// Release, if set, is called once when the association has ended.
 	Release func()
 	// QueueBytes bounds each stream's receive queue.
@@ -90,6 +99,9 @@ type Assoc struct {
 	heldBudget  *recvBudget  // blocks held until their turn
 	linksClosed atomic.Int32 // links the peer sent Close on
 	blocksOut   atomic.Int64 // blocks handed to writers and not yet written
+	sending     atomic.Int32 // links blocks go out on, the first ones
+	wakeMu      sync.Mutex
+	wake        chan struct{} // closed (and replaced) when sending changes
 
 	mu          sync.Mutex // guards err and localClosed
 	err         error      // why the association ended (first cause)

@@ -21,6 +21,10 @@ import (
 //     writer is busy while the kernel has no room for its block), so a fast
 //     link carries more (the psock "pollall").
 //
+// A side spreads its blocks over the first Config.SendStripes links, or as
+// many as its stripe tuner says (stripetune.go); the receiver takes blocks
+// from every link.
+//
 // Each link has a writer goroutine that takes blocks from its queue (one
 // queue per link for RoundRobin, one shared by all for PollAll, unbuffered
 // either way: a block is handed over only to a writer ready to write it,
@@ -92,7 +96,8 @@ type heldBlock struct {
 	payload []byte
 }
 
-// startStriping sets up the queues and starts a writer per link.
+// startStriping sets up the queues and starts a writer per link, and the
+// stripe tuner if asked for.
 func (a *Assoc) startStriping() {
 	if a.cfg.BlockSize <= 0 || a.cfg.BlockSize > frame.MaxPayload {
 		a.cfg.BlockSize = frame.MaxPayload
@@ -102,26 +107,69 @@ func (a *Assoc) startStriping() {
 	for range a.cfg.Streams {
 		a.reorders = append(a.reorders, &reorder{held: map[uint32]heldBlock{}})
 	}
+	n := a.cfg.SendStripes
+	if n <= 0 || n > len(a.links) {
+		n = len(a.links)
+	}
+	a.sending.Store(int32(n))
+	a.wake = make(chan struct{})
 	shared := make(chan *block)
-	for _, l := range a.links {
+	for i, l := range a.links {
 		l.blocks = shared
 		if a.cfg.Driver == RoundRobin {
 			l.blocks = make(chan *block)
 		}
-		go a.writeBlocks(l)
+		go a.writeBlocks(i, l)
+	}
+	if a.cfg.TuneStripes && a.cfg.Probe != nil && len(a.links) > 1 {
+		go a.tuneStripes()
 	}
 }
 
-// writeBlocks is link l's writer on a striped association: it writes the
+// SendingStripes is how many links this side sends blocks on now (all of
+// a striped association's links but the tuner's or SendStripes' choice;
+// 1 unstriped).
+func (a *Assoc) SendingStripes() int {
+	if !a.cfg.Striped {
+		return 1
+	}
+	return int(a.sending.Load())
+}
+
+// setSending makes blocks go out on the first n links.
+func (a *Assoc) setSending(n int) {
+	a.wakeMu.Lock()
+	defer a.wakeMu.Unlock()
+	a.sending.Store(int32(n))
+	close(a.wake)
+	a.wake = make(chan struct{})
+}
+
+// sendingWake is closed when the count of links sending next changes.
+func (a *Assoc) sendingWake() <-chan struct{} {
+	a.wakeMu.Lock()
+	defer a.wakeMu.Unlock()
+	return a.wake
+}
+
+// writeBlocks is link i's writer on a striped association: it writes the
 // blocks handed to it until the association stops. A block handed over is
-// always written, or the association fails (writeFrame).
-func (a *Assoc) writeBlocks(l *link) {
+// always written, or the association fails (writeFrame). While the link is
+// not among those sending, it takes none (pollall), or is handed none
+// (round-robin).
+func (a *Assoc) writeBlocks(i int, l *link) {
 	for {
+		wake := a.sendingWake() // before the count: a change after closes it
+		blocks := l.blocks
+		if a.cfg.Driver == PollAll && i >= int(a.sending.Load()) {
+			blocks = nil // round-robin: a dispatch may have picked l as the count fell
+		}
 		select {
-		case b := <-l.blocks:
+		case b := <-blocks:
 			_ = a.writeFrame(context.Background(), l, b.h, *b.buf, true)
 			b.free()
 			a.blocksOut.Add(-1)
+		case <-wake:
 		case <-a.stop:
 			return
 		}
@@ -190,7 +238,7 @@ func (a *Assoc) drainBlocks(deadline time.Time) {
 func (a *Assoc) dispatch(ctx context.Context, b *block) error {
 	q := a.links[0].blocks
 	if a.cfg.Driver == RoundRobin {
-		q = a.links[(a.rrNext.Add(1)-1)%uint32(len(a.links))].blocks
+		q = a.links[(a.rrNext.Add(1)-1)%uint32(a.sending.Load())].blocks
 	}
 	select {
 	case q <- b:

@@ -1,0 +1,166 @@
+package mux
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/transport/internal/stripes"
+)
+
+// countConn counts the bytes read from a link.
+type countConn struct {
+	*net.TCPConn
+	n *atomic.Int64
+}
+
+func (c countConn) Read(p []byte) (int, error) {
+	n, err := c.TCPConn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestStripedSendStripes: blocks go out on the first SendStripes links
+// only, and on as many as setSending says once it changes, with either
+// driver; every message arrives whole throughout.
+func TestStripedSendStripes(t *testing.T) {
+	for _, d := range []Driver{PollAll, RoundRobin} {
+		t.Run(d.String(), func(t *testing.T) {
+			const links = 4
+			var ca, cb []Conn
+			read := make([]atomic.Int64, links) // by the receiver, from each link
+			for i := range links {
+				x, y := tcpPair(t)
+				ca, cb = append(ca, x), append(cb, countConn{y, &read[i]})
+			}
+			cfg := stripedConfig(1)
+			cfg.BlockSize, cfg.Driver, cfg.SendStripes = 1000, d, 2
+			a, b := New(ca, cfg), New(cb, stripedConfig(1))
+			t.Cleanup(func() { a.Abort(errors.New("test done")); b.Abort(errors.New("test done")) })
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			msg := bytes.Repeat([]byte("0123456789"), 20000)
+			// round sends messages and says which links carried them.
+			round := func() []bool {
+				var before [links]int64
+				for i := range before {
+					before[i] = read[i].Load()
+				}
+				for range 4 {
+					if err := a.Send(ctx, 0, msg); err != nil {
+						t.Fatal(err)
+					}
+					if got, err := b.Recv(ctx, 0); err != nil || !bytes.Equal(got, msg) {
+						t.Fatalf("received %d bytes, %v", len(got), err)
+					}
+				}
+				used := make([]bool, links)
+				for i := range used {
+					used[i] = read[i].Load() > before[i]
+				}
+				return used
+			}
+			check := func(n int) {
+				t.Helper()
+				if got := a.SendingStripes(); got != n {
+					t.Errorf("SendingStripes() = %d, want %d", got, n)
+				}
+				for i, u := range round() {
+					if u != (i < n) {
+						t.Errorf("sending on %d links: link %d carried blocks: %v", n, i, u)
+					}
+				}
+			}
+			check(2)
+			a.setSending(4)
+			check(4)
+			a.setSending(1)
+			check(1)
+		})
+	}
+}
+
+// fakeLinks stands for the kernel's counters of an association's links:
+// every sample finds bytes in flight held by the window, acknowledges
+// 64 KiB more on each link read, at an RTT the test sets.
+type fakeLinks struct {
+	mu     sync.Mutex
+	acked  uint64
+	rtt    time.Duration
+	broken bool
+}
+
+const fakePathRTT = 10 * time.Millisecond
+
+func (f *fakeLinks) probe(net.Conn) (stripes.LinkSample, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.acked += 64 << 10
+	return stripes.LinkSample{RTT: f.rtt, MinRTT: fakePathRTT, BytesAcked: f.acked, Unacked: 10, Cwnd: 10, NotSent: 1}, !f.broken
+}
+
+func (f *fakeLinks) setRTT(rtt time.Duration) {
+	f.mu.Lock()
+	f.rtt = rtt
+	f.mu.Unlock()
+}
+
+// TestStripeTuner runs the tuner on counters it is fed: held by the window
+// with no queue, the count doubles to the links there are; on a standing
+// queue it halves, then drops one an epoch, to one.
+func TestStripeTuner(t *testing.T) {
+	f := &fakeLinks{rtt: fakePathRTT}
+	cfg := stripedConfig(1)
+	cfg.SendStripes, cfg.TuneStripes, cfg.Probe = 1, true, f.probe
+	var ca, cb []Conn
+	for range 6 {
+		x, y := tcpPair(t)
+		ca, cb = append(ca, x), append(cb, y)
+	}
+	a, b := New(ca, cfg), New(cb, stripedConfig(1))
+	t.Cleanup(func() { a.Abort(errors.New("test done")); b.Abort(errors.New("test done")) })
+	waitFor := func(want ...int) {
+		t.Helper()
+		var seen []int
+		deadline := time.Now().Add(10 * time.Second)
+		for len(want) > 0 && time.Now().Before(deadline) {
+			if n := a.SendingStripes(); len(seen) == 0 || seen[len(seen)-1] != n {
+				seen = append(seen, n)
+				if n == want[0] {
+					want = want[1:]
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if len(want) > 0 {
+			t.Fatalf("stripes went %v; still waiting for %v", seen, want)
+		}
+	}
+	waitFor(1, 2, 4, 6)
+	f.setRTT(2 * fakePathRTT)
+	waitFor(3, 2, 1)
+}
+
+// TestStripeTunerUnreadable: where the links' counters cannot be read
+// (another OS, a peer on this host), the count stays where it started.
+func TestStripeTunerUnreadable(t *testing.T) {
+	f := &fakeLinks{rtt: fakePathRTT, broken: true}
+	cfg := stripedConfig(1)
+	cfg.SendStripes, cfg.TuneStripes, cfg.Probe = 2, true, f.probe
+	var ca []Conn
+	for range 4 {
+		x, _ := tcpPair(t)
+		ca = append(ca, x)
+	}
+	a := New(ca, cfg)
+	t.Cleanup(func() { a.Abort(errors.New("test done")) })
+	time.Sleep(3 * stripes.MinEpoch)
+	if n := a.SendingStripes(); n != 2 {
+		t.Errorf("SendingStripes() = %d with unreadable links, want 2", n)
+	}
+}

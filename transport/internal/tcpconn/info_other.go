@@ -1,0 +1,12 @@
+//go:build !linux
+
+package tcpconn
+
+import (
+	"net"
+
+	"github.com/braidhq/braid/transport/internal/stripes"
+)
+
+// Sample reads c's TCP_INFO; elsewhere than on Linux it cannot.
+func Sample(net.Conn) (stripes.LinkSample, bool) { return stripes.LinkSample{}, false }
