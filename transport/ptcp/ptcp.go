@@ -17,14 +17,15 @@
 // Each side sends on RecStripes of the N connections. With RecStripes
 // auto (the default) a side recommends MaxStripes, so that both ends open
 // 16 when both are auto, and sends on as many as the network shows it
-// needs: from AutoStartStripes, each epoch of four round trips it reads
-// its connections' TCP_INFO and adds connections while their congestion
-// windows hold them back and no queue stands at the bottleneck, and drops
-// one when one does (transport/internal/stripes, the rule sctp's flows
-// follow; transport/internal/mux, stripetune.go). An unused connection
-// carries nothing but the odd ping. With a peer on this host auto
-// recommends and keeps AutoStartStripes; on other systems than Linux it
-// keeps them too. The other N-1 connections are opened eight at a time.
+// needs: from AutoStartStripes, each epoch (four round trips, at least
+// 100 ms) it reads its connections' TCP_INFO and adds connections while
+// their congestion windows hold them back and no queue stands at the
+// bottleneck, and drops one when one does (transport/internal/stripes, the
+// rule sctp's flows follow; transport/internal/mux, stripetune.go). An
+// unused connection carries nothing but the odd ping. Where it cannot
+// tune, auto recommends and keeps AutoStartStripes: with a peer at a
+// loopback address, on systems other than Linux, and over MPTCP. The
+// other N-1 connections are opened four at a time.
 //
 // A driver spreads the blocks (transport/internal/mux, stripe.go): "rr"
 // deals them to the connections in turn, so the slowest sets the pace;
@@ -192,7 +193,7 @@ func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux
 		BlockSize:    t.cfg.BlockSize,
 		SendStripes:  send,
 		TuneStripes:  t.cfg.auto,
-		Probe:        probe,
+		Probe:        t.probe,
 		Peer:         res.Peer,
 		Release:      release,
 		QueueBytes:   t.cfg.QueueBytes,
@@ -201,10 +202,10 @@ func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux
 	}
 }
 
-// probe reads a connection's counters for the stripe tuner, but not with a
-// peer on this host, where the count stays.
-func probe(c net.Conn) (stripes.LinkSample, bool) {
-	if transport.IsLoopback(c.RemoteAddr()) {
+// probe reads a connection's counters for the stripe tuner, but not where
+// auto does not tune (tunes), so that the count stays.
+func (t *Transport) probe(c net.Conn) (stripes.LinkSample, bool) {
+	if !t.tunes(c.RemoteAddr()) {
 		return stripes.LinkSample{}, false
 	}
 	return tcpconn.Sample(c)
@@ -221,13 +222,21 @@ const (
 )
 
 // rec is this side's recommended count for an association with peer: auto
-// recommends MaxStripes, but AutoStartStripes to a peer on this host,
-// where more connections cannot help.
+// recommends MaxStripes, but AutoStartStripes where it will not tune (see
+// tunes).
 func (t *Transport) rec(peer net.Addr) int {
-	if t.cfg.auto && transport.IsLoopback(peer) {
+	if t.cfg.auto && !t.tunes(peer) {
 		return min(AutoStartStripes, t.cfg.MaxStripes)
 	}
 	return t.cfg.RecStripes
+}
+
+// tunes says whether auto tunes its count with peer: not on loopback,
+// where more connections cannot help; not where TCP_INFO cannot be read
+// (tcpconn.CanSample); and not over MPTCP, whose connections each have a
+// subflow per path, which one connection's counters do not describe.
+func (t *Transport) tunes(peer net.Addr) bool {
+	return !transport.IsLoopback(peer) && tcpconn.CanSample && !t.cfg.MPTCP
 }
 
 func (t *Transport) appendOffer(b []byte, peer net.Addr) []byte {

@@ -130,11 +130,11 @@ func dialJoin(ctx context.Context, addr string, sec tcpconn.Options, label strin
 }
 
 // parallelJoins bounds the joins a dial has under way at once: enough to
-// open 16 connections in two rounds on a long path, few enough that the
-// dials of four workers on one host stay within a listener's per-source
-// bound on connections not yet authenticated
-// (preauth.DefaultMaxPerSource).
-const parallelJoins = 8
+// open 16 connections in four rounds on a long path, few enough that the
+// dials of several workers on one host stay well within a listener's
+// per-source bound on connections not yet authenticated
+// (preauth.DefaultMaxPerSource, 32), beyond which it evicts the oldest.
+const parallelJoins = 4
 
 // joinAll opens connections 1 to n-1 of the association whose first
 // connection is c, parallelJoins at a time, from the caller's network
@@ -150,9 +150,13 @@ func joinAll(ctx context.Context, c mux.Conn, n int, sec tcpconn.Options, label 
 	follow, release := tcpconn.FollowNetns()
 	defer release()
 	var wg sync.WaitGroup
-	for i := 1; i < n; i++ {
+	for i := 1; i < n && ctx.Err() == nil; i++ {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done(): // a join failed: start no more
+			continue
+		}
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			to, err := route(i)
@@ -169,11 +173,17 @@ func joinAll(ctx context.Context, c mux.Conn, n int, sec tcpconn.Options, label 
 		}()
 	}
 	wg.Wait()
-	// The first failure is the cause; the others may only be cancelled.
+	// The cause is the failure of the lowest index that was not merely
+	// cancelled, or the first one if all were (the dial's ctx ended).
 	var first error
 	for _, err := range errs {
 		if err != nil && (first == nil || errors.Is(first, context.Canceled) && !errors.Is(err, context.Canceled)) {
 			first = err
+		}
+	}
+	for i := 1; i < n && first == nil; i++ {
+		if conns[i] == nil { // the dial's ctx ended before this join started
+			first = fmt.Errorf("connection %d of %d: %w", i+1, n, ctx.Err())
 		}
 	}
 	if first != nil {

@@ -161,8 +161,10 @@ func (a *Assoc) writeBlocks(i int, l *link) {
 	for {
 		wake := a.sendingWake() // before the count: a change after closes it
 		blocks := l.blocks
+		// Round-robin keeps taking: a dispatch may have picked l just as
+		// the count fell below it.
 		if a.cfg.Driver == PollAll && i >= int(a.sending.Load()) {
-			blocks = nil // round-robin: a dispatch may have picked l as the count fell
+			blocks = nil
 		}
 		select {
 		case b := <-blocks:

@@ -21,7 +21,11 @@ import (
 // keeps those few, so they wait only for the window or the peer's). The
 // bytes acknowledged over all links in the epoch, in the share of samples
 // that were held, count as waiting for the window. The path's RTT is the
-// smallest any link has seen.
+// smallest any link has seen (so with routes, the shortest path's; a
+// kernel before 4.9 reports none, and then no queue shows). A link whose
+// peer's receive window holds it back can look held by its congestion
+// window too (the kernel stops growing cwnd there), so a slow receiver
+// may get stripes that do not help it.
 
 // samplesPerEpoch is how often an epoch reads its links' counters.
 const samplesPerEpoch = 8

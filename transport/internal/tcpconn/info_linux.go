@@ -9,6 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// CanSample says whether Sample can read a connection's counters here.
+const CanSample = true
+
 // Sample reads c's TCP_INFO (c a *net.TCPConn, or TLS over one); false if
 // it cannot.
 func Sample(c net.Conn) (stripes.LinkSample, bool) {
