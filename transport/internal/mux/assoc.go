@@ -96,12 +96,11 @@ type Assoc struct {
 	sendSeq     []uint32 // per stream: the next block's number, guarded by ssem
 	rrNext      atomic.Uint32
 	reorders    []*reorder
-	heldBudget  *recvBudget  // blocks held until their turn
-	linksClosed atomic.Int32 // links the peer sent Close on
-	blocksOut   atomic.Int64 // blocks handed to writers and not yet written
-	sending     atomic.Int32 // links blocks go out on, the first ones
-	wakeMu      sync.Mutex
-	wake        chan struct{} // closed (and replaced) when sending changes
+	heldBudget  *recvBudget                   // blocks held until their turn
+	linksClosed atomic.Int32                  // links the peer sent Close on
+	blocksOut   atomic.Int64                  // blocks handed to writers and not yet written
+	sending     atomic.Int32                  // links blocks go out on, the first ones
+	wake        atomic.Pointer[chan struct{}] // closed (and replaced) when sending changes
 
 	mu          sync.Mutex // guards err and localClosed
 	err         error      // why the association ended (first cause)

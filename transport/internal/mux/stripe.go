@@ -112,7 +112,8 @@ func (a *Assoc) startStriping() {
 		n = len(a.links)
 	}
 	a.sending.Store(int32(n))
-	a.wake = make(chan struct{})
+	wake := make(chan struct{})
+	a.wake.Store(&wake)
 	shared := make(chan *block)
 	for i, l := range a.links {
 		l.blocks = shared
@@ -136,20 +137,14 @@ func (a *Assoc) SendingStripes() int {
 	return int(a.sending.Load())
 }
 
-// setSending makes blocks go out on the first n links.
+// setSending makes blocks go out on the first n links: the count is
+// stored before the writers' wake channel is swapped and closed, so a
+// writer that took the old channel is woken and one that takes the new
+// one sees the new count.
 func (a *Assoc) setSending(n int) {
-	a.wakeMu.Lock()
-	defer a.wakeMu.Unlock()
 	a.sending.Store(int32(n))
-	close(a.wake)
-	a.wake = make(chan struct{})
-}
-
-// sendingWake is closed when the count of links sending next changes.
-func (a *Assoc) sendingWake() <-chan struct{} {
-	a.wakeMu.Lock()
-	defer a.wakeMu.Unlock()
-	return a.wake
+	wake := make(chan struct{})
+	close(*a.wake.Swap(&wake))
 }
 
 // writeBlocks is link i's writer on a striped association: it writes the
@@ -159,7 +154,7 @@ func (a *Assoc) sendingWake() <-chan struct{} {
 // (round-robin).
 func (a *Assoc) writeBlocks(i int, l *link) {
 	for {
-		wake := a.sendingWake() // before the count: a change after closes it
+		wake := *a.wake.Load() // before the count: a change after closes it
 		blocks := l.blocks
 		// Round-robin keeps taking: a dispatch may have picked l just as
 		// the count fell below it.
