@@ -43,8 +43,16 @@ func newMux(pc *net.UDPConn, maxHalf int, onNew func(*pconn), log func(string, .
 // oldest proven one (a peer that has not finished the braid handshake
 // yet), rather than being refused, so that neither a flood of forged INITs
 // nor peers that associate and stay silent lock a real peer out.
+//
+// proofWait outlasts two losses of the proof: the dialer resends it after
+// one second and then two (pion's first retransmission timeouts, SCTP's
+// T1 and DTLS's flight timer alike), so a third try comes three seconds
+// in. A handshake dropped sooner strands the dialer: its COOKIE-ECHO
+// reaches an unknown peer, and its DTLS cookie a new handshake that
+// answers with a new one. The bounds above, not this wait, are what hold
+// a flood off.
 const (
-	proofWait = time.Second
+	proofWait = 5 * time.Second
 	// One source address may hold MaxHalfOpen / maxHalfPerSourceDiv
 	// handshakes (at least one).
 	maxHalfPerSourceDiv = 8
