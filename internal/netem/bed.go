@@ -241,6 +241,15 @@ func (b *Bed) run() {
 	b.wg.Go(b.writeStateLoop)
 }
 
+// Cut black-holes path i in both directions while cut is true, as a
+// failed link or router would: packets are dropped without a word, so the
+// ends notice only by what stops arriving. Packets already on the path
+// are still delivered.
+func (b *Bed) Cut(i int, cut bool) {
+	b.pipes[2*i].cut.Store(cut)
+	b.pipes[2*i+1].cut.Store(cut)
+}
+
 // Paths describes the bed's paths.
 func (b *Bed) Paths() []PathInfo { return append([]PathInfo(nil), b.paths...) }
 

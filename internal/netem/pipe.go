@@ -24,6 +24,8 @@ type DirStats struct {
 	// DroppedOverflow counts packets dropped because the delay line held
 	// maxInFlight bytes: the emulator's own limit, not the model's.
 	DroppedOverflow uint64 `json:"dropped_overflow"`
+	// DroppedCut counts packets dropped while the path was cut (Bed.Cut).
+	DroppedCut uint64 `json:"dropped_cut,omitempty"`
 	// QueueBytes and QueuePackets are the bottleneck's backlog when read.
 	QueueBytes   int `json:"queue_bytes"`
 	QueuePackets int `json:"queue_packets"`
@@ -58,6 +60,8 @@ type pipe struct {
 	lostB    atomic.Uint64
 	dropQ    atomic.Uint64
 	dropO    atomic.Uint64
+	dropC    atomic.Uint64
+	cut      atomic.Bool // Bed.Cut: every packet is dropped
 	backB    atomic.Int64
 	backP    atomic.Int64
 	maxLate  atomic.Int64
@@ -95,6 +99,11 @@ func (p *pipe) read() error {
 		now := p.clock.now()
 		p.inPk.Add(1)
 		p.inB.Add(uint64(n))
+		if p.cut.Load() {
+			p.dropC.Add(1)
+			p.bufs.Put(buf)
+			continue
+		}
 		due, v := p.m.admit(now, n)
 		qb, qp := p.m.backlog()
 		p.backB.Store(int64(qb))
@@ -225,6 +234,6 @@ func (p *pipe) stats() DirStats {
 		InPackets: p.inPk.Load(), InBytes: p.inB.Load(), OutPackets: p.outPk.Load(), OutBytes: p.outB.Load(),
 		LostRandom: p.lostR.Load(), LostBurst: p.lostB.Load(), DroppedQueue: p.dropQ.Load(),
 		DroppedOverflow: p.dropO.Load(), QueueBytes: int(p.backB.Load()), QueuePackets: int(p.backP.Load()),
-		MaxLateUs: p.maxLate.Load(),
+		MaxLateUs: p.maxLate.Load(), DroppedCut: p.dropC.Load(),
 	}
 }

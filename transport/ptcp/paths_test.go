@@ -2,9 +2,13 @@ package ptcp_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/braidhq/braid/internal/netem"
+	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/ptcp"
 	"github.com/braidhq/braid/transport/transporttest"
 )
@@ -34,6 +38,58 @@ func TestTwoPaths(t *testing.T) {
 			}
 			if share < lo || share > hi {
 				t.Errorf("%s: the slow path carried %.0f%% of the bytes, want %.0f%% to %.0f%%", driver, 100*share, 100*lo, 100*hi)
+			}
+		})
+	}
+}
+
+// TestCutPath: when one of an association's two paths fails silently (the
+// emulator black-holes it), the blocks on its connection never arrive, and
+// the stream behind them would wait for ever while the other path keeps the
+// association looking alive. Each connection must show signs of life of
+// its own: both ends give up within the liveness bound (3 s), whether a
+// message was under way or the association was idle (an idle stripe would
+// die unnoticed too, until blocks were sent on it). The end that notices
+// first ends the association with ErrPeerLost and closes its connections,
+// so the other may see them closed first; both errors are ErrPeerClosed.
+func TestCutPath(t *testing.T) {
+	a1, _ := netem.PathAddrs(1)
+	for i, busy := range []bool{true, false} {
+		t.Run(map[bool]string{true: "message under way", false: "idle"}[busy], func(t *testing.T) {
+			bed := transporttest.UpBed(t, "rtt=10ms,rate=50M; rtt=10ms,rate=50M")
+			tr := newT(t, ptcp.Config{Driver: ptcp.DriverRR, RecStripes: 2, Routes: []string{a1.String()}})
+			d, l := transporttest.AcrossBed(t, tr, 47610+i)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			msg := bytes.Repeat([]byte("0123456789abcdef"), 512<<10/16)
+			transporttest.PathShares(t, bed, d, l, msg) // both paths carry blocks
+			bed.Cut(1, true)
+			start := time.Now()
+			if busy {
+				if err := d.Send(ctx, 0, msg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := l.Recv(ctx, 0)
+			if !errors.Is(err, transport.ErrPeerClosed) {
+				t.Fatalf("Recv after the cut: %v after %v; want the peer lost or gone", err, time.Since(start).Round(time.Millisecond))
+			}
+			t.Logf("the receiver gave up after %v: %v", time.Since(start).Round(time.Millisecond), err)
+			<-l.Done()
+			select {
+			case <-d.Done():
+				if !errors.Is(d.Err(), transport.ErrPeerClosed) {
+					t.Errorf("the sender ended with %v", d.Err())
+				}
+				t.Logf("the sender: %v", d.Err())
+			case <-ctx.Done():
+				t.Fatal("the sender is still up")
+			}
+			if !errors.Is(l.Err(), transport.ErrPeerLost) && !errors.Is(d.Err(), transport.ErrPeerLost) {
+				t.Errorf("neither end noticed the silence: %v; %v", l.Err(), d.Err())
+			}
+			if took := time.Since(start); took > 8*time.Second {
+				t.Errorf("both ends gave up after %v, want about the 3 s liveness", took)
 			}
 		})
 	}

@@ -36,7 +36,10 @@
 // which Capabilities says (use tcpn or sctp for that).
 //
 // Liveness, TLS (keyed to the cluster secret, between hosts by default) and
-// the close work as for tcpn.
+// the close work as for tcpn. Each connection is watched on its own, idle
+// ones included: a stripe whose path fails silently would otherwise hold
+// its streams' blocks for ever while the others kept the association
+// looking alive, so the association ends within the liveness bound.
 package ptcp
 
 import (

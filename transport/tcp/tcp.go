@@ -12,10 +12,9 @@
 // acknowledging) or cut off without a reset for minutes or hours, so each
 // side writes a ping frame when it has written nothing for a third of the
 // negotiated liveness, and ends the association with a
-// transport.PeerLostError once it has read nothing for the whole liveness.
-// The silence clock is suspended while the connection's reader waits for
-// the local application to take messages off a full stream queue (see
-// transport/internal/mux).
+// transport.PeerLostError once its reader has waited the whole liveness with
+// nothing arriving. A wait for the local application to take messages off a
+// full stream queue does not count (see transport/internal/mux).
 package tcp
 
 import (

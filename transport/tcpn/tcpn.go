@@ -9,14 +9,15 @@
 // fit. Every stream has its own connection and receive goroutine, so a stream
 // whose reader stops cannot stall the others.
 //
-// Liveness works across the association's connections: bytes read on any of
-// them are a sign of life; when a side has written nothing on any of them for
-// a third of the negotiated liveness it writes a ping frame on a connection
-// whose writer is idle (never waiting for a busy one); and once it has read
-// nothing on any of them for the whole liveness it ends the association with
-// a transport.PeerLostError. The silence clock is suspended while any of the
-// association's readers waits for the local application to drain a full
-// stream queue (see transport/internal/mux).
+// Liveness is watched on each of the association's connections: when a side
+// has written nothing on a connection for a third of the negotiated liveness
+// it writes a ping frame on it if its writer is idle (never waiting for a
+// busy one); and once a connection's reader has waited the whole liveness
+// with nothing arriving it ends the association with a
+// transport.PeerLostError, so that one connection cut off alone is noticed
+// too. A reader waiting for the local application to drain a full stream
+// queue is not waiting on the peer, and that wait does not count (see
+// transport/internal/mux).
 package tcpn
 
 import (

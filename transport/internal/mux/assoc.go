@@ -10,9 +10,10 @@
 // per-stream queues; a full queue blocks that goroutine, and so every stream
 // of its link.
 //
-// A keep-alive loop per association sends ping frames when the association
-// is idle and ends it with a *transport.PeerLostError once nothing has
-// arrived for the negotiated liveness; liveness.go explains how it avoids
+// A keep-alive loop per association sends ping frames on idle links and
+// ends the association with a *transport.PeerLostError once a link's
+// reader has waited for the negotiated liveness with nothing arriving;
+// liveness.go explains why each link is watched, and how the loop avoids
 // taking a stalled local reader for a dead peer.
 package mux
 

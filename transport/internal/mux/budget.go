@@ -43,22 +43,31 @@ func newRecvBudget(max int64, wait bool, stop chan struct{}) *recvBudget {
 
 // Reserve takes n bytes of the budget; a single message always fits.
 func (b *recvBudget) Reserve(n uint32) error {
+	_, err := b.reserveUnless(n, nil)
+	return err
+}
+
+// reserveUnless is Reserve that stops waiting, with ok false and nothing
+// taken, once unless is closed.
+func (b *recvBudget) reserveUnless(n uint32, unless <-chan struct{}) (ok bool, err error) {
 	for {
 		b.mu.Lock()
 		if b.used == 0 || b.used+int64(n) <= b.max {
 			b.used += int64(n)
 			b.mu.Unlock()
-			return nil
+			return true, nil
 		}
 		changed := b.changed
 		b.mu.Unlock()
 		if !b.wait {
-			return fmt.Errorf("%w: peer has more than %d bytes of messages under way", transport.ErrProtocol, b.max)
+			return false, fmt.Errorf("%w: peer has more than %d bytes of messages under way", transport.ErrProtocol, b.max)
 		}
 		select {
 		case <-changed:
+		case <-unless:
+			return false, nil
 		case <-b.stop:
-			return transport.ErrClosed
+			return false, transport.ErrClosed
 		}
 	}
 }

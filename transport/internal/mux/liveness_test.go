@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,15 +17,16 @@ import (
 const testLiveness = 300 * time.Millisecond
 
 // livePair returns two associations over links tcpPair links (1 for all
-// streams, or one per stream) with the test liveness.
-func livePair(t *testing.T, streams, links int) (a, b *Assoc) {
+// streams, or one per stream, or striped) with the test liveness.
+func livePair(t *testing.T, streams, links int, striped bool) (a, b *Assoc) {
 	t.Helper()
 	var ca, cb []Conn
 	for range links {
 		x, y := tcpPair(t)
 		ca, cb = append(ca, x), append(cb, y)
 	}
-	cfg := Config{Streams: streams, QueueBytes: 256 << 10, CloseTimeout: time.Second, Liveness: testLiveness}
+	cfg := Config{Streams: streams, QueueBytes: 256 << 10, CloseTimeout: time.Second, Liveness: testLiveness,
+		Striped: striped, PartialBytes: 256 << 10}
 	a, b = New(ca, cfg), New(cb, cfg)
 	t.Cleanup(func() { a.Abort(nil); b.Abort(nil) })
 	return a, b
@@ -50,19 +52,29 @@ func wantAlive(t *testing.T, as ...*Assoc) {
 	}
 }
 
-// TestIdleAssociationStaysUp: two idle ends ping each other and stay up
-// for many liveness periods.
+// TestIdleAssociationStaysUp: two idle ends ping each other on every link
+// and stay up for many liveness periods: with one link, a link per stream,
+// and three links striped.
 func TestIdleAssociationStaysUp(t *testing.T) {
-	a, b := livePair(t, 2, 1)
-	time.Sleep(5 * testLiveness)
-	wantAlive(t, a, b)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := a.Send(ctx, 1, []byte("still here")); err != nil {
-		t.Fatal(err)
-	}
-	if m, err := b.Recv(ctx, 1); err != nil || string(m) != "still here" {
-		t.Fatalf("Recv = %q, %v", m, err)
+	for _, tc := range []struct {
+		name    string
+		links   int
+		striped bool
+	}{{"one link", 1, false}, {"link per stream", 2, false}, {"striped", 3, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a, b := livePair(t, 2, tc.links, tc.striped)
+			time.Sleep(5 * testLiveness)
+			wantAlive(t, a, b)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := a.Send(ctx, 1, []byte("still here")); err != nil {
+				t.Fatal(err)
+			}
+			if m, err := b.Recv(ctx, 1); err != nil || string(m) != "still here" {
+				t.Fatalf("Recv = %q, %v", m, err)
+			}
+		})
 	}
 }
 
@@ -99,6 +111,43 @@ func TestSilentPeerIsLost(t *testing.T) {
 	got, _ := io.ReadAll(raw)
 	if len(got) < 2*frame.HeaderLen || !bytes.Equal(got[:frame.HeaderLen], pingFrame) {
 		t.Errorf("peer read %x, want at least two pings", got)
+	}
+}
+
+// TestSilentLinkIsLost: one link of two goes silent (a failed path) while
+// the peer keeps pinging on the other. The association must end all the
+// same, naming the silent link: striped, that link's blocks would hold
+// their streams for ever. Meanwhile the silent link, idle on our side, is
+// pinged like the other.
+func TestSilentLinkIsLost(t *testing.T) {
+	for _, striped := range []bool{false, true} {
+		t.Run(map[bool]string{false: "link per stream", true: "striped"}[striped], func(t *testing.T) {
+			m0, r0 := tcpPair(t)
+			m1, r1 := tcpPair(t)
+			a := New([]Conn{m0, m1}, Config{Streams: 2, Striped: striped, QueueBytes: 1 << 20, CloseTimeout: time.Second, Liveness: testLiveness})
+			defer a.Abort(nil)
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(testLiveness / 5):
+						r0.Write(pingFrame)
+					}
+				}
+			}()
+			waitEnd(t, a, 10*testLiveness)
+			var lost *transport.PeerLostError
+			if err := a.Err(); !errors.As(err, &lost) || !strings.Contains(err.Error(), "connection 2 of 2") {
+				t.Fatalf("Err() = %v, want a PeerLostError for connection 2 of 2", err)
+			}
+			got, _ := io.ReadAll(r1)
+			if len(got) < frame.HeaderLen || !bytes.Equal(got[:frame.HeaderLen], pingFrame) {
+				t.Errorf("the silent link's peer read %x, want pings", got)
+			}
+		})
 	}
 }
 
@@ -141,12 +190,18 @@ func TestBusyLinkSendsNoPings(t *testing.T) {
 // read, for several liveness periods, so that the reader's receive
 // goroutine blocks on a full queue and the sender's writes block on TCP flow
 // control. Neither side may declare the other lost, and everything arrives
-// once the reader resumes. Runs with one link (tcp) and a link per stream
-// (tcpn).
+// once the reader resumes. Runs with one link (tcp), a link per stream
+// (tcpn), and three links striped (ptcp), where one link's reader waits
+// for queue space and the others for room to hold the blocks that came
+// ahead of their turn.
 func TestStalledReaderIsNotLost(t *testing.T) {
-	for _, links := range []int{1, 2} {
-		t.Run(map[int]string{1: "one link", 2: "link per stream"}[links], func(t *testing.T) {
-			a, b := livePair(t, 2, links)
+	for _, tc := range []struct {
+		name    string
+		links   int
+		striped bool
+	}{{"one link", 1, false}, {"link per stream", 2, false}, {"striped", 3, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := livePair(t, 2, tc.links, tc.striped)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			msg := make([]byte, 64<<10)

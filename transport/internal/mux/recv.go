@@ -40,7 +40,7 @@ func (a *Assoc) readLoop(i int) {
 // otherwise the association's failure.
 func (a *Assoc) demux(i int) error {
 	l := a.links[i]
-	r := frame.NewReader(stampConn{Conn: l.conn, clock: &a.lv.clock}, a.cfg.Streams)
+	r := frame.NewReader(stampConn{Conn: l.conn, clock: &l.clock, lv: &a.lv}, a.cfg.Streams)
 	if !a.cfg.Striped { // striped, Data frames are refused on sight; blocks have their own accounting
 		r.Budget = a.recvBudget
 	}
@@ -67,7 +67,7 @@ func (a *Assoc) demux(i int) error {
 		case frame.Abort:
 			return fmt.Errorf("%w: peer aborted: %q", transport.ErrPeerClosed, msg)
 		case frame.Ping:
-			// A sign of life, recorded by stampConn like every read.
+			// A sign of life, like every read (liveness.go).
 		}
 	}
 }

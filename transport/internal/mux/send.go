@@ -17,6 +17,7 @@ type link struct {
 	conn   Conn
 	wsem   chan struct{} // cap 1: held while a frame is written to conn
 	blocks chan *block   // striped: where the link's writer takes blocks from
+	clock  linkClock     // what the keep-alive loop watches (liveness.go)
 
 	// Guarded by wsem: scratch space for a frame's writev.
 	hdr  [frame.BlockHeaderLen]byte
@@ -160,7 +161,7 @@ func (a *Assoc) writeFrame(ctx context.Context, l *link, h frame.Header, payload
 	n, err := l.write(ctx, h, payload)
 	<-l.wsem
 	if err == nil {
-		a.lv.clock.Sent()
+		l.clock.sent.Store(int64(a.lv.now()))
 		return nil
 	}
 	if cerr := ctx.Err(); cerr != nil && isTimeout(err) {

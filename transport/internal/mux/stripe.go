@@ -89,6 +89,9 @@ type reorder struct {
 	msgLen  uint32               // its announced length
 	started bool                 // a message is under way
 	budget  bool                 // its length is reserved in recvBudget
+	// moved, if not nil, is closed when next moves: a reader waiting for
+	// room to hold a block stops waiting when the block comes due.
+	moved chan struct{}
 }
 
 type heldBlock struct {
@@ -268,14 +271,20 @@ func (a *Assoc) deliverBlock(h frame.Header, p []byte) error {
 			return nil
 		}
 		// Wait for room without the lock: the blocks due before this one
-		// come through other links' readers, which need it.
+		// come through other links' readers, which need it. The room may
+		// be taken by blocks that wait for this one, so stop waiting when
+		// it comes due.
+		if r.moved == nil {
+			r.moved = make(chan struct{})
+		}
+		moved := r.moved
 		r.mu.Unlock()
-		err := a.heldBudget.Reserve(heldCost(h.Len))
+		ok, err := a.heldBudget.reserveUnless(heldCost(h.Len), moved)
 		r.mu.Lock()
 		if err != nil {
 			return err
 		}
-		reserved = true
+		reserved = ok
 	}
 	if reserved {
 		a.heldBudget.Release(heldCost(h.Len))
@@ -285,6 +294,10 @@ func (a *Assoc) deliverBlock(h frame.Header, p []byte) error {
 			return err
 		}
 		r.next++
+		if r.moved != nil {
+			close(r.moved)
+			r.moved = nil
+		}
 		hb, ok := r.held[r.next]
 		if !ok {
 			return nil

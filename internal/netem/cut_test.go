@@ -1,0 +1,52 @@
+package netem
+
+import (
+	"net"
+	"testing"
+	"time"
+)
+
+// TestCut: a UDP echo across a cut path gets no answer, and the datagrams
+// are counted as dropped; once the cut is lifted, the echo answers again.
+func TestCut(t *testing.T) {
+	b := upBed(t, "rtt=2ms")
+	a, bb := PathAddrs(0)
+	srv := listenIn(t, NSA, func() (net.PacketConn, error) { return net.ListenPacket("udp", a.String()+":0") })
+	defer srv.Close()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := srv.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			srv.WriteTo(buf[:n], from)
+		}
+	}()
+	cli := listenIn(t, NSB, func() (net.PacketConn, error) { return net.ListenPacket("udp", bb.String()+":0") })
+	defer cli.Close()
+	echo := func() error {
+		if _, err := cli.WriteTo([]byte("ping"), srv.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+		cli.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		_, _, err := cli.ReadFrom(make([]byte, 64))
+		return err
+	}
+	if err := echo(); err != nil {
+		t.Fatalf("before the cut: %v", err)
+	}
+	b.Cut(0, true)
+	for i := range 3 {
+		if err := echo(); err == nil {
+			t.Fatalf("echo %d answered across a cut path", i)
+		}
+	}
+	if got := b.Stats()[0].BA.DroppedCut; got != 3 {
+		t.Errorf("%d datagrams counted dropped by the cut, want 3", got)
+	}
+	b.Cut(0, false)
+	if err := echo(); err != nil {
+		t.Fatalf("after the cut was lifted: %v", err)
+	}
+}
