@@ -161,3 +161,41 @@ func readGrid(t *testing.T, dir string) []gridResult {
 	}
 	return run.Results
 }
+
+// TestJobSurvivesCutPath runs `braid bench overhead --net … --cut 1@1s`:
+// jobs on ptcp between a server and workers joined by two emulated paths,
+// the second black-holed a second into the job (root, Linux). The
+// associations, whose connections take both paths, must end within the
+// liveness bound, the server must take their units back and reach the
+// workers again by the path that is up, and the job must finish. Before
+// each connection was watched on its own, the associations lived on with
+// streams whose blocks were lost, and a job of 400 such units did not
+// finish in five minutes.
+func TestJobSurvivesCutPath(t *testing.T) {
+	if err := netem.Check(); err != nil {
+		t.Skipf("needs the WAN test bed: %v", err)
+	}
+	out, stderr := runOnBed(t, "bench", "overhead", "--net", "rtt=4ms,rate=200M; rtt=4ms,rate=100M",
+		"--transport", "ptcp", "--units", "100", "--size", "1048576", "--runs", "1", "--cut", "1@1s", "--json")
+	var rs []struct {
+		Units     int    `json:"units"`
+		Cut       string `json:"cut"`
+		CutMissed bool   `json:"cut_missed"`
+		Requeued  int    `json:"requeued"`
+		AssocLost int    `json:"assoc_lost"`
+	}
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("results %q: %v", out, err)
+	}
+	if len(rs) != 1 || rs[0].Units != 100 || rs[0].Cut != "1@1s" {
+		t.Fatalf("results %+v, want one job of 100 units with path 1 cut", rs)
+	}
+	r := rs[0]
+	if r.CutMissed {
+		t.Fatalf("the job ended before the cut: %+v", r)
+	}
+	if r.Requeued+r.AssocLost == 0 {
+		t.Errorf("no association ended over the cut path: %+v\n%s", r, stderr)
+	}
+	t.Logf("%+v", r)
+}

@@ -215,7 +215,10 @@ func (d *dispatcher) ensureAssoc(w *workerConn) {
 	w.dialing, w.gen = true, d.nextGen
 	name, gen := w.info.Name, w.gen
 	cfg := transport.DialConfig{Secret: d.s.cfg.Secret, Name: d.s.cfg.Name, ID: d.s.ID(), Epoch: d.s.Epoch(), Liveness: d.s.cfg.Liveness,
-		RecStreams: max(w.info.MaxThreads, 1), MaxStreams: transport.MaxStreams, Routes: ep.Routes}
+		RecStreams: max(w.info.MaxThreads, 1), MaxStreams: transport.MaxStreams, Routes: ep.Routes,
+		Logf: func(format string, args ...any) {
+			d.log.Warn("association to worker: "+fmt.Sprintf(format, args...), "worker", name)
+		}}
 	d.s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(d.s.ctx, 10*time.Second)
 		defer cancel()

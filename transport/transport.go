@@ -180,6 +180,9 @@ type DialConfig struct {
 	// several connections (ptcp) sends some through them; the others
 	// ignore them.
 	Routes []string
+	// Logf, if set, receives one line for each thing a dial settled for
+	// less than asked, such as a route it could not reach.
+	Logf func(format string, args ...any)
 }
 
 // ListenConfig configures the listening side (the worker).

@@ -16,6 +16,7 @@ import (
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/benchout"
 	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/internal/netem"
 	"github.com/braidhq/braid/internal/transports"
 )
 
@@ -32,6 +33,13 @@ type overheadResult struct {
 	HeapMiB     float64 `json:"heap_mib,omitempty"` // Go heap in use after the submit, in-process runs
 	MakespanMS  float64 `json:"makespan_ms"`
 	UnitsPerSec float64 `json:"units_per_sec"`
+	// With --cut: the path and delay, whether the job ended before the
+	// cut, and the server's count of units taken back from workers whose
+	// association ended, and of associations it found silent, meanwhile.
+	Cut       string `json:"cut,omitempty"`
+	CutMissed bool   `json:"cut_missed,omitempty"`
+	Requeued  int    `json:"requeued,omitempty"`
+	AssocLost int    `json:"assoc_lost,omitempty"`
 }
 
 func runBenchOverhead(ctx context.Context, args []string, e *env) error {
@@ -46,6 +54,7 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs (server and workers run in this process) to FILE, for 'go tool pprof'")
 	netSpec := fs.String("net", "", "run the server in braid-a and the workers in braid-b, processes joined by an emulated link (root, Linux),\ne.g. \"rtt=50ms,loss=1%,rate=100M\"; see 'braid net -h'")
+	cut := fs.String("cut", "", "with a --net of several paths, PATH@DELAY: black-hole that path DELAY into each job, until the job ends\n(a fault test: ptcp's associations over it end within the liveness bound and are made again without it;\nthe job must finish all the same)")
 	wasm := fs.String("wasm", "", "run this WebAssembly module, registered as a user operation, instead of the built-in noop\n(make examples builds bin/ops/echo.wasm, a reactor that returns its input)")
 	abi := fs.String("abi", api.ABIReactor, "the --wasm module's ABI: command or reactor")
 	inputs := fs.Bool("inputs", false, "give each unit an object of its own: upload --units distinct objects and submit\none job over them with an input list (the job of --input-list), not --repeat on one")
@@ -68,10 +77,23 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 			return usageErrorf("--cpuprofile profiles this process: not with --net, whose server and workers are others")
 		}
 		var err error
+		var pc *pathCut
+		if *cut != "" {
+			s, err := netem.Parse(*netSpec)
+			if err != nil {
+				return usageErrorf("--net: %v", err)
+			}
+			if pc, err = parseCut(*cut, len(s.Paths)); err != nil {
+				return err
+			}
+		}
 		if nc, err = newNetCluster(*netSpec, e); err != nil {
 			return err
 		}
 		defer nc.Close()
+		nc.cut = pc
+	} else if *cut != "" {
+		return usageErrorf("--cut needs --net")
 	}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
@@ -163,7 +185,14 @@ func overheadRuns(ctx context.Context, tname string, topts transports.Options, n
 			runtime.ReadMemStats(&ms)
 			r.HeapMiB = float64(ms.HeapInuse) / (1 << 20)
 		}
-		if j, err = cl.Wait(ctx, j.ID, nil); err != nil {
+		if nc != nil && nc.cut != nil {
+			lift := nc.cutDuring(ctx, &r)
+			j, err = cl.Wait(ctx, j.ID, nil)
+			lift()
+		} else {
+			j, err = cl.Wait(ctx, j.ID, nil)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if j.State != api.JobDone {

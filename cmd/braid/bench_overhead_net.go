@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -32,7 +33,11 @@ type netCluster struct {
 	bed  *netem.Bed
 	exe  string
 	e    *env
-	port int // the server's for the next cluster; workers take the ones after
+	port int      // the server's for the next cluster; workers take the ones after
+	cut  *pathCut // --cut, if given
+
+	url   string       // the running cluster's server
+	httpc *http.Client // reaches it from braid-a
 }
 
 func newNetCluster(spec string, e *env) (*netCluster, error) {
@@ -133,7 +138,8 @@ func (nc *netCluster) start(ctx context.Context, tname string, topts transports.
 		}
 	}
 	dialer = newNSDialer(netem.NSA)
-	cl := client.New(url).WithHTTPClient(&http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}})
+	nc.url, nc.httpc = url, &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
+	cl := client.New(url).WithHTTPClient(nc.httpc)
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 	err = cluster.WaitUp(wctx, cl, nWorkers, nil)
 	wcancel()
@@ -211,4 +217,87 @@ func countArg(n int) string {
 		return "auto"
 	}
 	return strconv.Itoa(n)
+}
+
+// pathCut is --cut: a path black-holed a while into each run's job, until
+// the job ends.
+type pathCut struct {
+	path  int
+	after time.Duration
+}
+
+// parseCut reads --cut's PATH@DELAY for a bed of paths paths.
+func parseCut(s string, paths int) (*pathCut, error) {
+	p, d, ok := strings.Cut(s, "@")
+	i, err := strconv.Atoi(p)
+	after, derr := time.ParseDuration(d)
+	switch {
+	case !ok || err != nil || derr != nil || after < 0:
+		return nil, usageErrorf("--cut %q: want PATH@DELAY, e.g. 1@2s", s)
+	case paths < 2:
+		return nil, usageErrorf("--cut needs a --net spec of two paths or more (\"…; …\")")
+	case i < 1 || i >= paths:
+		return nil, usageErrorf("--cut %d: path 0 carries the server's API, the heartbeats and every association's first connection; cut path 1 to %d", i, paths-1)
+	}
+	return &pathCut{path: i, after: after}, nil
+}
+
+// cutDuring cuts --cut's path its delay from now and returns the func to
+// call when the job has ended: it lifts the cut and adds to r what the
+// server counted meanwhile.
+func (nc *netCluster) cutDuring(ctx context.Context, r *overheadResult) func() {
+	before, err := nc.serverCounts(ctx)
+	if err != nil {
+		fmt.Fprintf(nc.e.stderr, "net: reading the server's metrics: %v\n", err)
+	}
+	c := nc.cut
+	t := time.AfterFunc(c.after, func() {
+		nc.bed.Cut(c.path, true)
+		fmt.Fprintf(nc.e.stderr, "net: path %d cut %v into the job\n", c.path, c.after)
+	})
+	return func() {
+		r.Cut = fmt.Sprintf("%d@%v", c.path, c.after)
+		r.CutMissed = t.Stop() // the job ended first
+		nc.bed.Cut(c.path, false)
+		after, err := nc.serverCounts(ctx)
+		if err != nil {
+			fmt.Fprintf(nc.e.stderr, "net: reading the server's metrics: %v\n", err)
+			return
+		}
+		r.Requeued = int(after[requeuedDown] - before[requeuedDown])
+		r.AssocLost = int(after[assocLost] - before[assocLost])
+		fmt.Fprintf(nc.e.stderr, "net: with path %d cut, the server took back %d units from workers whose association ended, and found %d associations silent\n",
+			c.path, r.Requeued, r.AssocLost)
+	}
+}
+
+// The server's counters that --cut reports.
+const (
+	requeuedDown = `braid_units_requeued_total{reason="worker_down"}`
+	assocLost    = `braid_liveness_failures_total{check="association"}`
+)
+
+// serverCounts reads the running server's requeuedDown and assocLost.
+func (nc *netCluster) serverCounts(ctx context.Context) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, nc.url+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := nc.httpc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if ok && (name == requeuedDown || name == assocLost) {
+			out[name], _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return out, sc.Err()
 }

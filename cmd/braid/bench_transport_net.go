@@ -211,9 +211,13 @@ func (nb *netBench) start(cmd *exec.Cmd, role string) (<-chan struct{}, <-chan e
 // logPathStats prints what the emulator did between two readings.
 func logPathStats(e *env, before, after []netem.PathStats) {
 	d := func(a, b netem.DirStats) string {
-		return fmt.Sprintf("%d packets, %d lost, %d queue drops, %d emulator drops",
+		s := fmt.Sprintf("%d packets, %d lost, %d queue drops, %d emulator drops",
 			b.InPackets-a.InPackets, b.LostRandom+b.LostBurst-a.LostRandom-a.LostBurst,
 			b.DroppedQueue-a.DroppedQueue, b.DroppedOverflow-a.DroppedOverflow)
+		if cut := b.DroppedCut - a.DroppedCut; cut > 0 {
+			s += fmt.Sprintf(", %d dropped by the cut", cut)
+		}
+		return s
 	}
 	for i := range after {
 		fmt.Fprintf(e.stderr, "  net path %d: a→b %s; b→a %s\n", i, d(before[i].AB, after[i].AB), d(before[i].BA, after[i].BA))

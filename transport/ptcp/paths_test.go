@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,4 +96,43 @@ func TestCutPath(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDeadRoute: a dial whose route leads to a path that is down does not
+// fail. The connections meant for that path give up on it after 3 s and go
+// to the dialed address, the dial says so to DialConfig.Logf, and the
+// association carries its messages on the path that is up. So a server
+// reaches a worker again after a failure like TestCutPath's, while the
+// path is still down.
+func TestDeadRoute(t *testing.T) {
+	bed := transporttest.UpBed(t, "rtt=10ms,rate=50M; rtt=10ms,rate=50M")
+	a1, _ := netem.PathAddrs(1)
+	bed.Cut(1, true)
+	var mu sync.Mutex
+	var logged []string
+	tr := newT(t, ptcp.Config{RecStripes: 4, Routes: []string{a1.String()}})
+	start := time.Now()
+	d, l := transporttest.AcrossBedWith(t, tr, 47620, func(dc *transport.DialConfig) {
+		dc.Logf = func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			logged = append(logged, fmt.Sprintf(format, args...))
+		}
+	})
+	t.Logf("associated in %v", time.Since(start).Round(time.Millisecond))
+	msg := bytes.Repeat([]byte("0123456789abcdef"), 1<<20/16)
+	if share := transporttest.PathShares(t, bed, d, l, msg)[1]; share != 0 {
+		t.Errorf("the path that is down carried %.0f%% of the bytes", 100*share)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) != 2 {
+		t.Fatalf("the dial logged %q, want a line for each of the two connections routed by %s", logged, a1)
+	}
+	for _, line := range logged {
+		if !strings.Contains(line, "route "+a1.String()+":") {
+			t.Errorf("logged %q, which does not name the route", line)
+		}
+	}
+	t.Logf("logged: %q", logged)
 }

@@ -1,8 +1,11 @@
 package ptcp_test
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/ptcp"
@@ -66,5 +69,47 @@ func TestBadConfig(t *testing.T) {
 	}
 	if _, err := ptcp.New(ptcp.Config{RecStripes: 16, MaxStripes: 1, Driver: ptcp.DriverRR}); err != nil {
 		t.Errorf("a good config refused: %v", err)
+	}
+}
+
+// TestRouteRefused: a route at which nobody listens (127.0.0.2, the
+// listener being on 127.0.0.1 only) refuses its connection at once, which
+// then goes to the dialed address; the dial succeeds and says so to
+// DialConfig.Logf. TestDeadRoute covers a route that is black-holed.
+func TestRouteRefused(t *testing.T) {
+	tr := newT(t, ptcp.Config{RecStripes: 2})
+	secret := []byte("route refused test secret")
+	ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, RecStreams: 1, MaxStreams: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	accepted := make(chan transport.Association, 1)
+	go func() {
+		a, _ := ln.Accept(ctx)
+		accepted <- a
+	}()
+	var logged []string
+	d, err := tr.Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret, RecStreams: 1, MaxStreams: 1,
+		Routes: []string{"127.0.0.2"}, Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }})
+	if err != nil {
+		t.Fatalf("dial with a refused route: %v", err)
+	}
+	defer d.Close()
+	l := <-accepted
+	if l == nil {
+		t.Fatal("nothing accepted")
+	}
+	defer l.Close()
+	if err := d.Send(ctx, 0, []byte("over the dialed address")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := l.Recv(ctx, 0); err != nil || string(m) != "over the dialed address" {
+		t.Fatalf("Recv = %q, %v", m, err)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "connection 2 of 2: route 127.0.0.2:") {
+		t.Errorf("logged %q, want one line for connection 2's route", logged)
 	}
 }

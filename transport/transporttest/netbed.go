@@ -42,6 +42,13 @@ func UpBed(t *testing.T, spec string) *netem.Bed {
 // braid-b dialing path 0's address. Both ends are aborted when t ends.
 func AcrossBed(t *testing.T, tr transport.Transport, port int) (d, l transport.Association) {
 	t.Helper()
+	return AcrossBedWith(t, tr, port, nil)
+}
+
+// AcrossBedWith is AcrossBed with the dial's config changed by edit, if
+// not nil.
+func AcrossBedWith(t *testing.T, tr transport.Transport, port int, edit func(*transport.DialConfig)) (d, l transport.Association) {
+	t.Helper()
 	lc, _ := listenCfg(t, 1, 1)
 	var ln transport.Listener
 	if err := netem.InNS(netem.NSA, func() (err error) {
@@ -59,7 +66,11 @@ func AcrossBed(t *testing.T, tr transport.Transport, port int) (d, l transport.A
 		})
 		return a, err
 	}
-	return connectWith(t, ln, dial, dialCfg(1, 1))
+	dc := dialCfg(1, 1)
+	if edit != nil {
+		edit(&dc)
+	}
+	return connectWith(t, ln, dial, dc)
 }
 
 // PathShares sends msg from d to l on stream 0 and returns the share of the

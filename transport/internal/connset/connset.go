@@ -110,6 +110,33 @@ func (g *gatherer) join(msg []byte, c tcpconn.Conn, hc frame.HandshakeConn) erro
 	return nil
 }
 
+// routeWait bounds a join through a route, an address of the listener's
+// other than the dialed one: long enough for a SYN lost once, short enough
+// that a path that is down costs a dial little. The connection then goes
+// to the dialed address, whose path the first connection has just proved;
+// the association has one path fewer, not a failed dial, and a server can
+// reach a worker whatever became of its other paths.
+const routeWait = 3 * time.Second
+
+// joinRoute opens connection i of n to to, and when to is a route (not
+// home, the dialed address) that fails or takes longer than routeWait, to
+// home instead, saying why to logf.
+func joinRoute(ctx context.Context, to, home string, sec tcpconn.Options, label string, token assocToken, i, n int, logf func(string, ...any)) (mux.Conn, error) {
+	if to == home {
+		return dialJoin(ctx, to, sec, label, token, i)
+	}
+	rctx, cancel := context.WithTimeout(ctx, routeWait)
+	c, err := dialJoin(rctx, to, sec, label, token, i)
+	cancel()
+	if err == nil || ctx.Err() != nil {
+		return c, err
+	}
+	if logf != nil {
+		logf("connection %d of %d: route %s failed, taking %s instead: %v", i+1, n, to, home, err)
+	}
+	return dialJoin(ctx, home, sec, label, token, i)
+}
+
 // dialJoin opens connection i of the association named by token, to addr,
 // and joins it.
 func dialJoin(ctx context.Context, addr string, sec tcpconn.Options, label string, token assocToken, i int) (mux.Conn, error) {
@@ -140,7 +167,7 @@ const parallelJoins = 4
 // connection is c, parallelJoins at a time, from the caller's network
 // namespace, and returns all n by index. If one fails, the others are
 // cancelled and closed, c too.
-func joinAll(ctx context.Context, c mux.Conn, n int, sec tcpconn.Options, label string, token assocToken, route func(i int) (string, error)) ([]mux.Conn, error) {
+func joinAll(ctx context.Context, c mux.Conn, n int, sec tcpconn.Options, label string, token assocToken, route func(i int) (string, error), logf func(string, ...any)) ([]mux.Conn, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	conns := make([]mux.Conn, n)
@@ -149,6 +176,10 @@ func joinAll(ctx context.Context, c mux.Conn, n int, sec tcpconn.Options, label 
 	sem := make(chan struct{}, parallelJoins)
 	follow, release := tcpconn.FollowNetns()
 	defer release()
+	home, err := route(0)
+	if err != nil {
+		return nil, err
+	}
 	var wg sync.WaitGroup
 	for i := 1; i < n && ctx.Err() == nil; i++ {
 		select {
@@ -164,7 +195,7 @@ func joinAll(ctx context.Context, c mux.Conn, n int, sec tcpconn.Options, label 
 				err = follow()
 			}
 			if err == nil {
-				conns[i], err = dialJoin(ctx, to, sec, label, token, i)
+				conns[i], err = joinRoute(ctx, to, home, sec, label, token, i, n, logf)
 			}
 			if err != nil {
 				errs[i] = fmt.Errorf("connection %d of %d: %w", i+1, n, err)
@@ -274,7 +305,8 @@ func (g *gatherer) setup(ctx context.Context, c tcpconn.Conn, slot *preauth.Slot
 // Dial opens an association's connections from the dialer's side: the
 // first to addr, where the handshake runs and count says how many there
 // are, then the others, connection i to route(i), each joining the
-// association. sec.Secret must be cfg.Secret.
+// association (to route(0), addr, if route(i) cannot be reached: see
+// routeWait). sec.Secret must be cfg.Secret.
 func Dial(ctx context.Context, addr string, sec tcpconn.Options, label string, cfg transport.DialConfig, count CountFunc, route func(i int) (string, error)) ([]mux.Conn, transport.HandshakeResult, error) {
 	c, err := tcpconn.Dial(ctx, addr, sec)
 	if err != nil {
@@ -294,7 +326,7 @@ func Dial(ctx context.Context, addr string, sec tcpconn.Options, label string, c
 	if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
 		return nil, res, err
 	}
-	conns, err := joinAll(ctx, c, n, sec, label, token, route)
+	conns, err := joinAll(ctx, c, n, sec, label, token, route, cfg.Logf)
 	if err != nil {
 		return nil, res, err
 	}
