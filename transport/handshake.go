@@ -61,6 +61,11 @@ type HandshakeResult struct {
 	// Liveness is the negotiated liveness bound: the association ends once
 	// the peer has been silent this long.
 	Liveness time.Duration
+	// PeerPingsEach tells that the peer pings each idle connection of an
+	// association, as braid does from the version that watches each one on
+	// its own. An older peer pings one, so with it silence is judged over
+	// the association as a whole.
+	PeerPingsEach bool
 }
 
 func checkSecret(secret []byte) error {
@@ -141,7 +146,8 @@ func DialHandshake(ctx context.Context, c HandshakeConn, cfg DialConfig) (Handsh
 	if granted < 1 || granted > n {
 		return res, fmt.Errorf("%w: peer granted %d streams, negotiated %d", ErrProtocol, granted, n)
 	}
-	return HandshakeResult{Streams: granted, Peer: peerInfo(theirs), Liveness: NegotiateLiveness(mine.Liveness, theirs.Liveness)}, nil
+	return HandshakeResult{Streams: granted, Peer: peerInfo(theirs), Liveness: NegotiateLiveness(mine.Liveness, theirs.Liveness),
+		PeerPingsEach: theirs.PingsEach}, nil
 }
 
 // ListenHandshake runs the listener's side. On success the caller owns
@@ -219,5 +225,6 @@ func ListenHandshake(ctx context.Context, c HandshakeConn, cfg ListenConfig) (Ha
 		release()
 		return res, noop, fmt.Errorf("send accept: %w", err)
 	}
-	return HandshakeResult{Streams: granted, Peer: peer, Liveness: NegotiateLiveness(mine.Liveness, theirs.Liveness)}, release, nil
+	return HandshakeResult{Streams: granted, Peer: peer, Liveness: NegotiateLiveness(mine.Liveness, theirs.Liveness),
+		PeerPingsEach: theirs.PingsEach}, release, nil
 }

@@ -14,12 +14,19 @@ import (
 //	magic "BRD2" | type u8 | nonce [32] | rec u16 | max u16 | liveness_ms u32 |
 //	epoch u64 | name_len u8 | name | id_len u8 | id
 //
+// liveness_ms's top byte holds flags, which a peer older than them takes
+// for part of a very long liveness offer, clamped to MaxLiveness and so
+// never the smaller one: flagPingsEach says that the side pings each idle
+// connection of an association (see HandshakeResult.PeerPingsEach).
+//
 // followed, in the challenge, by the listener's 32-byte mac. Auth is
 // {magic, type, mac}; accept is {magic, type, streams u16}; reject is {magic,
 // type, reason text}. All integers are big endian.
 const (
 	hsMagic   = "BRD2"
 	hsMagicV1 = "BRD1"
+
+	flagPingsEach = 0x01 // in the top byte of liveness_ms
 )
 
 // Offer is one side's half of the negotiation, as sent in a hello or a
@@ -33,6 +40,8 @@ type Offer struct {
 	Epoch    uint64
 	Name     string
 	ID       string
+	// PingsEach is flagPingsEach: every side of this version sets it.
+	PingsEach bool
 }
 
 // offerFixedLen is the length of an offer's fixed-size fields.
@@ -55,7 +64,7 @@ func normOffer(rec, maxS int, name, id string, epoch uint64, liveness time.Durat
 		name = name[:maxNameLen]
 	}
 	o.Rec, o.Max, o.Name = min(rec, maxS), maxS, name
-	o.ID, o.Epoch, o.Liveness = id, epoch, NormLiveness(liveness)
+	o.ID, o.Epoch, o.Liveness, o.PingsEach = id, epoch, NormLiveness(liveness), true
 	_, err := rand.Read(o.Nonce[:])
 	return o, err
 }
@@ -67,7 +76,11 @@ func appendOffer(b []byte, typ byte, o Offer) []byte {
 	b = append(b, o.Nonce[:]...)
 	b = binary.BigEndian.AppendUint16(b, uint16(o.Rec))
 	b = binary.BigEndian.AppendUint16(b, uint16(o.Max))
-	b = binary.BigEndian.AppendUint32(b, uint32(o.Liveness/time.Millisecond))
+	ms := uint32(o.Liveness / time.Millisecond)
+	if o.PingsEach {
+		ms |= flagPingsEach << 24
+	}
+	b = binary.BigEndian.AppendUint32(b, ms)
 	b = binary.BigEndian.AppendUint64(b, o.Epoch)
 	b = append(b, byte(len(o.Name)))
 	b = append(b, o.Name...)
@@ -115,6 +128,8 @@ func parseOffer(p []byte, typ byte) (o Offer, rest []byte, err error) {
 	o.Rec = int(binary.BigEndian.Uint16(body))
 	o.Max = int(binary.BigEndian.Uint16(body[2:]))
 	ms := binary.BigEndian.Uint32(body[4:])
+	o.PingsEach = ms>>24&flagPingsEach != 0
+	ms &= 1<<24 - 1 // the other flags are for later versions
 	o.Epoch = binary.BigEndian.Uint64(body[8:])
 	body = body[16:]
 	if o.Name, body, err = cutString(body, "name", maxNameLen); err != nil {

@@ -126,6 +126,36 @@ func TestHandshakeLiveness(t *testing.T) {
 	}
 }
 
+// TestHandshakePingsEach: both ends learn that the other pings each
+// connection. An offer without the flag (an older peer) parses with the
+// same liveness and PeerPingsEach false; and an older peer, reading the
+// flag as part of liveness_ms, takes it for a very long offer, clamped
+// to MaxLiveness, so that the negotiated bound is still its own.
+func TestHandshakePingsEach(t *testing.T) {
+	o := runHandshake(DialConfig{Secret: []byte("s")}, ListenConfig{Secret: []byte("s")})
+	if o.derr != nil || o.lerr != nil {
+		t.Fatalf("errors %v / %v", o.derr, o.lerr)
+	}
+	if !o.dres.PeerPingsEach || !o.lres.PeerPingsEach {
+		t.Errorf("PeerPingsEach %v / %v, want true on both ends", o.dres.PeerPingsEach, o.lres.PeerPingsEach)
+	}
+	mine, err := normOffer(1, 1, "n", "", 0, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := mine
+	old.PingsEach = false
+	got, _, err := parseOffer(appendOffer(nil, hsHello, old), hsHello)
+	if err != nil || got.PingsEach || got.Liveness != 2*time.Second {
+		t.Errorf("an offer without the flag parsed as %+v, %v; want PingsEach false and 2s", got, err)
+	}
+	b := appendOffer(nil, hsHello, mine)
+	ms := binary.BigEndian.Uint32(b[len(hsMagic)+1+hsNonceLen+4:])
+	if seen := NormLiveness(time.Duration(ms) * time.Millisecond); NegotiateLiveness(3*time.Second, seen) != 3*time.Second {
+		t.Errorf("an older peer reads the offer as %v, which would lower its bound", seen)
+	}
+}
+
 func TestHandshakeIDTooLong(t *testing.T) {
 	long := strings.Repeat("x", MaxIDLen+1)
 	if _, err := DialHandshake(context.Background(), chanConn{}, DialConfig{Secret: []byte("s"), ID: long}); err == nil {

@@ -13,7 +13,9 @@ import (
 // peer killed without a word, frozen (SIGSTOP), cut off by the network or
 // gone with its host is noticed on both ends within that bound, where
 // kernel keep-alives and SCTP heartbeats answered by a frozen process's
-// kernel would not notice at all.
+// kernel would not notice at all. On the TCP transports each of an
+// association's connections must show signs of life of its own, since one
+// cut off alone would hold the streams it carries.
 //
 // Each side offers its value in the handshake; the association uses the
 // smaller one, clamped to [MinLiveness, MaxLiveness]. A zero config value
@@ -33,8 +35,10 @@ var ErrPeerLost = errors.New("transport: peer lost: no sign of life")
 // silent for Liveness: errors.Is matches it against both ErrPeerLost and
 // ErrPeerClosed.
 type PeerLostError struct {
-	// Silence is how long nothing had arrived from the peer when the
-	// association gave up (at least Liveness).
+	// Silence is how long nothing had arrived from the peer (on the TCP
+	// transports, on the connection named in the error that wraps this
+	// one, if there are several) when the association gave up (at least
+	// Liveness).
 	Silence time.Duration
 	// Liveness is the negotiated bound.
 	Liveness time.Duration

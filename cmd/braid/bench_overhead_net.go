@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/braidhq/braid/client"
@@ -246,19 +247,33 @@ func parseCut(s string, paths int) (*pathCut, error) {
 // call when the job has ended: it lifts the cut and adds to r what the
 // server counted meanwhile.
 func (nc *netCluster) cutDuring(ctx context.Context, r *overheadResult) func() {
-	before, err := nc.serverCounts(ctx)
-	if err != nil {
-		fmt.Fprintf(nc.e.stderr, "net: reading the server's metrics: %v\n", err)
+	before, berr := nc.serverCounts(ctx)
+	if berr != nil {
+		fmt.Fprintf(nc.e.stderr, "net: reading the server's metrics: %v\n", berr)
 	}
 	c := nc.cut
+	var mu sync.Mutex // guards lifted and cut, so that a cut never outlives lift
+	lifted, cut := false, false
 	t := time.AfterFunc(c.after, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if lifted {
+			return
+		}
+		cut = true
 		nc.bed.Cut(c.path, true)
 		fmt.Fprintf(nc.e.stderr, "net: path %d cut %v into the job\n", c.path, c.after)
 	})
 	return func() {
-		r.Cut = fmt.Sprintf("%d@%v", c.path, c.after)
-		r.CutMissed = t.Stop() // the job ended first
+		t.Stop()
+		mu.Lock()
+		lifted = true
+		r.Cut, r.CutMissed = fmt.Sprintf("%d@%v", c.path, c.after), !cut
+		mu.Unlock()
 		nc.bed.Cut(c.path, false)
+		if berr != nil {
+			return // no counts to compare with
+		}
 		after, err := nc.serverCounts(ctx)
 		if err != nil {
 			fmt.Fprintf(nc.e.stderr, "net: reading the server's metrics: %v\n", err)

@@ -101,6 +101,7 @@ func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux
 		QueueBytes:   t.cfg.QueueBytes,
 		CloseTimeout: t.cfg.CloseTimeout,
 		Liveness:     res.Liveness,
+		WatchEach:    res.PeerPingsEach,
 	}
 }
 

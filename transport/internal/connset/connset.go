@@ -110,43 +110,80 @@ func (g *gatherer) join(msg []byte, c tcpconn.Conn, hc frame.HandshakeConn) erro
 	return nil
 }
 
-// routeWait bounds a join through a route, an address of the listener's
-// other than the dialed one: long enough for a SYN lost once, short enough
-// that a path that is down costs a dial little. The connection then goes
-// to the dialed address, whose path the first connection has just proved;
-// the association has one path fewer, not a failed dial, and a server can
-// reach a worker whatever became of its other paths.
+// routeWait bounds the connecting of a join through a route, an address of
+// the listener's other than the dialed one: long enough for a SYN lost
+// once, short enough that a path that is down costs a dial little. The
+// connection then goes to the dialed address, whose path the first
+// connection has just proved; the association has one path fewer, not a
+// failed dial, and a server can reach a worker whatever became of its
+// other paths. Only the connecting (TCP, and TLS if on) falls back: once
+// the join is written, the listener may have taken it, and a second join
+// for the same connection would be refused.
 const routeWait = 3 * time.Second
 
-// joinRoute opens connection i of n to to, and when to is a route (not
-// home, the dialed address) that fails or takes longer than routeWait, to
-// home instead, saying why to logf.
-func joinRoute(ctx context.Context, to, home string, sec tcpconn.Options, label string, token assocToken, i, n int, logf func(string, ...any)) (mux.Conn, error) {
-	if to == home {
-		return dialJoin(ctx, to, sec, label, token, i)
-	}
-	rctx, cancel := context.WithTimeout(ctx, routeWait)
-	c, err := dialJoin(rctx, to, sec, label, token, i)
-	cancel()
-	if err == nil || ctx.Err() != nil {
-		return c, err
-	}
-	if logf != nil {
-		logf("connection %d of %d: route %s failed, taking %s instead: %v", i+1, n, to, home, err)
-	}
-	return dialJoin(ctx, home, sec, label, token, i)
+// fallback is a dial's record of the routes it could not reach.
+type fallback struct {
+	home string // the dialed address
+	logf func(string, ...any)
+	n    int // connections in the association
+
+	mu   sync.Mutex
+	dead map[string]error // routes that failed, and how
 }
 
-// dialJoin opens connection i of the association named by token, to addr,
-// and joins it.
-func dialJoin(ctx context.Context, addr string, sec tcpconn.Options, label string, token assocToken, i int) (mux.Conn, error) {
-	c, err := tcpconn.Dial(ctx, addr, sec)
+// join opens connection i to to, or to home when to is a route that fails
+// to connect within routeWait, or that failed for an earlier join of this
+// dial, saying why to logf; and joins it to the association.
+func (f *fallback) join(ctx context.Context, to string, sec tcpconn.Options, label string, token assocToken, i int) (mux.Conn, error) {
+	var c tcpconn.Conn
+	var err error
+	if to == f.home || f.failed(to) {
+		c, err = tcpconn.Dial(ctx, f.home, sec)
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, routeWait)
+		c, err = tcpconn.Dial(rctx, to, sec)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			f.fail(to, i, err)
+			c, err = tcpconn.Dial(ctx, f.home, sec)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
+	return joinOn(ctx, c, sec, label, token, i)
+}
+
+// failed reports whether route to failed for an earlier join.
+func (f *fallback) failed(to string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, dead := f.dead[to]
+	return dead
+}
+
+// fail records that route to failed for connection i, and logs it once.
+func (f *fallback) fail(to string, i int, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, seen := f.dead[to]; seen {
+		return
+	}
+	if f.dead == nil {
+		f.dead = map[string]error{}
+	}
+	f.dead[to] = err
+	if f.logf != nil {
+		f.logf("connection %d of %d: route %s failed; its connections go to %s instead: %v", i+1, f.n, to, f.home, err)
+	}
+}
+
+// joinOn joins c, just connected, to the association named by token as its
+// connection i; it closes c if that fails.
+func joinOn(ctx context.Context, c tcpconn.Conn, sec tcpconn.Options, label string, token assocToken, i int) (mux.Conn, error) {
 	stop := tcpconn.InterruptOn(ctx, c)
 	hc := frame.HandshakeConn{C: c}
-	err = hc.WriteMsg(appendJoin(nil, label, sec.Secret, token, i))
+	err := hc.WriteMsg(appendJoin(nil, label, sec.Secret, token, i))
 	if err == nil {
 		err = readAck(hc)
 	}
@@ -178,8 +215,10 @@ func joinAll(ctx context.Context, c mux.Conn, n int, sec tcpconn.Options, label 
 	defer release()
 	home, err := route(0)
 	if err != nil {
+		c.Close()
 		return nil, err
 	}
+	fb := &fallback{home: home, logf: logf, n: n}
 	var wg sync.WaitGroup
 	for i := 1; i < n && ctx.Err() == nil; i++ {
 		select {
@@ -195,7 +234,7 @@ func joinAll(ctx context.Context, c mux.Conn, n int, sec tcpconn.Options, label 
 				err = follow()
 			}
 			if err == nil {
-				conns[i], err = joinRoute(ctx, to, home, sec, label, token, i, n, logf)
+				conns[i], err = fb.join(ctx, to, sec, label, token, i)
 			}
 			if err != nil {
 				errs[i] = fmt.Errorf("connection %d of %d: %w", i+1, n, err)

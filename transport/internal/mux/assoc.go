@@ -66,6 +66,10 @@ type Config struct {
 	// Liveness is the negotiated liveness bound (see liveness.go). Zero
 	// turns pings and the silence clock off.
 	Liveness time.Duration
+	// WatchEach ends the association when one link is silent for
+	// Liveness; without it, only when all are (a peer older than the
+	// pinging of each link: transport.HandshakeResult.PeerPingsEach).
+	WatchEach bool
 	// PartialBytes bounds the messages under way (budget.go). Zero means
 	// frame.MaxPartialBytes, which the transports use: both ends must
 	// agree, so only tests set it.

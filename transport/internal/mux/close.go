@@ -84,6 +84,7 @@ func (a *Assoc) sendClose(l *link, deadline time.Time) {
 		return
 	}
 	defer func() { <-l.wsem }()
+	l.ended.Store(true)
 	l.conn.SetWriteDeadline(deadline)
 	var hdr [frame.HeaderLen]byte
 	frame.Header{Type: frame.Close}.Put(hdr[:])

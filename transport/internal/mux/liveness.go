@@ -22,6 +22,8 @@ import (
 //     link carries no pings.
 //   - A link's reader that has waited in Read for Liveness with nothing
 //     arriving ends the association with a *transport.PeerLostError.
+//     With a peer older than that rule, which pings one idle link only
+//     (Config.WatchEach false), it takes every link's reader waiting so.
 //
 // Every link must show signs of life of its own, not only the association:
 // a striped association hands each stream's blocks to its links in turn,
@@ -37,6 +39,13 @@ import (
 // a dead peer. The peer, whose writes on that link then block on TCP flow
 // control, still gets our pings: they go out from a goroutine of their own
 // on each link whose writer is idle, never from a receive goroutine.
+//
+// Closing. Pings go on, on every link, until its close frame has gone out
+// (or the peer's has come): a Close first waits up to CloseTimeout for the
+// messages under way, which may take longer than the bound while the
+// peer's application is slow, and the peer must not take our idle links
+// for dead meanwhile. A side that is closing checks for silence no more:
+// CloseTimeout bounds its wait.
 
 // liveness is an association's keep-alive state.
 type liveness struct {
@@ -74,14 +83,15 @@ func (a *Assoc) startLiveness() {
 	}()
 }
 
-// keepAlive looks at every link each sixth of the bound until the
+// keepAlive looks at every link each eighth of the bound until the
 // association fails or stop is closed: it ends the association for a link
 // whose reader has heard nothing for the bound, and pings each link that
-// has carried nothing for a third of it. A peer thus hears from every
-// link at least every half bound, plus the path's delay.
+// has carried nothing for a quarter of it. A peer thus hears from every
+// link at least every three eighths of the bound, plus the path's delay,
+// which leaves room for a lost ping's TCP retransmissions.
 func (a *Assoc) keepAlive() {
 	bound := a.cfg.Liveness
-	tick := time.NewTicker(bound / 6)
+	tick := time.NewTicker(bound / 8)
 	defer tick.Stop()
 	for {
 		select {
@@ -90,25 +100,46 @@ func (a *Assoc) keepAlive() {
 			return
 		}
 		now := a.lv.now()
-		for i, l := range a.links {
-			if r := l.clock.reading.Load(); r > 0 {
-				if silence := now - time.Duration(r-1); silence >= bound {
-					a.fail(a.lost(i, silence))
-					return
-				}
-			}
-			if now-time.Duration(l.clock.sent.Load()) >= bound/3 {
+		if i, silence := a.silence(now); silence >= bound && !a.closeStarted.Load() {
+			a.fail(a.lost(i, silence))
+			return
+		}
+		for _, l := range a.links {
+			if now-time.Duration(l.clock.sent.Load()) >= bound/4 {
 				a.ping(l)
 			}
 		}
 	}
 }
 
-// lost is the error for link i's silence: the link is named when there
-// are several.
+// silence is how long link i's reader has waited in Read, for the link
+// that has waited longest; or, without Config.WatchEach, for the link that
+// has waited least (0 if one's reader is elsewhere), with i -1.
+func (a *Assoc) silence(now time.Duration) (i int, silence time.Duration) {
+	least := time.Duration(-1)
+	for k, l := range a.links {
+		var s time.Duration
+		if r := l.clock.reading.Load(); r > 0 {
+			s = now - time.Duration(r-1)
+		}
+		if s > silence {
+			i, silence = k, s
+		}
+		if least < 0 || s < least {
+			least = s
+		}
+	}
+	if !a.cfg.WatchEach {
+		return -1, least
+	}
+	return i, silence
+}
+
+// lost is the error for link i's silence (the association's, for -1): the
+// link is named when there are several.
 func (a *Assoc) lost(i int, silence time.Duration) error {
 	err := &transport.PeerLostError{Silence: silence, Liveness: a.cfg.Liveness}
-	if len(a.links) == 1 {
+	if len(a.links) == 1 || i < 0 {
 		return err
 	}
 	return fmt.Errorf("connection %d of %d: %w", i+1, len(a.links), err)
@@ -124,15 +155,18 @@ func (a *Assoc) stopLiveness() {
 
 // ping writes a ping frame on l, in a goroutine of its own, so that a full
 // socket buffer never blocks the keep-alive loop. It never waits for a busy
-// writer and sends nothing once closing has begun.
+// writer, and sends nothing once l has ended (a close frame went out or
+// came in). On a failed or aborted association, whose links are closed,
+// the write fails at once.
 func (a *Assoc) ping(l *link) {
-	if a.closeStarted.Load() || a.sendErr() != nil {
-		return
-	}
 	select {
 	case l.wsem <- struct{}{}:
 	default:
 		return // busy: its traffic is the sign of life
+	}
+	if l.ended.Load() {
+		<-l.wsem
+		return
 	}
 	l.clock.sent.Store(int64(a.lv.now()))
 	a.lv.pings.Go(func() {

@@ -25,7 +25,7 @@ func livePair(t *testing.T, streams, links int, striped bool) (a, b *Assoc) {
 		x, y := tcpPair(t)
 		ca, cb = append(ca, x), append(cb, y)
 	}
-	cfg := Config{Streams: streams, QueueBytes: 256 << 10, CloseTimeout: time.Second, Liveness: testLiveness,
+	cfg := Config{Streams: streams, QueueBytes: 256 << 10, CloseTimeout: time.Second, Liveness: testLiveness, WatchEach: true,
 		Striped: striped, PartialBytes: 256 << 10}
 	a, b = New(ca, cfg), New(cb, cfg)
 	t.Cleanup(func() { a.Abort(nil); b.Abort(nil) })
@@ -118,13 +118,18 @@ func TestSilentPeerIsLost(t *testing.T) {
 // the peer keeps pinging on the other. The association must end all the
 // same, naming the silent link: striped, that link's blocks would hold
 // their streams for ever. Meanwhile the silent link, idle on our side, is
-// pinged like the other.
+// pinged like the other. With a peer older than that rule (WatchEach
+// false), which pings one idle link only, the association stays up.
 func TestSilentLinkIsLost(t *testing.T) {
-	for _, striped := range []bool{false, true} {
-		t.Run(map[bool]string{false: "link per stream", true: "striped"}[striped], func(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		striped, watchEach bool
+	}{{"link per stream", false, true}, {"striped", true, true}, {"older peer", true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
 			m0, r0 := tcpPair(t)
 			m1, r1 := tcpPair(t)
-			a := New([]Conn{m0, m1}, Config{Streams: 2, Striped: striped, QueueBytes: 1 << 20, CloseTimeout: time.Second, Liveness: testLiveness})
+			a := New([]Conn{m0, m1}, Config{Streams: 2, Striped: tc.striped, QueueBytes: 1 << 20, CloseTimeout: time.Second,
+				Liveness: testLiveness, WatchEach: tc.watchEach})
 			defer a.Abort(nil)
 			stop := make(chan struct{})
 			defer close(stop)
@@ -138,6 +143,11 @@ func TestSilentLinkIsLost(t *testing.T) {
 					}
 				}
 			}()
+			if !tc.watchEach {
+				time.Sleep(5 * testLiveness)
+				wantAlive(t, a)
+				return
+			}
 			waitEnd(t, a, 10*testLiveness)
 			var lost *transport.PeerLostError
 			if err := a.Err(); !errors.As(err, &lost) || !strings.Contains(err.Error(), "connection 2 of 2") {
@@ -262,5 +272,68 @@ func TestPingOnIdleLink(t *testing.T) {
 	h, _, err := r.Next()
 	if err != nil || h.Type != frame.Ping {
 		t.Fatalf("link 1 read %+v, %v; want a ping", h, err)
+	}
+}
+
+// TestCloseWaitsForSlowReader: a Close waits for a Send that is held up by
+// the peer's slow application, for longer than the liveness bound. The
+// closing side must go on pinging its idle links meanwhile, or the peer,
+// whose reader of an idle link waits in Read, takes it for dead and the
+// messages under way are lost. Every message whose Send succeeded must
+// arrive, and the peer must see an orderly close.
+func TestCloseWaitsForSlowReader(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		links   int
+		striped bool
+	}{{"link per stream", 2, false}, {"striped", 3, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ca, cb []Conn
+			for range tc.links {
+				x, y := tcpPair(t)
+				ca, cb = append(ca, x), append(cb, y)
+			}
+			cfg := Config{Streams: 2, QueueBytes: 256 << 10, CloseTimeout: 20 * testLiveness, Liveness: testLiveness, WatchEach: true,
+				Striped: tc.striped, PartialBytes: 256 << 10}
+			a, b := New(ca, cfg), New(cb, cfg)
+			defer a.Abort(nil)
+			defer b.Abort(nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			msg := make([]byte, 200<<10)
+			sent := make(chan int, 1)
+			go func() {
+				n := 0
+				for range 100 { // far more than the queue and the socket buffers hold
+					if a.Send(ctx, 0, msg) != nil {
+						break
+					}
+					n++
+				}
+				sent <- n
+			}()
+			time.Sleep(testLiveness) // the sender is held up by now
+			closed := make(chan error, 1)
+			go func() { closed <- a.Close() }()
+			time.Sleep(4 * testLiveness)
+			wantAlive(t, b)
+			got := 0
+			for {
+				_, err := b.Recv(ctx, 0)
+				if err != nil {
+					if !errors.Is(err, transport.ErrPeerClosed) || errors.Is(err, transport.ErrPeerLost) {
+						t.Fatalf("after %d messages: %v, want the peer's orderly close", got, err)
+					}
+					break
+				}
+				got++
+			}
+			if n := <-sent; got != n {
+				t.Errorf("received %d messages of the %d sent", got, n)
+			}
+			if err := <-closed; err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
 	}
 }

@@ -120,5 +120,6 @@ func (a *Assoc) peerClosed(i int) {
 			a.queues[s].End(transport.ErrPeerClosed)
 		}
 	}
+	a.links[i].ended.Store(true)
 	a.links[i].conn.Close()
 }
