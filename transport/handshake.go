@@ -68,6 +68,16 @@ type HandshakeResult struct {
 	PeerPingsEach bool
 }
 
+// negotiated is the liveness bound both sides arrive at. A peer older
+// than the flags reads our offer as far beyond MaxLiveness (see
+// flagPingsEach) and so keeps its own; we keep it too.
+func negotiated(mine, theirs Offer) time.Duration {
+	if !theirs.PingsEach {
+		return theirs.Liveness
+	}
+	return NegotiateLiveness(mine.Liveness, theirs.Liveness)
+}
+
 func checkSecret(secret []byte) error {
 	if len(secret) == 0 {
 		return fmt.Errorf("%w: no cluster secret configured", ErrAuth)
@@ -146,7 +156,7 @@ func DialHandshake(ctx context.Context, c HandshakeConn, cfg DialConfig) (Handsh
 	if granted < 1 || granted > n {
 		return res, fmt.Errorf("%w: peer granted %d streams, negotiated %d", ErrProtocol, granted, n)
 	}
-	return HandshakeResult{Streams: granted, Peer: peerInfo(theirs), Liveness: NegotiateLiveness(mine.Liveness, theirs.Liveness),
+	return HandshakeResult{Streams: granted, Peer: peerInfo(theirs), Liveness: negotiated(mine, theirs),
 		PeerPingsEach: theirs.PingsEach}, nil
 }
 
@@ -225,6 +235,6 @@ func ListenHandshake(ctx context.Context, c HandshakeConn, cfg ListenConfig) (Ha
 		release()
 		return res, noop, fmt.Errorf("send accept: %w", err)
 	}
-	return HandshakeResult{Streams: granted, Peer: peer, Liveness: NegotiateLiveness(mine.Liveness, theirs.Liveness),
+	return HandshakeResult{Streams: granted, Peer: peer, Liveness: negotiated(mine, theirs),
 		PeerPingsEach: theirs.PingsEach}, release, nil
 }

@@ -16,8 +16,9 @@ import (
 //
 // liveness_ms's top byte holds flags, which a peer older than them takes
 // for part of a very long liveness offer, clamped to MaxLiveness and so
-// never the smaller one: flagPingsEach says that the side pings each idle
-// connection of an association (see HandshakeResult.PeerPingsEach).
+// never the smaller one: it keeps its own bound, and a side that sees no
+// flags keeps the peer's too. flagPingsEach says that the side pings each
+// idle connection of an association (see HandshakeResult.PeerPingsEach).
 //
 // followed, in the challenge, by the listener's 32-byte mac. Auth is
 // {magic, type, mac}; accept is {magic, type, streams u16}; reject is {magic,

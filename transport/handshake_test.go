@@ -149,10 +149,15 @@ func TestHandshakePingsEach(t *testing.T) {
 	if err != nil || got.PingsEach || got.Liveness != 2*time.Second {
 		t.Errorf("an offer without the flag parsed as %+v, %v; want PingsEach false and 2s", got, err)
 	}
+	// Both sides must end with the same bound: the older peer, offering
+	// 3 s, reads our 2 s offer with its flag as something it clamps to
+	// MaxLiveness, and keeps 3 s; so must we.
 	b := appendOffer(nil, hsHello, mine)
 	ms := binary.BigEndian.Uint32(b[len(hsMagic)+1+hsNonceLen+4:])
-	if seen := NormLiveness(time.Duration(ms) * time.Millisecond); NegotiateLiveness(3*time.Second, seen) != 3*time.Second {
-		t.Errorf("an older peer reads the offer as %v, which would lower its bound", seen)
+	theirs := Offer{Liveness: 3 * time.Second}
+	if seen := NormLiveness(time.Duration(ms) * time.Millisecond); NegotiateLiveness(theirs.Liveness, seen) != negotiated(mine, theirs) {
+		t.Errorf("an older peer reads our offer as %v and settles on %v; we settle on %v",
+			seen, NegotiateLiveness(theirs.Liveness, seen), negotiated(mine, theirs))
 	}
 }
 
@@ -372,7 +377,9 @@ func checkOffer(t *testing.T, o Offer, data, rest []byte, typ byte) {
 	}
 	enc := appendOffer(nil, typ, o)
 	ms := binary.BigEndian.Uint32(data[len(hsMagic)+1+hsNonceLen+4:])
-	if ms >= uint32(MinLiveness/time.Millisecond) && ms <= uint32(MaxLiveness/time.Millisecond) &&
+	flags := ms >> 24
+	ms &= 1<<24 - 1
+	if (flags == 0 || flags == flagPingsEach) && ms >= uint32(MinLiveness/time.Millisecond) && ms <= uint32(MaxLiveness/time.Millisecond) &&
 		!bytes.Equal(append(enc, rest...), data) {
 		t.Fatalf("offer %+v re-encodes to %x, came from %x", o, enc, data)
 	}

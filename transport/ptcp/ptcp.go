@@ -155,7 +155,8 @@ const joinLabel = "braid ptcp join"
 
 // Transport is the "ptcp" transport.
 type Transport struct {
-	cfg Config
+	cfg    Config
+	routes connset.RouteMemory // routes its dials could not reach lately
 }
 
 var (
@@ -315,7 +316,7 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 		return n, err
 	}
 	route := func(i int) (string, error) { return t.route(addr, cfg.Routes, i) }
-	conns, res, err := connset.Dial(ctx, addr, sec, joinLabel, cfg, count, route)
+	conns, res, err := connset.Dial(ctx, addr, sec, joinLabel, cfg, count, route, &t.routes)
 	if err != nil {
 		return nil, fmt.Errorf("ptcp: dial %s: %w", addr, err)
 	}

@@ -75,7 +75,8 @@ func TestBadConfig(t *testing.T) {
 // TestRouteRefused: a route at which nobody listens (127.0.0.2, the
 // listener being on 127.0.0.1 only) refuses its connection at once, which
 // then goes to the dialed address; the dial succeeds and says so to
-// DialConfig.Logf. TestDeadRoute covers a route that is black-holed.
+// DialConfig.Logf. A second dial of the transport does not try the route
+// again, and says why. TestDeadRoute covers a route that is black-holed.
 func TestRouteRefused(t *testing.T) {
 	tr := newT(t, ptcp.Config{RecStripes: 2})
 	secret := []byte("route refused test secret")
@@ -84,32 +85,34 @@ func TestRouteRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	accepted := make(chan transport.Association, 1)
-	go func() {
-		a, _ := ln.Accept(ctx)
-		accepted <- a
-	}()
-	var logged []string
-	d, err := tr.Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret, RecStreams: 1, MaxStreams: 1,
-		Routes: []string{"127.0.0.2"}, Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }})
-	if err != nil {
-		t.Fatalf("dial with a refused route: %v", err)
-	}
-	defer d.Close()
-	l := <-accepted
-	if l == nil {
-		t.Fatal("nothing accepted")
-	}
-	defer l.Close()
-	if err := d.Send(ctx, 0, []byte("over the dialed address")); err != nil {
-		t.Fatal(err)
-	}
-	if m, err := l.Recv(ctx, 0); err != nil || string(m) != "over the dialed address" {
-		t.Fatalf("Recv = %q, %v", m, err)
-	}
-	if len(logged) != 1 || !strings.Contains(logged[0], "connection 2 of 2: route 127.0.0.2:") {
-		t.Errorf("logged %q, want one line for connection 2's route", logged)
+	for k, want := range []string{"connect: connection refused", "within the last 30s"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		accepted := make(chan transport.Association, 1)
+		go func() {
+			a, _ := ln.Accept(ctx)
+			accepted <- a
+		}()
+		var logged []string
+		d, err := tr.Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret, RecStreams: 1, MaxStreams: 1,
+			Routes: []string{"127.0.0.2"}, Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }})
+		if err != nil {
+			t.Fatalf("dial %d with a refused route: %v", k+1, err)
+		}
+		defer d.Close()
+		l := <-accepted
+		if l == nil {
+			t.Fatal("nothing accepted")
+		}
+		defer l.Close()
+		if err := d.Send(ctx, 0, []byte("over the dialed address")); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := l.Recv(ctx, 0); err != nil || string(m) != "over the dialed address" {
+			t.Fatalf("Recv = %q, %v", m, err)
+		}
+		if len(logged) != 1 || !strings.Contains(logged[0], "connection 2 of 2: route 127.0.0.2:") || !strings.Contains(logged[0], want) {
+			t.Errorf("dial %d logged %q, want one line for connection 2's route, saying %q", k+1, logged, want)
+		}
 	}
 }

@@ -116,7 +116,7 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
 	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP}
-	conns, res, err := connset.Dial(ctx, addr, sec, joinLabel, cfg, perStream, func(int) (string, error) { return addr, nil })
+	conns, res, err := connset.Dial(ctx, addr, sec, joinLabel, cfg, perStream, func(int) (string, error) { return addr, nil }, nil)
 	if err != nil {
 		return nil, fmt.Errorf("tcpn: dial %s: %w", addr, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -121,11 +122,68 @@ func (g *gatherer) join(msg []byte, c tcpconn.Conn, hc frame.HandshakeConn) erro
 // for the same connection would be refused.
 const routeWait = 3 * time.Second
 
+// RouteMemory remembers, for routeRetry, the routes a transport's dials
+// could not reach: meanwhile its dials send their connections to the
+// dialed address at once, instead of waiting routeWait for each route
+// again (a server redialing a worker whose path is down). Its zero value
+// is ready; a nil one remembers nothing.
+type RouteMemory struct {
+	mu   sync.Mutex
+	dead map[string]time.Time // route's host → when it may be tried again
+}
+
+// routeRetry is how long a RouteMemory keeps a route that failed.
+const routeRetry = 30 * time.Second
+
+// errRecentlyDown is why a dial did not try a route its transport's
+// memory holds.
+var errRecentlyDown = fmt.Errorf("it failed for a dial within the last %v", routeRetry)
+
+// routeHost is the host of route to (host:port): what fails is the path
+// to the host, whichever worker listens there.
+func routeHost(to string) string {
+	if host, _, err := net.SplitHostPort(to); err == nil {
+		return host
+	}
+	return to
+}
+
+// down reports whether route to failed within routeRetry.
+func (m *RouteMemory) down(to string) bool {
+	if m == nil {
+		return false
+	}
+	to = routeHost(to)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	until, ok := m.dead[to]
+	if ok && time.Now().After(until) {
+		delete(m.dead, to)
+		return false
+	}
+	return ok
+}
+
+// failed records that route to failed now.
+func (m *RouteMemory) failed(to string) {
+	if m == nil {
+		return
+	}
+	to = routeHost(to)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.dead == nil {
+		m.dead = map[string]time.Time{}
+	}
+	m.dead[to] = time.Now().Add(routeRetry)
+}
+
 // fallback is a dial's record of the routes it could not reach.
 type fallback struct {
 	home string // the dialed address
 	logf func(string, ...any)
 	n    int // connections in the association
+	mem  *RouteMemory
 
 	mu   sync.Mutex
 	dead map[string]error // routes that failed, and how
@@ -133,19 +191,22 @@ type fallback struct {
 
 // join opens connection i to to, or to home when to is a route that fails
 // to connect within routeWait, or that failed for an earlier join of this
-// dial, saying why to logf; and joins it to the association.
+// dial or, within routeRetry, of another dial of the transport, saying why
+// to logf; and joins it to the association.
 func (f *fallback) join(ctx context.Context, to string, sec tcpconn.Options, label string, token assocToken, i int) (mux.Conn, error) {
 	var c tcpconn.Conn
 	var err error
-	if to == f.home || f.failed(to) {
+	if to == f.home || f.failed(to, i) {
 		c, err = tcpconn.Dial(ctx, f.home, sec)
 	} else {
 		rctx, cancel := context.WithTimeout(ctx, routeWait)
 		c, err = tcpconn.Dial(rctx, to, sec)
 		cancel()
-		if err != nil && ctx.Err() == nil {
+		if rerr := err; err != nil && ctx.Err() == nil {
 			f.fail(to, i, err)
-			c, err = tcpconn.Dial(ctx, f.home, sec)
+			if c, err = tcpconn.Dial(ctx, f.home, sec); err != nil {
+				err = fmt.Errorf("%w (after route %s: %v)", err, to, rerr)
+			}
 		}
 	}
 	if err != nil {
@@ -154,18 +215,31 @@ func (f *fallback) join(ctx context.Context, to string, sec tcpconn.Options, lab
 	return joinOn(ctx, c, sec, label, token, i)
 }
 
-// failed reports whether route to failed for an earlier join.
-func (f *fallback) failed(to string) bool {
+// failed reports whether route to failed for an earlier join, or is in
+// the transport's memory, which is then logged as for connection i.
+func (f *fallback) failed(to string, i int) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, dead := f.dead[to]
-	return dead
+	if _, dead := f.dead[to]; dead {
+		return true
+	}
+	if f.mem.down(to) {
+		f.markLocked(to, i, errRecentlyDown)
+		return true
+	}
+	return false
 }
 
 // fail records that route to failed for connection i, and logs it once.
 func (f *fallback) fail(to string, i int, err error) {
+	f.mem.failed(to)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.markLocked(to, i, err)
+}
+
+// markLocked records why route to is not used, and logs it once.
+func (f *fallback) markLocked(to string, i int, err error) {
 	if _, seen := f.dead[to]; seen {
 		return
 	}
@@ -204,7 +278,7 @@ const parallelJoins = 4
 // connection is c, parallelJoins at a time, from the caller's network
 // namespace, and returns all n by index. If one fails, the others are
 // cancelled and closed, c too.
-func joinAll(ctx context.Context, c mux.Conn, n int, sec tcpconn.Options, label string, token assocToken, route func(i int) (string, error), logf func(string, ...any)) ([]mux.Conn, error) {
+func joinAll(ctx context.Context, c mux.Conn, n int, sec tcpconn.Options, label string, token assocToken, route func(i int) (string, error), mem *RouteMemory, logf func(string, ...any)) ([]mux.Conn, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	conns := make([]mux.Conn, n)
@@ -218,7 +292,7 @@ func joinAll(ctx context.Context, c mux.Conn, n int, sec tcpconn.Options, label 
 		c.Close()
 		return nil, err
 	}
-	fb := &fallback{home: home, logf: logf, n: n}
+	fb := &fallback{home: home, logf: logf, n: n, mem: mem}
 	var wg sync.WaitGroup
 	for i := 1; i < n && ctx.Err() == nil; i++ {
 		select {
@@ -345,8 +419,9 @@ func (g *gatherer) setup(ctx context.Context, c tcpconn.Conn, slot *preauth.Slot
 // first to addr, where the handshake runs and count says how many there
 // are, then the others, connection i to route(i), each joining the
 // association (to route(0), addr, if route(i) cannot be reached: see
-// routeWait). sec.Secret must be cfg.Secret.
-func Dial(ctx context.Context, addr string, sec tcpconn.Options, label string, cfg transport.DialConfig, count CountFunc, route func(i int) (string, error)) ([]mux.Conn, transport.HandshakeResult, error) {
+// routeWait; mem, if not nil, is the transport's RouteMemory).
+// sec.Secret must be cfg.Secret.
+func Dial(ctx context.Context, addr string, sec tcpconn.Options, label string, cfg transport.DialConfig, count CountFunc, route func(i int) (string, error), mem *RouteMemory) ([]mux.Conn, transport.HandshakeResult, error) {
 	c, err := tcpconn.Dial(ctx, addr, sec)
 	if err != nil {
 		return nil, transport.HandshakeResult{}, err
@@ -365,7 +440,7 @@ func Dial(ctx context.Context, addr string, sec tcpconn.Options, label string, c
 	if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
 		return nil, res, err
 	}
-	conns, err := joinAll(ctx, c, n, sec, label, token, route, cfg.Logf)
+	conns, err := joinAll(ctx, c, n, sec, label, token, route, mem, cfg.Logf)
 	if err != nil {
 		return nil, res, err
 	}

@@ -3,6 +3,7 @@ package connset
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/braidhq/braid/transport"
 )
@@ -37,4 +38,26 @@ func FuzzParseJoin(f *testing.F) {
 			t.Fatal("accepted join does not re-encode to itself")
 		}
 	})
+}
+
+// TestRouteMemory: a route that failed is down for routeRetry, then tried
+// again; a nil memory remembers nothing.
+func TestRouteMemory(t *testing.T) {
+	var m RouteMemory
+	if m.down("10.0.1.1:7171") {
+		t.Fatal("a route never tried is down")
+	}
+	m.failed("10.0.1.1:7171")
+	if !m.down("10.0.1.1:7171") || !m.down("10.0.1.1:7272") || m.down("10.0.2.1:7171") {
+		t.Fatal("down should hold the host of the route that failed (any port), and only it")
+	}
+	m.dead["10.0.1.1"] = time.Now().Add(-time.Second) // routeRetry has passed
+	if m.down("10.0.1.1:7171") {
+		t.Fatal("the route is still down after routeRetry")
+	}
+	var none *RouteMemory
+	none.failed("10.0.1.1:7171")
+	if none.down("10.0.1.1:7171") {
+		t.Fatal("a nil memory remembered a route")
+	}
 }

@@ -16,7 +16,7 @@ import (
 // cut off by the network looks healthy for a long time, so the association
 // keeps its own watch, link by link:
 //
-//   - A side that has written nothing on a link for Liveness/3 writes a
+//   - A side that has written nothing on a link for Liveness/4 writes a
 //     ping frame on it, if the link's writer is idle. A busy writer is
 //     carrying traffic already, which is the better sign of life; so a busy
 //     link carries no pings.
@@ -101,7 +101,10 @@ func (a *Assoc) keepAlive() {
 		}
 		now := a.lv.now()
 		if i, silence := a.silence(now); silence >= bound && !a.closeStarted.Load() {
-			a.fail(a.lost(i, silence))
+			err := a.lost(i, silence)
+			// The peer may still hear us on the other links: say why.
+			a.tryAbortFrames(err.Error())
+			a.fail(err)
 			return
 		}
 		for _, l := range a.links {
@@ -114,10 +117,14 @@ func (a *Assoc) keepAlive() {
 
 // silence is how long link i's reader has waited in Read, for the link
 // that has waited longest; or, without Config.WatchEach, for the link that
-// has waited least (0 if one's reader is elsewhere), with i -1.
+// has waited least (0 if one's reader is elsewhere), with i -1. Links that
+// have ended, whose readers are gone, do not count.
 func (a *Assoc) silence(now time.Duration) (i int, silence time.Duration) {
 	least := time.Duration(-1)
 	for k, l := range a.links {
+		if l.ended.Load() {
+			continue
+		}
 		var s time.Duration
 		if r := l.clock.reading.Load(); r > 0 {
 			s = now - time.Duration(r-1)
@@ -130,7 +137,7 @@ func (a *Assoc) silence(now time.Duration) (i int, silence time.Duration) {
 		}
 	}
 	if !a.cfg.WatchEach {
-		return -1, least
+		return -1, max(least, 0)
 	}
 	return i, silence
 }

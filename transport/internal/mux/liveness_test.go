@@ -161,6 +161,25 @@ func TestSilentLinkIsLost(t *testing.T) {
 	}
 }
 
+// TestOlderPeerClosesOneLinkThenDies: with an older peer (WatchEach
+// false) silence is judged over the association, but a link the peer has
+// closed no longer counts: a peer that closed one link and then went silent
+// is still noticed.
+func TestOlderPeerClosesOneLinkThenDies(t *testing.T) {
+	m0, r0 := tcpPair(t)
+	m1, _ := tcpPair(t)
+	a := New([]Conn{m0, m1}, Config{Streams: 2, QueueBytes: 1 << 20, CloseTimeout: time.Second, Liveness: testLiveness})
+	defer a.Abort(nil)
+	if _, err := r0.Write(frame.Header{Type: frame.Close}.Append(nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitEnd(t, a, 10*testLiveness)
+	if err := a.Err(); !errors.Is(err, transport.ErrPeerLost) && !errors.Is(err, transport.ErrPeerClosed) {
+		t.Fatalf("Err() = %v", err)
+	}
+	t.Logf("ended: %v", a.Err())
+}
+
 // TestBusyLinkSendsNoPings: traffic is the sign of life; a side that keeps
 // sending adds no ping frames.
 func TestBusyLinkSendsNoPings(t *testing.T) {

@@ -19,8 +19,8 @@ type link struct {
 	wsem   chan struct{} // cap 1: held while a frame is written to conn
 	blocks chan *block   // striped: where the link's writer takes blocks from
 	clock  linkClock     // what the keep-alive loop watches (liveness.go)
-	// ended is set, under wsem, once no frame may follow on the link:
-	// our close frame went out, or the peer's came.
+	// ended is set once no frame may follow on the link: our close frame
+	// went out (set under wsem, before it), or the peer's came.
 	ended atomic.Bool
 
 	// Guarded by wsem: scratch space for a frame's writev.
