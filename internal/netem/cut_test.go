@@ -42,8 +42,10 @@ func TestCut(t *testing.T) {
 			t.Fatalf("echo %d answered across a cut path", i)
 		}
 	}
-	if got := b.Stats()[0].BA.DroppedCut; got != 3 {
-		t.Errorf("%d datagrams counted dropped by the cut, want 3", got)
+	// At least the three echoes: the devices may send packets of their
+	// own meanwhile (IPv6 router solicitations).
+	if got := b.Stats()[0].BA.DroppedCut; got < 3 {
+		t.Errorf("%d datagrams counted dropped by the cut, want at least the 3 echoes", got)
 	}
 	b.Cut(0, false)
 	if err := echo(); err != nil {
