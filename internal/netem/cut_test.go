@@ -1,7 +1,6 @@
 package netem
 
 import (
-	"net"
 	"testing"
 	"time"
 )
@@ -10,21 +9,7 @@ import (
 // are counted as dropped; once the cut is lifted, the echo answers again.
 func TestCut(t *testing.T) {
 	b := upBed(t, "rtt=2ms")
-	a, bb := PathAddrs(0)
-	srv := listenIn(t, NSA, func() (net.PacketConn, error) { return net.ListenPacket("udp", a.String()+":0") })
-	defer srv.Close()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := srv.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			srv.WriteTo(buf[:n], from)
-		}
-	}()
-	cli := listenIn(t, NSB, func() (net.PacketConn, error) { return net.ListenPacket("udp", bb.String()+":0") })
-	defer cli.Close()
+	srv, cli := udpEcho(t)
 	echo := func() error {
 		if _, err := cli.WriteTo([]byte("ping"), srv.LocalAddr()); err != nil {
 			t.Fatal(err)

@@ -52,27 +52,35 @@ func listenIn[T any](t *testing.T, ns string, f func() (T, error)) T {
 	return v
 }
 
+// udpEcho returns a UDP echo server in braid-a on path 0's address and a
+// client socket in braid-b, both closed when t ends.
+func udpEcho(t *testing.T) (srv, cli net.PacketConn) {
+	t.Helper()
+	a, b := PathAddrs(0)
+	srv = listenIn(t, NSA, func() (net.PacketConn, error) { return net.ListenPacket("udp", a.String()+":0") })
+	t.Cleanup(func() { srv.Close() })
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := srv.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			srv.WriteTo(buf[:n], from)
+		}
+	}()
+	cli = listenIn(t, NSB, func() (net.PacketConn, error) { return net.ListenPacket("udp", b.String()+":0") })
+	t.Cleanup(func() { cli.Close() })
+	return srv, cli
+}
+
 // TestFidelityRTT: a UDP echo across the link takes the spec's RTT,
 // within 1 ms (10th percentile of 50; the median within 2 ms).
 func TestFidelityRTT(t *testing.T) {
 	for _, rtt := range []time.Duration{20 * time.Millisecond, 50 * time.Millisecond} {
 		t.Run(rtt.String(), func(t *testing.T) {
 			upBed(t, "rtt="+rtt.String())
-			a, b := PathAddrs(0)
-			srv := listenIn(t, NSA, func() (net.PacketConn, error) { return net.ListenPacket("udp", a.String()+":0") })
-			defer srv.Close()
-			go func() {
-				buf := make([]byte, 2048)
-				for {
-					n, from, err := srv.ReadFrom(buf)
-					if err != nil {
-						return
-					}
-					srv.WriteTo(buf[:n], from)
-				}
-			}()
-			cli := listenIn(t, NSB, func() (net.PacketConn, error) { return net.ListenPacket("udp", b.String()+":0") })
-			defer cli.Close()
+			srv, cli := udpEcho(t)
 			var rtts []time.Duration
 			buf := make([]byte, 2048)
 			for range 50 {

@@ -3,6 +3,8 @@ package ptcp_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +116,89 @@ func TestRouteRefused(t *testing.T) {
 		if len(logged) != 1 || !strings.Contains(logged[0], "connection 2 of 2: route 127.0.0.2:") || !strings.Contains(logged[0], want) {
 			t.Errorf("dial %d logged %q, want one line for connection 2's route, saying %q", k+1, logged, want)
 		}
+	}
+}
+
+// TestRouteSlowAck: a route that connects at once but whose answers come
+// 4 s late, past the 3 s a route has to connect, still carries its
+// connection: only the connecting falls back. When the whole join fell
+// back after 3 s, the listener, which had taken the first join, refused the
+// second for the same connection as repeated, and the dial failed. The
+// liveness bound is 10 s here, so that the listener's end, up before the
+// dialer's, waits for the late answers.
+func TestRouteSlowAck(t *testing.T) {
+	tr := newT(t, ptcp.Config{RecStripes: 2})
+	secret := []byte("route slow ack test secret")
+	ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, RecStreams: 1, MaxStreams: 1,
+		Liveness: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	// The route: a relay at 127.0.0.2 on the listener's port that passes
+	// the dialer's bytes at once and the listener's after 4 s.
+	rl, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rl.Close()
+	relayed := make(chan struct{}, 1)
+	go func() {
+		for {
+			c, err := rl.Accept()
+			if err != nil {
+				return
+			}
+			relayed <- struct{}{}
+			up, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				c.Close()
+				continue
+			}
+			t.Cleanup(func() { c.Close(); up.Close() })
+			go func() {
+				io.Copy(up, c)
+				up.Close()
+			}()
+			go func() {
+				time.Sleep(4 * time.Second)
+				io.Copy(c, up)
+				c.Close()
+			}()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	accepted := make(chan transport.Association, 1)
+	go func() {
+		a, _ := ln.Accept(ctx)
+		accepted <- a
+	}()
+	var logged []string
+	d, err := tr.Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret, RecStreams: 1, MaxStreams: 1,
+		Liveness: 10 * time.Second, Routes: []string{"127.0.0.2"}, Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }})
+	if err != nil {
+		t.Fatalf("dial with a route whose answers are late: %v", err)
+	}
+	defer d.Close()
+	l := <-accepted
+	if l == nil {
+		t.Fatal("nothing accepted")
+	}
+	defer l.Close()
+	select {
+	case <-relayed:
+	default:
+		t.Fatal("the second connection did not take the route")
+	}
+	if len(logged) != 0 {
+		t.Errorf("logged %q: the route connected, nothing fell back", logged)
+	}
+	if err := d.Send(ctx, 0, []byte("by both paths")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := l.Recv(ctx, 0); err != nil || string(m) != "by both paths" {
+		t.Fatalf("Recv = %q, %v", m, err)
 	}
 }

@@ -16,6 +16,14 @@ import (
 
 const testLiveness = 300 * time.Millisecond
 
+// linkShapes are the ways an association uses its links: one for all
+// streams (tcp), one per stream (tcpn), and three striped (ptcp).
+var linkShapes = []struct {
+	name    string
+	links   int
+	striped bool
+}{{"one link", 1, false}, {"link per stream", 2, false}, {"striped", 3, true}}
+
 // livePair returns two associations over links tcpPair links (1 for all
 // streams, or one per stream, or striped) with the test liveness.
 func livePair(t *testing.T, streams, links int, striped bool) (a, b *Assoc) {
@@ -56,11 +64,7 @@ func wantAlive(t *testing.T, as ...*Assoc) {
 // and stay up for many liveness periods: with one link, a link per stream,
 // and three links striped.
 func TestIdleAssociationStaysUp(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		links   int
-		striped bool
-	}{{"one link", 1, false}, {"link per stream", 2, false}, {"striped", 3, true}} {
+	for _, tc := range linkShapes {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			a, b := livePair(t, 2, tc.links, tc.striped)
@@ -224,11 +228,7 @@ func TestBusyLinkSendsNoPings(t *testing.T) {
 // for queue space and the others for room to hold the blocks that came
 // ahead of their turn.
 func TestStalledReaderIsNotLost(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		links   int
-		striped bool
-	}{{"one link", 1, false}, {"link per stream", 2, false}, {"striped", 3, true}} {
+	for _, tc := range linkShapes {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b := livePair(t, 2, tc.links, tc.striped)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -301,11 +301,7 @@ func TestPingOnIdleLink(t *testing.T) {
 // messages under way are lost. Every message whose Send succeeded must
 // arrive, and the peer must see an orderly close.
 func TestCloseWaitsForSlowReader(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		links   int
-		striped bool
-	}{{"link per stream", 2, false}, {"striped", 3, true}} {
+	for _, tc := range linkShapes {
 		t.Run(tc.name, func(t *testing.T) {
 			var ca, cb []Conn
 			for range tc.links {
