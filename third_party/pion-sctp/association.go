@@ -330,6 +330,10 @@ type Association struct {
 	// ackedBytes counts the bytes acknowledged, limitedBytes those
 	// acknowledged while data waited for cwnd (braid patch 15). Atomic.
 	ackedBytes, limitedBytes uint64
+	// heldByCwnd reports that the last pass of the write loop left data
+	// pending because cwnd was full, not because the pending queue ran
+	// dry or rwnd was short (braid patch 19).
+	heldByCwnd bool
 
 	// RTX & Ack timer
 	rtoMgr     *rtoManager
@@ -2055,6 +2059,28 @@ func (a *Association) Flows() int { return int(a.flowCount()) }
 
 func (a *Association) flowCount() uint32 { return max(atomic.LoadUint32(&a.flows), 1) }
 
+// beginFastRecovery enters Fast Recovery on a chunk found lost.
+// The caller should hold the lock.
+func (a *Association) beginFastRecovery() {
+	a.inFastRecovery = true
+	// braid patch: RFC 9260 sec 7.2.4 rule 2 marks the highest
+	// outstanding TSN as the exit point, so that the losses of
+	// one window halve cwnd once. Upstream used the highest TSN
+	// newly acknowledged (htna), left recovery while chunks
+	// sent before the loss were still in flight, and halved
+	// cwnd again when they were found lost too.
+	a.fastRecoverExitPoint = a.myNextTSN - 1
+	a.recoveryCwnd, a.recoveryCuts, a.recoveryFlows = a.CWND(), 0, a.flowCount() // braid patch 15
+	a.recoveryCut()
+	// braid patch 19: of n flows, the one that lost a packet starts its
+	// count of partial bytes anew; the others keep theirs. (Zeroed, as
+	// RFC 9260 has it for one flow, the count of n flows that lose a
+	// packet every round trip or two never reached cwnd, and their window
+	// stopped growing.)
+	a.partialBytesAcked -= a.partialBytesAcked / max(a.recoveryFlows, 1)
+	a.willRetransmitFast = true
+}
+
 // recoveryCut sets ssthresh and cwnd for a chunk found lost in the
 // window that Fast Recovery began with (at recoveryCwnd). With one flow
 // the first loss halves it and the others leave it. With n, each loss
@@ -2093,7 +2119,7 @@ func (a *Association) lossCut(n uint32) uint32 {
 type CongestionSample struct {
 	// AckedBytes counts the bytes acknowledged since the association
 	// began; LimitedBytes those acknowledged while data waited and the
-	// flight before the SACK had filled cwnd to within a packet.
+	// write loop had last stopped because cwnd was full (braid patch 19).
 	AckedBytes, LimitedBytes uint64
 	// EpochMinRTT is the smallest RTT sample, in msec, since the last
 	// TakeCongestionSample; 0 if none was taken.
@@ -3117,12 +3143,10 @@ func (a *Association) onCumulativeTSNAckPointAdvanced(totalBytesAcked int) {
 		a.t3RTX.start(a.rtoMgr.getRTO())
 	}
 
-	// braid patch 15: what the flow tuner reads.
-	// Held by cwnd: data waited while the flight before this SACK filled
-	// cwnd to within a packet.
+	// braid patches 15 and 19: what the flow tuner reads. Held by cwnd:
+	// data waits, and the write loop last stopped because cwnd was full.
 	atomic.AddUint64(&a.ackedBytes, uint64(totalBytesAcked)) //nolint:gosec // G115
-	if flight := a.inflightQueue.getNumBytes() + totalBytesAcked; a.pendingQueue.size() > 0 &&
-		uint32(flight)+a.MTU() > a.CWND() { //nolint:gosec // G115
+	if a.pendingQueue.size() > 0 && a.heldByCwnd {
 		atomic.AddUint64(&a.limitedBytes, uint64(totalBytesAcked)) //nolint:gosec // G115
 	}
 
@@ -3222,18 +3246,7 @@ func (a *Association) processFastRetransmission( //nolint:gocognit
 						// 2)  If not in Fast Recovery, adjust the ssthresh and cwnd of the
 						//     destination address(es) to which the missing DATA chunks were
 						//     last sent, according to the formula described in Section 7.2.3.
-						a.inFastRecovery = true
-						// braid patch: RFC 9260 sec 7.2.4 rule 2 marks the highest
-						// outstanding TSN as the exit point, so that the losses of
-						// one window halve cwnd once. Upstream used the highest TSN
-						// newly acknowledged (htna), left recovery while chunks
-						// sent before the loss were still in flight, and halved
-						// cwnd again when they were found lost too.
-						a.fastRecoverExitPoint = a.myNextTSN - 1
-						a.recoveryCwnd, a.recoveryCuts, a.recoveryFlows = a.CWND(), 0, a.flowCount() // braid patch 15
-						a.recoveryCut()
-						a.partialBytesAcked = 0
-						a.willRetransmitFast = true
+						a.beginFastRecovery()
 
 						a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d inflight=%d (FR)",
 							a.name, a.CWND(), a.ssthresh, a.inflightQueue.getNumBytes())
@@ -4080,6 +4093,8 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 		for {
 			chunkPayload := a.pendingQueue.peek()
 			if chunkPayload == nil {
+				a.heldByCwnd = false // braid patch 19
+
 				break // no more pending data
 			}
 
@@ -4095,10 +4110,14 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 			}
 
 			if uint32(a.inflightQueue.getNumBytes())+dataLen > a.CWND() { //nolint:gosec // G115
+				a.heldByCwnd = true // braid patch 19
+
 				break // would exceeds cwnd
 			}
 
 			if dataLen > a.RWND() {
+				a.heldByCwnd = false // braid patch 19
+
 				break // no more rwnd
 			}
 
@@ -4154,6 +4173,10 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 				}
 			}
 		}
+	}
+
+	if a.pendingQueue.size() == 0 {
+		a.heldByCwnd = false // braid patch 19
 	}
 
 	if a.blockWrite && len(chunks) > 0 && a.pendingQueue.size() == 0 {

@@ -47,18 +47,20 @@ func TestBraidFlows(t *testing.T) {
 		a0.partialBytesAcked = 0
 		waiting := &chunkPayloadData{userData: make([]byte, 10), beginningFragment: true, endingFragment: true}
 		a0.pendingQueue.push(waiting) // the sender waits for cwnd
+		a0.heldByCwnd = true          // the writer stopped at cwnd (TestBraidHeldByCwnd)
 		before := a0.TakeCongestionSample()
 		a0.onCumulativeTSNAckPointAdvanced(cwnd)
 		after := a0.TakeCongestionSample()
 		assert.Equal(t, tc.grown, a0.CWND(), "%d flows: window after a round trip", tc.flows)
 		assert.Equal(t, uint64(cwnd), after.AckedBytes-before.AckedBytes)
 		assert.Equal(t, uint64(cwnd), after.LimitedBytes-before.LimitedBytes)
-		// A flight far short of cwnd was not held by it.
+		// A writer that last stopped for want of data was not held by cwnd.
 		a0.setCWND(cwnd)
+		a0.heldByCwnd = false
 		before = a0.TakeCongestionSample()
 		a0.onCumulativeTSNAckPointAdvanced(1200)
 		after = a0.TakeCongestionSample()
-		assert.Equal(t, uint64(0), after.LimitedBytes-before.LimitedBytes, "a short flight counted as held by cwnd")
+		assert.Equal(t, uint64(0), after.LimitedBytes-before.LimitedBytes, "a writer short of data counted as held by cwnd")
 
 		a0.setCWND(cwnd)
 		a0.recoveryCwnd, a0.recoveryCuts, a0.recoveryFlows = cwnd, 0, uint32(tc.flows) //nolint:gosec // G115
