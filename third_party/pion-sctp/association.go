@@ -332,7 +332,8 @@ type Association struct {
 	ackedBytes, limitedBytes uint64
 	// heldByCwnd reports that the last pass of the write loop left data
 	// pending because cwnd was full, not because the pending queue ran
-	// dry or rwnd was short (braid patch 19).
+	// dry, rwnd was short or Tail Loss Recovery's burst budget was spent
+	// (braid patch 19).
 	heldByCwnd bool
 
 	// RTX & Ack timer
@@ -2072,12 +2073,6 @@ func (a *Association) beginFastRecovery() {
 	a.fastRecoverExitPoint = a.myNextTSN - 1
 	a.recoveryCwnd, a.recoveryCuts, a.recoveryFlows = a.CWND(), 0, a.flowCount() // braid patch 15
 	a.recoveryCut()
-	// braid patch 19: of n flows, the one that lost a packet starts its
-	// count of partial bytes anew; the others keep theirs. (Zeroed, as
-	// RFC 9260 has it for one flow, the count of n flows that lose a
-	// packet every round trip or two never reached cwnd, and their window
-	// stopped growing.)
-	a.partialBytesAcked -= a.partialBytesAcked / max(a.recoveryFlows, 1)
 	a.willRetransmitFast = true
 }
 
@@ -2096,6 +2091,12 @@ func (a *Association) recoveryCut() {
 		return
 	}
 	a.recoveryCuts++
+	// braid patch 19: the flow that lost a packet starts its count of
+	// partial bytes anew, the others keep theirs, so that after k cuts
+	// (n-k)/n of the count is left. Zeroed on the first, as RFC 9260 has
+	// it for one flow, the count of n flows that lose a packet every round
+	// trip or two seldom reached cwnd, and their window stopped growing.
+	a.partialBytesAcked -= a.partialBytesAcked / (n - a.recoveryCuts + 1)
 	cut := a.recoveryCwnd / 2
 	if n > 1 {
 		cut = a.recoveryCwnd - a.recoveryCwnd/(2*n)*a.recoveryCuts
@@ -3194,6 +3195,14 @@ func (a *Association) onCumulativeTSNAckPointAdvanced(totalBytesAcked int) {
 			a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d acked=%d (CA)",
 				a.name, a.CWND(), a.ssthresh, totalBytesAcked)
 		}
+		// braid patch 19: the count starts anew once all data sent has
+		// been acknowledged (RFC 9260 sec 7.2.2), and never holds more
+		// than cwnd: bytes acknowledged while no data waited earn no
+		// growth later, when Fast Recovery no longer zeroes the count.
+		if a.inflightQueue.size() == 0 {
+			a.partialBytesAcked = 0
+		}
+		a.partialBytesAcked = min(a.partialBytesAcked, a.CWND())
 	}
 }
 
@@ -4133,6 +4142,8 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 
 				// reserve budget for common header + first chunk.
 				if !a.tlrAllowSendLocked(budgetScaled, consumed, addBytes) {
+					a.heldByCwnd = false // braid patch 19: held by the burst budget
+
 					break
 				}
 
@@ -4147,6 +4158,8 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 
 				// reserve budget for the additional chunk bytes.
 				if !a.tlrAllowSendLocked(budgetScaled, consumed, chunkBytes) {
+					a.heldByCwnd = false // braid patch 19: held by the burst budget
+
 					break
 				}
 			}

@@ -23,8 +23,9 @@ import (
 // window is pion's 8 MiB receive buffer, more than the bandwidth-delay
 // product of any path braid meets (670 Mbit/s at 100 ms), so the formula
 // gives 1, and the measurement decides: transport/internal/stripes tunes N
-// each epoch from pion's congestion sample (bytes acknowledged, those that
-// had waited for cwnd, the epoch's smallest RTT) and the path's smallest
+// each epoch from pion's congestion sample (bytes acknowledged, those
+// acknowledged while the write loop was held by cwnd, the epoch's smallest
+// RTT; pion patches 15 and 19) and the path's smallest
 // RTT, dropping a flow on a standing queue and adding one while the window
 // holds the sender back. On a clean link one flow fills the pipe and
 // queues, so N stays at 1 or 2; with loss, N grows until the link is full

@@ -57,8 +57,9 @@ const (
 
 // Epoch is what one epoch of a sender's sending showed.
 type Epoch struct {
-	// Acked is the bytes acknowledged; Limited, those of them that were
-	// sent after waiting for the congestion window.
+	// Acked is the bytes acknowledged; Limited, those of them acknowledged
+	// while the sender was held by the congestion window (data waiting,
+	// the window full).
 	Acked, Limited uint64
 	// RTT is the epoch's smallest RTT sample, PathRTT the path's
 	// smallest; 0: none.
