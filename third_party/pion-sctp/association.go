@@ -3195,14 +3195,16 @@ func (a *Association) onCumulativeTSNAckPointAdvanced(totalBytesAcked int) {
 			a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d acked=%d (CA)",
 				a.name, a.CWND(), a.ssthresh, totalBytesAcked)
 		}
-		// braid patch 19: the count starts anew once all data sent has
-		// been acknowledged (RFC 9260 sec 7.2.2), and never holds more
-		// than cwnd: bytes acknowledged while no data waited earn no
-		// growth later, when Fast Recovery no longer zeroes the count.
-		if a.inflightQueue.size() == 0 {
-			a.partialBytesAcked = 0
-		}
+		// braid patch 19: the count holds no more than cwnd, so that bytes
+		// acknowledged while no data waited earn at most one step later,
+		// now that Fast Recovery no longer zeroes it.
 		a.partialBytesAcked = min(a.partialBytesAcked, a.CWND())
+	}
+
+	// braid patch 19: the count starts anew once all data sent has been
+	// acknowledged (RFC 9260 sec 7.2.2), in slow start too.
+	if a.inflightQueue.size() == 0 {
+		a.partialBytesAcked = 0
 	}
 }
 
@@ -4137,6 +4139,8 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 			if bytesInPacket == 0 {
 				addBytes += int(commonHeaderSize)
 				if addBytes > int(a.MTU()) {
+					a.heldByCwnd = false // braid patch 19
+
 					break
 				}
 

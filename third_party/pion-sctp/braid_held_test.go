@@ -73,6 +73,19 @@ func TestBraidHeldByCwnd(t *testing.T) {
 	chunks, _ = a0.popPendingDataChunksToSend(nil, nil)
 	require.Len(t, chunks, 1)
 	assert.False(t, a0.heldByCwnd, "a writer that sent all it had still held by cwnd")
+
+	// Held by cwnd, then by Tail Loss Recovery's burst budget.
+	a0.pendingQueue.push(&chunkPayloadData{userData: make([]byte, 1000), beginningFragment: true, endingFragment: true})
+	a0.setCWND(2000)
+	_, _ = a0.popPendingDataChunksToSend(nil, nil)
+	require.True(t, a0.heldByCwnd)
+	a0.setCWND(100 * 1200)
+	a0.tlrActive = true
+	budget, consumed := int64(0), true
+	chunks, _ = a0.popPendingDataChunksToSend(&budget, &consumed)
+	a0.tlrActive = false
+	require.Empty(t, chunks)
+	assert.False(t, a0.heldByCwnd, "a writer held by the burst budget counted as held by cwnd")
 }
 
 // TestBraidRecoveryKeepsPartialBytes (braid patch 19): each loss of a
