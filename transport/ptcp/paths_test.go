@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -110,17 +108,10 @@ func TestDeadRoute(t *testing.T) {
 	bed := transporttest.UpBed(t, "rtt=10ms,rate=50M; rtt=10ms,rate=50M")
 	a1, _ := netem.PathAddrs(1)
 	bed.Cut(1, true)
-	var mu sync.Mutex
-	var logged []string
+	logf, lines := collectLogs()
 	tr := newT(t, ptcp.Config{RecStripes: 4, Routes: []string{a1.String()}})
 	start := time.Now()
-	d, l := transporttest.AcrossBedWith(t, tr, 47620, func(dc *transport.DialConfig) {
-		dc.Logf = func(format string, args ...any) {
-			mu.Lock()
-			defer mu.Unlock()
-			logged = append(logged, fmt.Sprintf(format, args...))
-		}
-	})
+	d, l := transporttest.AcrossBedWith(t, tr, 47620, func(dc *transport.DialConfig) { dc.Logf = logf })
 	t.Logf("associated in %v", time.Since(start).Round(time.Millisecond))
 	msg := bytes.Repeat([]byte("0123456789abcdef"), 1<<20/16)
 	// None of the message: the devices' own odd packet (IPv6 link-local
@@ -128,8 +119,7 @@ func TestDeadRoute(t *testing.T) {
 	if share := transporttest.PathShares(t, bed, d, l, msg)[1]; share > 0.01 {
 		t.Errorf("the path that is down carried %.1f%% of the bytes", 100*share)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	logged := lines()
 	if len(logged) != 1 {
 		t.Fatalf("the dial logged %q, want one line for the route %s", logged, a1)
 	}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,31 +92,15 @@ func TestRouteRefused(t *testing.T) {
 	for k, want := range []string{"connect: connection refused", "within the last 30s"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		accepted := make(chan transport.Association, 1)
-		go func() {
-			a, _ := ln.Accept(ctx)
-			accepted <- a
-		}()
-		var logged []string
-		d, err := tr.Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret, RecStreams: 1, MaxStreams: 1,
-			Routes: []string{"127.0.0.2"}, Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }})
+		logf, logged := collectLogs()
+		d, l, err := dialTo(ctx, t, tr, ln, transport.DialConfig{Secret: secret, RecStreams: 1, MaxStreams: 1,
+			Routes: []string{"127.0.0.2"}, Logf: logf})
 		if err != nil {
 			t.Fatalf("dial %d with a refused route: %v", k+1, err)
 		}
-		defer d.Close()
-		l := <-accepted
-		if l == nil {
-			t.Fatal("nothing accepted")
-		}
-		defer l.Close()
-		if err := d.Send(ctx, 0, []byte("over the dialed address")); err != nil {
-			t.Fatal(err)
-		}
-		if m, err := l.Recv(ctx, 0); err != nil || string(m) != "over the dialed address" {
-			t.Fatalf("Recv = %q, %v", m, err)
-		}
-		if len(logged) != 1 || !strings.Contains(logged[0], "connection 2 of 2: route 127.0.0.2:") || !strings.Contains(logged[0], want) {
-			t.Errorf("dial %d logged %q, want one line for connection 2's route, saying %q", k+1, logged, want)
+		carries(ctx, t, d, l, "over the dialed address")
+		if lines := logged(); len(lines) != 1 || !strings.Contains(lines[0], "connection 2 of 2: route 127.0.0.2:") || !strings.Contains(lines[0], want) {
+			t.Errorf("dial %d logged %q, want one line for connection 2's route, saying %q", k+1, lines, want)
 		}
 	}
 }
@@ -170,35 +156,68 @@ func TestRouteSlowAck(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	accepted := make(chan transport.Association, 1)
-	go func() {
-		a, _ := ln.Accept(ctx)
-		accepted <- a
-	}()
-	var logged []string
-	d, err := tr.Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret, RecStreams: 1, MaxStreams: 1,
-		Liveness: 10 * time.Second, Routes: []string{"127.0.0.2"}, Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }})
+	logf, logged := collectLogs()
+	d, l, err := dialTo(ctx, t, tr, ln, transport.DialConfig{Secret: secret, RecStreams: 1, MaxStreams: 1,
+		Liveness: 10 * time.Second, Routes: []string{"127.0.0.2"}, Logf: logf})
 	if err != nil {
 		t.Fatalf("dial with a route whose answers are late: %v", err)
 	}
-	defer d.Close()
-	l := <-accepted
-	if l == nil {
-		t.Fatal("nothing accepted")
-	}
-	defer l.Close()
 	select {
 	case <-relayed:
 	default:
 		t.Fatal("the second connection did not take the route")
 	}
-	if len(logged) != 0 {
-		t.Errorf("logged %q: the route connected, nothing fell back", logged)
+	if lines := logged(); len(lines) != 0 {
+		t.Errorf("logged %q: the route connected, nothing fell back", lines)
 	}
-	if err := d.Send(ctx, 0, []byte("by both paths")); err != nil {
+	carries(ctx, t, d, l, "by both paths")
+}
+
+// dialTo dials ln with tr and dc and returns both ends of the association,
+// which are aborted when the test ends. It fails the test if ln accepts nothing.
+func dialTo(ctx context.Context, t *testing.T, tr transport.Transport, ln transport.Listener, dc transport.DialConfig) (d, l transport.Association, err error) {
+	t.Helper()
+	accepted := make(chan transport.Association, 1)
+	go func() {
+		a, _ := ln.Accept(ctx)
+		accepted <- a
+	}()
+	if d, err = tr.Dial(ctx, ln.Addr().String(), dc); err != nil {
+		return nil, nil, err
+	}
+	t.Cleanup(func() { d.Abort(nil) })
+	if l = <-accepted; l == nil {
+		t.Fatal("nothing accepted")
+	}
+	t.Cleanup(func() { l.Abort(nil) })
+	return d, l, nil
+}
+
+// carries checks that msg sent by d on stream 0 arrives at l.
+func carries(ctx context.Context, t *testing.T, d, l transport.Association, msg string) {
+	t.Helper()
+	if err := d.Send(ctx, 0, []byte(msg)); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := l.Recv(ctx, 0); err != nil || string(m) != "by both paths" {
+	if m, err := l.Recv(ctx, 0); err != nil || string(m) != msg {
 		t.Fatalf("Recv = %q, %v", m, err)
 	}
+}
+
+// collectLogs returns a DialConfig.Logf that keeps the lines, and a
+// function that returns those kept so far.
+func collectLogs() (logf func(format string, args ...any), lines func() []string) {
+	var mu sync.Mutex
+	var kept []string
+	logf = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		kept = append(kept, fmt.Sprintf(format, args...))
+	}
+	lines = func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(kept)
+	}
+	return logf, lines
 }

@@ -33,22 +33,10 @@ func pair(t *testing.T, dt, lt transport.Transport) (d, l transport.Association)
 	t.Cleanup(func() { ln.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	accepted := make(chan transport.Association, 1)
-	go func() {
-		a, err := ln.Accept(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		accepted <- a
-	}()
-	d, err = dt.Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret, Name: "d", RecStreams: 1, MaxStreams: 1})
+	d, l, err = dialTo(ctx, t, dt, ln, transport.DialConfig{Secret: secret, Name: "d", RecStreams: 1, MaxStreams: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l = <-accepted; l == nil {
-		t.FailNow()
-	}
-	t.Cleanup(func() { d.Abort(nil); l.Abort(nil) })
 	return d, l
 }
 
