@@ -24,6 +24,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/srcstat"
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/ops/samples"
 )
@@ -45,6 +46,11 @@ func TestMain(m *testing.M) {
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// TestSourcesStatted ties this package's cached result to the module's
+// sources, which the binary it runs is built from (package srcstat). A run
+// with -run that leaves it out may be reused after a change.
+func TestSourcesStatted(t *testing.T) { srcstat.Module(t, "..") }
 
 const secret = "e2e-secret"
 

@@ -14,12 +14,17 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/bench/paper"
+	"github.com/braidhq/braid/internal/srcstat"
 )
 
 // braidBin is a braid binary built without the race detector: the quick
 // run's worker processes are that, so that they compute at their usual
 // speed while the server, in this process, is checked for races.
 var braidBin string
+
+// TestSourcesStatted ties this package's cached result to the module's
+// sources, which braidBin is built from (package srcstat).
+func TestSourcesStatted(t *testing.T) { srcstat.Module(t, "../..") }
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "braid-paper-test-*")
