@@ -71,11 +71,14 @@
 // hands pion a fragment only while the bytes pion holds for the data streams
 // stay under a limit sized from the path: two fragments plus the estimated
 // bandwidth-delay product (the delivery rate times the larger of twice the
-// smallest RTT measured and 2 ms), at most pion's congestion window. Streams
-// waiting for room are served in turn, a fragment each. Send blocks instead
-// of queueing, where its context, Close and Abort can still reach it, and a
-// small message on one stream waits behind about one bandwidth-delay
-// product of another stream's data rather than a whole credit window.
+// smallest RTT measured and 2 ms), at most pion's congestion window. Of the
+// streams waiting for room, the one whose message has the fewest bytes left
+// goes first, so a small message passes bulk and of two large messages the
+// first begun is sent whole before the other (a stream passed over for
+// 100 ms goes next all the same). Send blocks instead of queueing, where its
+// context, Close and Abort can still reach it, and a small message on one
+// stream waits behind about one bandwidth-delay product of another stream's
+// data rather than a whole credit window.
 //
 // Liveness: pion/sctp has no dead-peer detection of its own (its
 // retransmissions never give up and it sends no heartbeats unasked). The

@@ -62,6 +62,17 @@ func (s *sendStream) grant(l uint64) {
 	s.mu.Unlock()
 }
 
+// tryTake consumes cost bytes of credit if the stream has them.
+func (s *sendStream) tryTake(cost int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sent+uint64(cost) > s.limit {
+		return false
+	}
+	s.sent += uint64(cost)
+	return true
+}
+
 // take waits for cost bytes of credit and consumes them.
 func (s *sendStream) take(ctx context.Context, done <-chan struct{}, cost int) error {
 	for {

@@ -2,6 +2,7 @@ package sctp
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,9 +18,25 @@ import (
 // but everything it has sent is already queued on the path.) Every data
 // fragment therefore passes through the association's scheduler, which
 // hands pion a fragment only while the bytes pion holds for the data
-// streams (queued or in flight, not yet acknowledged) stay under a limit,
-// and serves the streams waiting for room in turn, one fragment each
-// (round robin). Send blocks meanwhile, where ctx, Close and Abort reach it.
+// streams (queued or in flight, not yet acknowledged) stay under a limit.
+// Send blocks meanwhile, where ctx, Close and Abort reach it.
+//
+// Order. Of the streams waiting for room, the one whose message has the
+// fewest bytes left to send goes first (shortest remaining first), the
+// longest waiting among equals. A small message thus passes bulk, and of
+// several large ones the first begun is sent whole before the next: each
+// reaches its receiver, who can start on it, as early as the path allows,
+// where turns of one fragment each would finish them all together at the
+// end. A job's units are such messages: jobs of 16 units of 1 MiB ran 6–15%
+// faster than with turns through links of 1–100 ms and 0–1% loss (README,
+// "Send order"). So that no message waits for ever behind a run of shorter
+// ones, a stream that has waited maxPassed is served next whatever its
+// message's length. A stream that was just granted a fragment of a message
+// it has not finished is not waiting in that instant but is about to again,
+// so the room it would take is kept for it while its message is the
+// shortest: it is "coming" until it waits again, finishes its message, or
+// steps away to wait for credit, which may take long (an unread stream must
+// not hold up the others).
 //
 // The limit is sized from the path: a floor of two fragments, plus the
 // bandwidth-delay product, estimated as the delivery rate (the largest of the
@@ -54,7 +71,8 @@ type scheduler struct {
 
 	mu       sync.Mutex // guards everything below; taken before pion's locks
 	waiters  []waiter   // one per stream (a stream sends one fragment at a time)
-	queue    []*waiter  // streams waiting for room, in turn order
+	queue    []*waiter  // streams waiting for room, the longest waiting first
+	coming   []int      // per stream: bytes its message has left to send, while it is coming
 	reserved int        // bytes granted but not yet written to pion
 	active   []int      // streams that may hold bytes in pion
 	inActive []bool
@@ -65,18 +83,26 @@ type scheduler struct {
 
 // waiter is a stream's pending request for room.
 type waiter struct {
-	n      int
+	s      int       // the stream
+	n      int       // the fragment's bytes
+	left   int       // its message's payload bytes not yet sent, the fragment's included
+	since  time.Time // when it began to wait
 	queued bool
 	ready  chan struct{} // receives the grant
 }
+
+// maxPassed is the longest a stream waits while shorter messages pass it.
+const maxPassed = 100 * time.Millisecond
 
 func newScheduler(pa *sctp.Association, streams []*sctp.Stream, fragSize int) *scheduler {
 	floor := max(2*(fragSize+fragHeaderLen), 64<<10)
 	q := &scheduler{
 		streams: streams, floor: floor, pa: pa, limit: floor,
 		waiters: make([]waiter, len(streams)), inActive: make([]bool, len(streams)),
+		coming: make([]int, len(streams)),
 	}
 	for i := range q.waiters {
+		q.waiters[i].s = i
 		q.waiters[i].ready = make(chan struct{}, 1)
 	}
 	for _, st := range streams {
@@ -85,18 +111,22 @@ func newScheduler(pa *sctp.Association, streams []*sctp.Stream, fragSize int) *s
 	return q
 }
 
-// wait returns once stream s may hand pion n bytes; the caller then writes
-// them and calls written. It fails when ctx or the association ends first.
-func (q *scheduler) wait(ctx context.Context, done <-chan struct{}, s, n int) error {
+// wait returns once stream s may hand pion n bytes, a fragment of a message
+// with left bytes of payload still to send, the fragment's included; the
+// caller then writes them and calls written. It fails when ctx or the
+// association ends first.
+func (q *scheduler) wait(ctx context.Context, done <-chan struct{}, s, n, left int) error {
 	q.mu.Lock()
-	if len(q.queue) == 0 && q.roomLocked(n) {
-		q.reserved += n
-		q.granted += int64(n)
+	q.coming[s] = 0
+	w := &q.waiters[s]
+	w.n, w.left = n, left
+	if len(q.queue) == 0 && !q.heldLocked(left) && q.roomLocked(n) {
+		q.grantLocked(w)
 		q.mu.Unlock()
+		<-w.ready
 		return nil
 	}
-	w := &q.waiters[s]
-	w.n, w.queued = n, true
+	w.since, w.queued = time.Now(), true
 	q.queue = append(q.queue, w)
 	q.dispatchLocked()
 	q.mu.Unlock()
@@ -132,6 +162,17 @@ func (q *scheduler) cancel(w *waiter) {
 	q.dispatchLocked()
 }
 
+// away records that stream s is not coming back for room soon: its
+// message is sent, or it waits for credit, or it failed.
+func (q *scheduler) away(s int) {
+	q.mu.Lock()
+	if q.coming[s] > 0 {
+		q.coming[s] = 0
+		q.dispatchLocked()
+	}
+	q.mu.Unlock()
+}
+
 // written records that stream s handed pion the n bytes it was granted.
 func (q *scheduler) written(s, n int) {
 	q.mu.Lock()
@@ -153,23 +194,68 @@ func (q *scheduler) kick() {
 	q.mu.Unlock()
 }
 
-// dispatchLocked grants room to waiting streams in turn, and arms pion's
-// callbacks when some must still wait.
+// grantLocked gives w its room.
+func (q *scheduler) grantLocked(w *waiter) {
+	w.queued = false
+	q.reserved += w.n
+	q.granted += int64(w.n)
+	if rest := w.left - (w.n - fragHeaderLen); rest > 0 {
+		q.coming[w.s] = rest
+	}
+	w.ready <- struct{}{}
+}
+
+// dispatchLocked grants room to waiting streams, the next first, and arms
+// pion's callbacks when some must still wait.
 func (q *scheduler) dispatchLocked() {
 	for {
-		for len(q.queue) > 0 && q.roomLocked(q.queue[0].n) {
-			w := q.queue[0]
-			q.queue[0] = nil
-			q.queue = q.queue[1:]
-			w.queued = false
-			q.reserved += w.n
-			q.granted += int64(w.n)
-			w.ready <- struct{}{}
+		i := -1
+		for len(q.queue) > 0 {
+			if i = q.nextLocked(); i < 0 {
+				return // a coming stream goes first; its wait dispatches
+			}
+			if !q.roomLocked(q.queue[i].n) {
+				break
+			}
+			w := q.queue[i]
+			q.queue = slices.Delete(q.queue, i, i+1)
+			q.grantLocked(w)
 		}
-		if len(q.queue) == 0 || q.armLocked(q.queue[0].n) {
+		if len(q.queue) == 0 || q.armLocked(q.queue[i].n) {
 			return
 		}
 	}
+}
+
+// nextLocked returns the index in the queue of the stream to serve next:
+// the longest waiting if it has waited maxPassed, else the one with the
+// fewest bytes left (the longest waiting among those); or -1 if a coming
+// stream has fewer left than all that wait.
+func (q *scheduler) nextLocked() int {
+	if time.Since(q.queue[0].since) >= maxPassed {
+		return 0
+	}
+	best := 0
+	for i, w := range q.queue[1:] {
+		if w.left < q.queue[best].left {
+			best = i + 1
+		}
+	}
+	if q.heldLocked(q.queue[best].left) {
+		return -1
+	}
+	return best
+}
+
+// heldLocked reports whether a coming stream's message has fewer than left
+// bytes to send.
+func (q *scheduler) heldLocked(left int) bool {
+	for _, c := range q.coming {
+		if c > 0 && c < left {
+			return true
+		}
+	}
+	return false
 }
 
 // roomLocked reports whether n more bytes fit under the limit.

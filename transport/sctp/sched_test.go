@@ -196,3 +196,120 @@ func TestBDPEstimator(t *testing.T) {
 		t.Fatalf("after eight idle samples: %d, want 0", got)
 	}
 }
+
+// TestSchedulerShortestFirst sends a 16 MiB message on each of two streams
+// at once and checks that, when the first has been handed to pion whole,
+// the other has had little: the scheduler sends the message with the fewest
+// bytes left first, so the first begun is sent whole before the next, where
+// turns of a fragment each would send both together. (The other still gets
+// room while the first waits for credit, as when the receiver's grants are
+// late.)
+func TestSchedulerShortestFirst(t *testing.T) {
+	d, l := testPair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	msg := make([]byte, 16<<20)
+	var (
+		mu    sync.Mutex
+		other = -1 // bytes the other stream had sent when the first Send returned
+	)
+	var wg sync.WaitGroup
+	for s := range 2 {
+		wg.Go(func() {
+			if err := d.Send(ctx, s, msg); err != nil {
+				t.Errorf("Send on stream %d: %v", s, err)
+			}
+			o := d.send[1-s]
+			o.mu.Lock()
+			sent := int(o.sent)
+			o.mu.Unlock()
+			mu.Lock()
+			if other < 0 {
+				other = sent
+			}
+			mu.Unlock()
+		})
+		wg.Go(func() {
+			if m, err := l.Recv(ctx, s); err != nil || len(m) != len(msg) {
+				t.Errorf("Recv on stream %d: %d bytes, %v", s, len(m), err)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("when the first message was sent, the other had sent %d of %d bytes", other, len(msg))
+	if other > len(msg)/2 {
+		t.Errorf("when the first message was sent, the other had sent %d of %d bytes: want at most half (turns of a fragment each send nearly all)", other, len(msg))
+	}
+}
+
+// TestSchedulerCreditWaitHoldsNoOne stalls a large message on stream 0 for
+// credit (its receiver holds an unread message there) and checks that a
+// longer one on stream 1 is sent all the same: a stream waiting for credit
+// is not kept room for, however few bytes it has left.
+func TestSchedulerCreditWaitHoldsNoOne(t *testing.T) {
+	d, l := testPair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	if err := d.Send(ctx, 0, []byte("unread")); err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() { d.Send(ctx, 0, make([]byte, 12<<20)) })
+	for {
+		ss := d.send[0]
+		ss.mu.Lock()
+		stalled := ss.sent+maxFragment+fragHeaderLen > ss.limit && ss.sent > 1<<20
+		ss.mu.Unlock()
+		if stalled {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("stream 0 never ran out of credit")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+	defer scancel()
+	wg.Go(func() {
+		if err := d.Send(sctx, 1, make([]byte, 16<<20)); err != nil {
+			t.Errorf("Send on stream 1 beside a stream waiting for credit: %v", err)
+		}
+	})
+	if m, err := l.Recv(sctx, 1); err != nil || len(m) != 16<<20 {
+		t.Errorf("Recv on stream 1 beside a stream waiting for credit: %d bytes, %v", len(m), err)
+	}
+}
+
+// TestSchedulerNext checks which waiting stream the scheduler serves next.
+func TestSchedulerNext(t *testing.T) {
+	now := time.Now()
+	type w struct {
+		left int
+		age  time.Duration
+	}
+	for _, c := range []struct {
+		name   string
+		queue  []w   // longest waiting first
+		coming []int // bytes left per stream while it is coming
+		want   int
+	}{
+		{"the fewest bytes left", []w{{100, 3}, {50, 2}, {70, 1}}, nil, 1},
+		{"the longest waiting among equals", []w{{100, 3}, {50, 2}, {50, 1}}, nil, 1},
+		{"held for a coming stream with fewer left", []w{{100, 3}, {50, 2}}, []int{0, 0, 10}, -1},
+		{"not held for one with as many left", []w{{100, 3}, {50, 2}}, []int{0, 0, 50}, 1},
+		{"the longest waiting once it has waited maxPassed", []w{{100, maxPassed}, {50, 2}}, nil, 0},
+		{"the longest waiting before a coming stream too", []w{{100, maxPassed}, {50, 2}}, []int{0, 0, 10}, 0},
+	} {
+		q := &scheduler{coming: make([]int, 3)}
+		copy(q.coming, c.coming)
+		for i, x := range c.queue {
+			q.queue = append(q.queue, &waiter{s: i, left: x.left, since: now.Add(-x.age)})
+		}
+		if got := q.nextLocked(); got != c.want {
+			t.Errorf("%s: got %d, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -34,6 +34,7 @@ func (a *Association) Send(ctx context.Context, s int, p []byte) error {
 	id := ss.nextID
 	ss.nextID++
 	off, err := a.sendFragments(ctx, s, id, p)
+	a.sched.away(s)
 	if err != nil && off > 0 && !errors.Is(err, errEnded) {
 		a.abandon(s, id, off, len(p))
 	}
@@ -46,10 +47,13 @@ func (a *Association) sendFragments(ctx context.Context, s int, id uint32, p []b
 	for off := 0; off == 0 || off < len(p); {
 		n := min(fs, len(p)-off)
 		cost := n + fragHeaderLen
-		if err := ss.take(ctx, a.done, cost); err != nil {
-			return off, err
+		if !ss.tryTake(cost) {
+			a.sched.away(s) // the others must not wait for it meanwhile
+			if err := ss.take(ctx, a.done, cost); err != nil {
+				return off, err
+			}
 		}
-		if err := a.sched.wait(ctx, a.done, s, cost); err != nil {
+		if err := a.sched.wait(ctx, a.done, s, cost, len(p)-off); err != nil {
 			ss.refund(cost)
 			return off, err
 		}
