@@ -32,6 +32,11 @@ import (
 var braidBin string
 
 func TestMain(m *testing.M) {
+	sources, err := srcstat.Fingerprint("..")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "reading the module's files: %v\n", err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "braid-e2e-*")
 	if err != nil {
 		panic(err)
@@ -43,6 +48,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if now, err := srcstat.Fingerprint(".."); err != nil || now != sources {
+		fmt.Fprintln(os.Stderr, "the module's files changed while the tests ran a binary built before: run them again")
+		code = 1 // a failed run is not cached (package srcstat)
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -8,38 +8,64 @@
 // would leave a cached pass of such a package standing. Calling Module from
 // a test (not TestMain: files are recorded only from the first test on)
 // records them all.
+//
+// go test checks the recorded files when the run ends, so a file changed
+// while the binary's tests ran would have the pass recorded against the
+// new sources. TestMain therefore takes a Fingerprint before it builds the
+// binary and fails the run if it differs after (a failed run is not
+// cached).
 package srcstat
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// Module stats every regular file under root, the module's root directory,
-// outside hidden directories (.git and the like). It fails t if root holds
-// fewer than a hundred files, which is not the module.
+// Module stats the files under root, the module's root directory, that the
+// binary may be built from (see Fingerprint). It fails t if root holds fewer
+// than a hundred, which is not the module.
 func Module(t testing.TB, root string) {
 	t.Helper()
+	if _, err := Fingerprint(root); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Fingerprint stats the regular files under root that the binary may be
+// built from and returns a digest of their names, sizes and modification
+// times. It leaves out what no build reads, so that editing the docs while
+// the tests run does not fail them: hidden directories (.git and the like),
+// docs and testdata directories, Markdown files and Go test files. It fails
+// if root holds fewer than a hundred files, which is not the module.
+func Fingerprint(root string) (string, error) {
+	h := sha256.New()
 	n := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		switch {
 		case err != nil:
 			return err
-		case d.IsDir() && p != root && strings.HasPrefix(d.Name(), "."):
+		case d.IsDir() && p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "docs" || d.Name() == "testdata"):
 			return filepath.SkipDir
-		case d.Type().IsRegular():
+		case d.Type().IsRegular() && !strings.HasSuffix(p, ".md") && !strings.HasSuffix(p, "_test.go"):
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
 			n++
-			_, err = os.Stat(p)
+			fmt.Fprintf(h, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
 		}
-		return err
+		return nil
 	})
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	if n < 100 {
-		t.Fatalf("%d files under %s: not the module's root", n, root)
+		return "", fmt.Errorf("%d files under %s: not the module's root", n, root)
 	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
