@@ -74,8 +74,9 @@
 // smallest RTT measured and 2 ms), at most pion's congestion window. Of the
 // streams waiting for room, the one whose message has the fewest bytes left
 // goes first, so a small message passes bulk and of two large messages the
-// first begun is sent whole before the other (a stream passed over for
-// 100 ms goes next all the same). Send blocks instead of queueing, where its
+// first begun is sent whole before the other (but the stream that has
+// waited longest gets a fragment once it has waited 100 ms, one such
+// fragment per 100 ms). Send blocks instead of queueing, where its
 // context, Close and Abort can still reach it, and a small message on one
 // stream waits behind about one bandwidth-delay product of another stream's
 // data rather than a whole credit window.

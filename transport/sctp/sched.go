@@ -27,16 +27,20 @@ import (
 // several large ones the first begun is sent whole before the next: each
 // reaches its receiver, who can start on it, as early as the path allows,
 // where turns of one fragment each would finish them all together at the
-// end. A job's units are such messages: jobs of 16 units of 1 MiB ran 6–15%
+// end. A job's units are such messages: jobs of 16 units of 1 MiB ran
 // faster than with turns through links of 1–100 ms and 0–1% loss (README,
 // "Send order"). So that no message waits for ever behind a run of shorter
-// ones, a stream that has waited maxPassed is served next whatever its
-// message's length. A stream that was just granted a fragment of a message
-// it has not finished is not waiting in that instant but is about to again,
-// so the room it would take is kept for it while its message is the
-// shortest: it is "coming" until it waits again, finishes its message, or
-// steps away to wait for credit, which may take long (an unread stream must
-// not hold up the others).
+// ones, the stream that has waited longest is given a fragment whatever its
+// message's length once it has waited maxPassed, but only one such fragment
+// per maxPassed (else, with many streams or on a slow path, all would have
+// waited that long and the order would be turns again).
+//
+// A stream that was just granted a fragment of a message it has not
+// finished is not waiting in that instant but is about to again, so the
+// room it would take is kept for it while its message is the shortest: it
+// is "coming" until it waits again, finishes its message, or steps away to
+// wait for credit, which may take long (an unread stream must not hold up
+// the others).
 //
 // The limit is sized from the path: a floor of two fragments, plus the
 // bandwidth-delay product, estimated as the delivery rate (the largest of the
@@ -76,7 +80,8 @@ type scheduler struct {
 	reserved int        // bytes granted but not yet written to pion
 	active   []int      // streams that may hold bytes in pion
 	inActive []bool
-	granted  int64 // bytes granted so far
+	granted  int64     // bytes granted so far
+	lastAged time.Time // when a stream was last served for having waited maxPassed
 	limit    int
 	est      bdpEstimator
 }
@@ -91,7 +96,8 @@ type waiter struct {
 	ready  chan struct{} // receives the grant
 }
 
-// maxPassed is the longest a stream waits while shorter messages pass it.
+// maxPassed is how long a stream waits while shorter messages pass it
+// before it is given a fragment, and how often that may happen.
 const maxPassed = 100 * time.Millisecond
 
 func newScheduler(pa *sctp.Association, streams []*sctp.Stream, fragSize int) *scheduler {
@@ -158,6 +164,7 @@ func (q *scheduler) cancel(w *waiter) {
 		<-w.ready
 		q.reserved -= w.n
 		q.granted -= int64(w.n)
+		q.coming[w.s] = 0
 	}
 	q.dispatchLocked()
 }
@@ -211,11 +218,16 @@ func (q *scheduler) dispatchLocked() {
 	for {
 		i := -1
 		for len(q.queue) > 0 {
-			if i = q.nextLocked(); i < 0 {
+			now := time.Now()
+			var aged bool
+			if i, aged = q.nextLocked(now); i < 0 {
 				return // a coming stream goes first; its wait dispatches
 			}
 			if !q.roomLocked(q.queue[i].n) {
 				break
+			}
+			if aged {
+				q.lastAged = now
 			}
 			w := q.queue[i]
 			q.queue = slices.Delete(q.queue, i, i+1)
@@ -227,13 +239,14 @@ func (q *scheduler) dispatchLocked() {
 	}
 }
 
-// nextLocked returns the index in the queue of the stream to serve next:
-// the longest waiting if it has waited maxPassed, else the one with the
-// fewest bytes left (the longest waiting among those); or -1 if a coming
-// stream has fewer left than all that wait.
-func (q *scheduler) nextLocked() int {
-	if time.Since(q.queue[0].since) >= maxPassed {
-		return 0
+// nextLocked returns the index in the queue of the stream to serve next at
+// now, and whether it is served for having waited: the longest waiting if it
+// has waited maxPassed and none was so served in the last maxPassed, else
+// the one with the fewest bytes left (the longest waiting among those); or
+// -1 if a coming stream has fewer left than all that wait.
+func (q *scheduler) nextLocked(now time.Time) (int, bool) {
+	if now.Sub(q.queue[0].since) >= maxPassed && now.Sub(q.lastAged) >= maxPassed {
+		return 0, true
 	}
 	best := 0
 	for i, w := range q.queue[1:] {
@@ -242,9 +255,9 @@ func (q *scheduler) nextLocked() int {
 		}
 	}
 	if q.heldLocked(q.queue[best].left) {
-		return -1
+		return -1, false
 	}
-	return best
+	return best, false
 }
 
 // heldLocked reports whether a coming stream's message has fewer than left

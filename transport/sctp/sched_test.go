@@ -103,13 +103,16 @@ func TestSchedulerBoundsPion(t *testing.T) {
 // TestSendCancelledMidMessage cancels Sends of 1 MiB messages beside a bulk
 // stream, many of them while they wait for the scheduler, and checks that
 // whole messages arrive intact, the abandoned ones not at all, and that the
-// credit taken for fragments never sent was given back.
+// credit taken for fragments never sent was given back. The bulk messages
+// are as long, so that the scheduler, which serves the message with the
+// fewest bytes left first, keeps the 1 MiB ones waiting while a bulk one is
+// under way.
 func TestSendCancelledMidMessage(t *testing.T) {
 	d, l := testPair(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	bulk := make([]byte, 8<<20)
+	bulk := make([]byte, 1<<20)
 	wg.Go(func() { drain(ctx, l, 0) })
 	wg.Go(func() {
 		for d.Send(ctx, 0, bulk) == nil {
@@ -271,7 +274,7 @@ func TestSchedulerCreditWaitHoldsNoOne(t *testing.T) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+	sctx, scancel := context.WithTimeout(ctx, 15*time.Second)
 	defer scancel()
 	wg.Go(func() {
 		if err := d.Send(sctx, 1, make([]byte, 16<<20)); err != nil {
@@ -285,31 +288,38 @@ func TestSchedulerCreditWaitHoldsNoOne(t *testing.T) {
 
 // TestSchedulerNext checks which waiting stream the scheduler serves next.
 func TestSchedulerNext(t *testing.T) {
-	now := time.Now()
+	now := time.Unix(1000, 0)
 	type w struct {
 		left int
 		age  time.Duration
 	}
 	for _, c := range []struct {
-		name   string
-		queue  []w   // longest waiting first
-		coming []int // bytes left per stream while it is coming
-		want   int
+		name     string
+		queue    []w           // longest waiting first
+		coming   []int         // bytes left per stream while it is coming
+		lastAged time.Duration // how long ago a stream was last served for its wait; 0: never
+		want     int
+		aged     bool
 	}{
-		{"the fewest bytes left", []w{{100, 3}, {50, 2}, {70, 1}}, nil, 1},
-		{"the longest waiting among equals", []w{{100, 3}, {50, 2}, {50, 1}}, nil, 1},
-		{"held for a coming stream with fewer left", []w{{100, 3}, {50, 2}}, []int{0, 0, 10}, -1},
-		{"not held for one with as many left", []w{{100, 3}, {50, 2}}, []int{0, 0, 50}, 1},
-		{"the longest waiting once it has waited maxPassed", []w{{100, maxPassed}, {50, 2}}, nil, 0},
-		{"the longest waiting before a coming stream too", []w{{100, maxPassed}, {50, 2}}, []int{0, 0, 10}, 0},
+		{"the fewest bytes left", []w{{100, 3}, {50, 2}, {70, 1}}, nil, 0, 1, false},
+		{"the longest waiting among equals", []w{{100, 3}, {50, 2}, {50, 1}}, nil, 0, 1, false},
+		{"held for a coming stream with fewer left", []w{{100, 3}, {50, 2}}, []int{0, 0, 10}, 0, -1, false},
+		{"not held for one with as many left", []w{{100, 3}, {50, 2}}, []int{0, 0, 50}, 0, 1, false},
+		{"the longest waiting once it has waited maxPassed", []w{{100, maxPassed}, {50, 2}}, nil, 0, 0, true},
+		{"the longest waiting before a coming stream too", []w{{100, maxPassed}, {50, 2}}, []int{0, 0, 10}, 0, 0, true},
+		{"one served for its wait per maxPassed", []w{{100, 2 * maxPassed}, {50, maxPassed}}, nil, maxPassed / 2, 1, false},
+		{"the next once maxPassed has passed", []w{{100, 2 * maxPassed}, {50, maxPassed}}, nil, maxPassed, 0, true},
 	} {
 		q := &scheduler{coming: make([]int, 3)}
 		copy(q.coming, c.coming)
+		if c.lastAged > 0 {
+			q.lastAged = now.Add(-c.lastAged)
+		}
 		for i, x := range c.queue {
 			q.queue = append(q.queue, &waiter{s: i, left: x.left, since: now.Add(-x.age)})
 		}
-		if got := q.nextLocked(); got != c.want {
-			t.Errorf("%s: got %d, want %d", c.name, got, c.want)
+		if got, aged := q.nextLocked(now); got != c.want || aged != c.aged {
+			t.Errorf("%s: got %d (for its wait: %v), want %d (%v)", c.name, got, aged, c.want, c.aged)
 		}
 	}
 }
