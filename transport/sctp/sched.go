@@ -129,7 +129,6 @@ func (q *scheduler) wait(ctx context.Context, done <-chan struct{}, s, n, left i
 	if len(q.queue) == 0 && !q.heldLocked(left) && q.roomLocked(n) {
 		q.grantLocked(w)
 		q.mu.Unlock()
-		<-w.ready
 		return nil
 	}
 	w.since, w.queued = time.Now(), true
@@ -201,7 +200,7 @@ func (q *scheduler) kick() {
 	q.mu.Unlock()
 }
 
-// grantLocked gives w its room.
+// grantLocked reserves w's room; a queued waiter is then told on w.ready.
 func (q *scheduler) grantLocked(w *waiter) {
 	w.queued = false
 	q.reserved += w.n
@@ -209,7 +208,6 @@ func (q *scheduler) grantLocked(w *waiter) {
 	if rest := w.left - (w.n - fragHeaderLen); rest > 0 {
 		q.coming[w.s] = rest
 	}
-	w.ready <- struct{}{}
 }
 
 // dispatchLocked grants room to waiting streams, the next first, and arms
@@ -232,6 +230,7 @@ func (q *scheduler) dispatchLocked() {
 			w := q.queue[i]
 			q.queue = slices.Delete(q.queue, i, i+1)
 			q.grantLocked(w)
+			w.ready <- struct{}{}
 		}
 		if len(q.queue) == 0 || q.armLocked(q.queue[i].n) {
 			return
