@@ -11,8 +11,8 @@
 //
 // go test checks the recorded files when the run ends, so a file changed
 // while the binary's tests ran would have the pass recorded against the
-// new sources. TestMain therefore takes a Fingerprint before it builds the
-// binary and fails the run if it differs after (a failed run is not
+// new sources. TestMain therefore calls Watch before it builds the binary,
+// which fails the run if the fingerprint differs after (a failed run is not
 // cached).
 package srcstat
 
@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,6 +34,24 @@ func Module(t testing.TB, root string) {
 	t.Helper()
 	if _, err := Fingerprint(root); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Watch takes root's Fingerprint, exiting the process if it cannot, and
+// returns the function to pass m.Run's code through: it returns 1 with a
+// message if the fingerprint has changed since, else the code.
+func Watch(root string) func(code int) int {
+	before, err := Fingerprint(root)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "reading the module's files: %v\n", err)
+		os.Exit(1)
+	}
+	return func(code int) int {
+		if now, err := Fingerprint(root); err != nil || now != before {
+			fmt.Fprintln(os.Stderr, "the module's files changed while the tests ran a binary built before: run them again")
+			return 1
+		}
+		return code
 	}
 }
 
