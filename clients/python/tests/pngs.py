@@ -11,7 +11,11 @@ SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def make_png(width: int, height: int, seed: int = 0) -> bytes:
-    """An 8-bit RGB PNG with a pattern that seed varies."""
+    """An 8-bit RGB PNG with a pattern that seed varies; distinct seeds give distinct bytes.
+
+    The pattern takes seed modulo 256, so a seed from 256 up is also written in a tEXt chunk:
+    without it seeds 256 apart made the same image, and a test wanting bytes nobody uploaded
+    yet got another test's object (and its owner)."""
     rows = []
     for y in range(height):
         row = bytearray([0])
@@ -19,7 +23,8 @@ def make_png(width: int, height: int, seed: int = 0) -> bytes:
             row += bytes(((x * 7 + seed) % 256, (y * 5 + seed) % 256, (x * y + seed) % 256))
         rows.append(bytes(row))
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return SIGNATURE + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(b"".join(rows))) + _chunk(b"IEND", b"")
+    text = _chunk(b"tEXt", b"seed\0" + str(seed).encode()) if seed >= 256 else b""
+    return SIGNATURE + _chunk(b"IHDR", ihdr) + text + _chunk(b"IDAT", zlib.compress(b"".join(rows))) + _chunk(b"IEND", b"")
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
