@@ -36,6 +36,17 @@ func BenchmarkCPU(b *testing.B) {
 	}
 }
 
+// BenchmarkCPUDTLS is BenchmarkCPU over DTLS (Config.TLS on), at the
+// largest packet a DTLS record carries.
+func BenchmarkCPUDTLS(b *testing.B) {
+	for _, fromDialer := range []bool{true, false} {
+		name := map[bool]string{true: "dialer-to-listener", false: "listener-to-dialer"}[fromDialer]
+		b.Run(name, func(b *testing.B) {
+			benchBulk(b, sctp.Config{TLS: transport.TLSOn}, 4, fromDialer)
+		})
+	}
+}
+
 // benchBulk sends 64 KiB messages round-robin on n streams from one end of
 // a fresh pair to the other and reports CPU time per byte.
 func benchBulk(b *testing.B, cfg sctp.Config, n int, fromDialer bool) {
