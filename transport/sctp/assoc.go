@@ -115,6 +115,7 @@ func (a *Association) start() {
 	case a.cfg.Flows > 0:
 		a.pa.SetFlows(a.cfg.Flows)
 	case !isLocal(a.conn.RemoteAddr()):
+		a.pa.SetFlows(MinTunedFlows)
 		a.readers.Add(1)
 		go a.tuneFlows()
 	}

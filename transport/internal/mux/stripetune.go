@@ -36,7 +36,7 @@ func (a *Assoc) tuneStripes() {
 	if _, ok := a.cfg.Probe(a.links[0].conn); !ok {
 		return
 	}
-	tu := stripes.NewTuner(int(a.sending.Load()), len(a.links))
+	tu := stripes.NewTuner(int(a.sending.Load()), 1, len(a.links))
 	var path time.Duration // the smallest RTT any link has seen
 	lastAcked := a.linksAcked(&path)
 	t := time.NewTimer(stripes.MinEpoch / samplesPerEpoch)

@@ -81,17 +81,18 @@ func (e Epoch) HeldByCwnd() bool { return e.Acked > 0 && 2*e.Limited >= e.Acked 
 // Tuner chooses a stripe count one epoch at a time. Until it first sees a
 // queue it doubles the count where it would add one, and on that first
 // queue it halves it, back to the last count that showed none; from then
-// on it adds and drops one at a time.
+// on it adds and drops one at a time. It never goes below its floor.
 type Tuner struct {
-	n, max  int
-	settled bool // a queue has been seen
+	n, min, max int
+	settled     bool // a queue has been seen
 }
 
-// NewTuner returns a tuner at n stripes of at most maxN (n is clamped to
-// 1..maxN).
-func NewTuner(n, maxN int) *Tuner {
+// NewTuner returns a tuner at n stripes of at least minN and at most maxN
+// (both are clamped to 1..maxN, and n to minN..maxN).
+func NewTuner(n, minN, maxN int) *Tuner {
 	maxN = max(maxN, 1)
-	return &Tuner{n: min(max(n, 1), maxN), max: maxN}
+	minN = min(max(minN, 1), maxN)
+	return &Tuner{n: min(max(n, minN), maxN), min: minN, max: maxN}
 }
 
 // N is the stripe count now.
@@ -102,9 +103,9 @@ func (t *Tuner) Next(e Epoch) int {
 	switch {
 	case e.Queued() && !t.settled:
 		t.settled = true
-		t.n = max(t.n/2, 1)
+		t.n = max(t.n/2, t.min)
 	case e.Queued():
-		t.n = max(t.n-1, 1)
+		t.n = max(t.n-1, t.min)
 	case !e.HeldByCwnd():
 	case !t.settled:
 		t.n = min(2*t.n, t.max)

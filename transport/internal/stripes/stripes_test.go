@@ -46,7 +46,7 @@ func TestTuner(t *testing.T) {
 		{"one packet held by a one-packet cwnd is not a queue", 3, true, Epoch{Acked: 1452, Limited: 1452, RTT: 301 * ms, PathRTT: 100 * ms}, 4},
 		{"no path RTT yet", 3, true, Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 80 * ms}, 4},
 	} {
-		tu := &Tuner{n: tc.n, max: 16, settled: tc.settled}
+		tu := &Tuner{n: tc.n, min: 1, max: 16, settled: tc.settled}
 		if got := tu.Next(tc.e); got != tc.want || tu.n != tc.want {
 			t.Errorf("%s: next(%+v) from %d = %d, want %d", tc.name, tc.e, tc.n, got, tc.want)
 		}
@@ -55,13 +55,37 @@ func TestTuner(t *testing.T) {
 		}
 	}
 	// A run: doubling to the first queue, then one at a time.
-	tu := NewTuner(1, 16)
+	tu := NewTuner(1, 1, 16)
 	var got []int
 	for _, e := range []Epoch{busy, busy, busy, queue, busy, busy, queue, {}} {
 		got = append(got, tu.Next(e))
 	}
 	if want := []int{2, 4, 8, 4, 5, 6, 5, 5}; !slices.Equal(got, want) {
 		t.Errorf("counts %v, want %v", got, want)
+	}
+}
+
+// TestTunerFloor: queues take a tuner with a floor down to it and no
+// further, and from there it grows as one without.
+func TestTunerFloor(t *testing.T) {
+	const ms = time.Millisecond
+	busy := Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 51 * ms, PathRTT: 50 * ms}
+	queue := Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 63 * ms, PathRTT: 50 * ms}
+	tu := NewTuner(4, 4, 16)
+	var got []int
+	for _, e := range []Epoch{queue, busy, busy, queue, queue, queue, busy, {}} {
+		got = append(got, tu.Next(e))
+	}
+	if want := []int{4, 5, 6, 5, 4, 4, 5, 5}; !slices.Equal(got, want) {
+		t.Errorf("counts %v, want %v", got, want)
+	}
+	tu = NewTuner(4, 4, 16)
+	got = got[:0]
+	for _, e := range []Epoch{busy, busy, queue} {
+		got = append(got, tu.Next(e))
+	}
+	if want := []int{8, 16, 8}; !slices.Equal(got, want) {
+		t.Errorf("doubling from the floor: counts %v, want %v", got, want)
 	}
 }
 
@@ -79,13 +103,16 @@ func TestEpochFor(t *testing.T) {
 }
 
 func TestNewTuner(t *testing.T) {
-	for _, tc := range []struct{ n, maxN, want int }{{4, 16, 4}, {0, 16, 1}, {20, 16, 16}, {4, 0, 1}} {
-		if got := NewTuner(tc.n, tc.maxN).N(); got != tc.want {
-			t.Errorf("NewTuner(%d, %d).N() = %d, want %d", tc.n, tc.maxN, got, tc.want)
+	for _, tc := range []struct{ n, minN, maxN, want int }{
+		{4, 1, 16, 4}, {0, 1, 16, 1}, {20, 1, 16, 16}, {4, 1, 0, 1},
+		{1, 4, 16, 4}, {0, 0, 16, 1}, {8, 20, 16, 16}, {2, 4, 3, 3},
+	} {
+		if got := NewTuner(tc.n, tc.minN, tc.maxN).N(); got != tc.want {
+			t.Errorf("NewTuner(%d, %d, %d).N() = %d, want %d", tc.n, tc.minN, tc.maxN, got, tc.want)
 		}
 	}
 	// The cap holds where the count starts below it.
-	tu := NewTuner(3, 5)
+	tu := NewTuner(3, 1, 5)
 	busy := Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 50 * time.Millisecond, PathRTT: 50 * time.Millisecond}
 	if got := tu.Next(busy); got != 5 {
 		t.Errorf("doubling 3 under a cap of 5 gave %d", got)
