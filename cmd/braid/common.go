@@ -253,7 +253,7 @@ func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 		"SCTP implementation: auto (kernel SCTP between hosts that have it, userspace over UDP with the others), kernel or user")
 	fs.BoolVar(&o.MPTCP, "mptcp", false, "run tcp, tcpn and ptcp over Multipath TCP (Linux) where both ends' kernels take it, plain TCP otherwise;\nthe kernel's path manager ('ip mptcp') decides which paths its subflows take")
 	fs.Func("sctp-flows", fmt.Sprintf("sctp (userspace stack): how many reno flows each association's congestion control stands for, 1 to %d,\n", sctp.MaxFlows)+
-		fmt.Sprintf("or auto (the default: tuned per association while it sends, from %d up; one on loopback). Under random loss N flows carry about N times one", sctp.MinTunedFlows), func(v string) error {
+		fmt.Sprintf("or auto (the default: tuned per association between %d and %d while it sends; one to a peer on this host). Under random loss N flows carry about N times one", sctp.MinTunedFlows, sctp.MaxFlows), func(v string) error {
 		n, err := parseCount(v, sctp.MaxFlows)
 		o.SCTPFlows = n
 		return err

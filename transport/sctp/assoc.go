@@ -11,6 +11,7 @@ import (
 
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/internal/alive"
+	"github.com/braidhq/braid/transport/internal/stripes"
 	"github.com/pion/sctp"
 )
 
@@ -97,6 +98,15 @@ func newAssociation(s setup) (*Association, error) {
 // start announces each stream's window and starts the reader goroutines
 // and the keep-alive loop.
 func (a *Association) start() {
+	switch {
+	case a.cfg.Flows > 0:
+		a.pa.SetFlows(a.cfg.Flows)
+	case !isLocal(a.conn.RemoteAddr()):
+		tu := stripes.NewTuner(MinTunedFlows, MinTunedFlows, MaxFlows)
+		a.pa.SetFlows(tu.N())
+		a.readers.Add(1)
+		go a.tuneFlows(tu)
+	}
 	for i, r := range a.recv {
 		if l := r.initialGrant(); l > 0 {
 			a.sendCredit(i, l)
@@ -110,14 +120,6 @@ func (a *Association) start() {
 			a.readers.Add(1)
 			go a.coalesce(c)
 		}
-	}
-	switch {
-	case a.cfg.Flows > 0:
-		a.pa.SetFlows(a.cfg.Flows)
-	case !isLocal(a.conn.RemoteAddr()):
-		a.pa.SetFlows(MinTunedFlows)
-		a.readers.Add(1)
-		go a.tuneFlows()
 	}
 	if a.liveness > 0 {
 		a.startKeepAlive()

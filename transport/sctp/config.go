@@ -74,8 +74,8 @@ type Config struct {
 	// Flows is how many reno flows each association's congestion control
 	// stands for, in [1, 16] (flows.go): under random loss an association
 	// with N carries about what N would. 0, the default, tunes N per
-	// association from what its sender sees; associations with a peer on
-	// this host then keep one.
+	// association from what its sender sees, from MinTunedFlows up;
+	// associations with a peer on this host then keep one.
 	Flows int
 	// ZeroChecksum lets peers skip the CRC32c (RFC 9653) when both agree.
 	// Associations with a loopback peer always offer it: loopback packets

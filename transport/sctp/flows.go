@@ -37,9 +37,9 @@ import (
 // 1 ms and 1% loss through the emulator, epochs whose link carried 60
 // Mbit/s of 100 read a queue of 2 to 8 ms: the delay of busy hosts (the
 // emulator alone delivered packets up to 5 ms late) was as large as any
-// queue, so the tuner hovered at 1 to 3 flows, and jobs ran 0.84× as
-// fast as with 4. A fixed 4 was no slower anywhere on the grid's clean
-// links (README, "Virtual flows in sctp").
+// queue, so the tuner hovered at 1 to 3 flows, and a fixed 4 ran jobs
+// 1.14× as fast. On clean links a fixed 4 ran them 0.95-1.19× as fast as
+// the tuner from one (README, "The floor of four").
 
 // MaxFlows bounds N (Config.Flows, and the tuner): as many as ptcp's
 // stripes. MinTunedFlows is where the tuner starts, and its floor.
@@ -51,14 +51,14 @@ const (
 // msDuration converts pion's milliseconds.
 func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
-// tuneFlows runs the tuner for the association's sending direction
-// until it ends.
-func (a *Association) tuneFlows() {
+// tuneFlows runs tu, whose count the association's congestion control
+// already stands for, for the association's sending direction until it
+// ends.
+func (a *Association) tuneFlows(tu *stripes.Tuner) {
 	defer a.readers.Done()
 	t := time.NewTimer(stripes.MinEpoch)
 	defer t.Stop()
 	var prev sctp.CongestionSample
-	tu := stripes.NewTuner(MinTunedFlows, MinTunedFlows, MaxFlows) // SetFlows'd by the caller
 	for {
 		select {
 		case <-t.C:

@@ -66,6 +66,14 @@ func TestFlowsGrowUnderLoss(t *testing.T) {
 			if got := l.(*Association).Flows(); got != MinTunedFlows {
 				t.Errorf("the receiver, which only acknowledged, runs %d flows, want %d", got, MinTunedFlows)
 			}
+			// A fixed count holds between hosts too, below the floor.
+			d, l = transporttest.AcrossBed(t, New(Config{Flows: 1}), 47622)
+			transporttest.SendBulk(t, d, l, 1<<20)
+			for _, a := range []transport.Association{d, l} {
+				if got := a.(*Association).Flows(); got != 1 {
+					t.Errorf("%s: %d flows with Flows 1", a.LocalAddr(), got)
+				}
+			}
 		})
 	}
 }

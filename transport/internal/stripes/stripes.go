@@ -26,12 +26,14 @@
 //     keep N; more stripes could not help.
 //
 // Until the first queue, N doubles where it would grow by one, so that a
-// long path reaches 16 in four epochs, and that first queue halves it
-// (Tuner). On a clean link one flow fills the pipe and queues, so N falls
-// to 1 or 2; with loss, N grows until the link is full or the maximum is
-// reached. The queue is a steadier signal than throughput, which random
-// loss makes swing by more than one stripe's share from one epoch to the
-// next.
+// long path reaches 16 in four epochs from one (two from four), and that
+// first queue halves it (Tuner). On a clean link a few stripes fill the
+// pipe and queue, so N falls to the tuner's floor or one above it; with
+// loss, N grows until the link is full or the maximum is reached. The
+// floor is 1 for ptcp and 4 for sctp, where on short paths a busy host's
+// delay read as a queue (transport/sctp, flows.go). The queue is a
+// steadier signal than throughput, which random loss makes swing by more
+// than one stripe's share from one epoch to the next.
 package stripes
 
 import "time"
