@@ -213,10 +213,10 @@ func (q *scheduler) grantLocked(w *waiter) {
 // dispatchLocked grants room to waiting streams, the next first, and arms
 // pion's callbacks when some must still wait.
 func (q *scheduler) dispatchLocked() {
+	now := time.Now()
 	for {
 		i := -1
 		for len(q.queue) > 0 {
-			now := time.Now()
 			var aged bool
 			if i, aged = q.nextLocked(now); i < 0 {
 				return // a coming stream goes first; its wait dispatches

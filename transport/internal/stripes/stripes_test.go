@@ -6,10 +6,24 @@ import (
 	"time"
 )
 
+const ms = time.Millisecond
+
+// busy is an epoch held by cwnd without a queue, queue one with a queue.
+var (
+	busy  = Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 51 * ms, PathRTT: 50 * ms}
+	queue = Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 63 * ms, PathRTT: 50 * ms}
+)
+
+// counts runs tu through es and returns its count after each.
+func counts(tu *Tuner, es ...Epoch) []int {
+	var got []int
+	for _, e := range es {
+		got = append(got, tu.Next(e))
+	}
+	return got
+}
+
 func TestTuner(t *testing.T) {
-	const ms = time.Millisecond
-	busy := Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 51 * ms, PathRTT: 50 * ms}
-	queue := Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 63 * ms, PathRTT: 50 * ms}
 	for _, tc := range []struct {
 		name    string
 		n       int
@@ -55,11 +69,7 @@ func TestTuner(t *testing.T) {
 		}
 	}
 	// A run: doubling to the first queue, then one at a time.
-	tu := NewTuner(1, 1, 16)
-	var got []int
-	for _, e := range []Epoch{busy, busy, busy, queue, busy, busy, queue, {}} {
-		got = append(got, tu.Next(e))
-	}
+	got := counts(NewTuner(1, 1, 16), busy, busy, busy, queue, busy, busy, queue, Epoch{})
 	if want := []int{2, 4, 8, 4, 5, 6, 5, 5}; !slices.Equal(got, want) {
 		t.Errorf("counts %v, want %v", got, want)
 	}
@@ -68,22 +78,11 @@ func TestTuner(t *testing.T) {
 // TestTunerFloor: queues take a tuner with a floor down to it and no
 // further, and from there it grows as one without.
 func TestTunerFloor(t *testing.T) {
-	const ms = time.Millisecond
-	busy := Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 51 * ms, PathRTT: 50 * ms}
-	queue := Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 63 * ms, PathRTT: 50 * ms}
-	tu := NewTuner(4, 4, 16)
-	var got []int
-	for _, e := range []Epoch{queue, busy, busy, queue, queue, queue, busy, {}} {
-		got = append(got, tu.Next(e))
-	}
+	got := counts(NewTuner(4, 4, 16), queue, busy, busy, queue, queue, queue, busy, Epoch{})
 	if want := []int{4, 5, 6, 5, 4, 4, 5, 5}; !slices.Equal(got, want) {
 		t.Errorf("counts %v, want %v", got, want)
 	}
-	tu = NewTuner(4, 4, 16)
-	got = got[:0]
-	for _, e := range []Epoch{busy, busy, queue} {
-		got = append(got, tu.Next(e))
-	}
+	got = counts(NewTuner(4, 4, 16), busy, busy, queue)
 	if want := []int{8, 16, 8}; !slices.Equal(got, want) {
 		t.Errorf("doubling from the floor: counts %v, want %v", got, want)
 	}
@@ -112,9 +111,7 @@ func TestNewTuner(t *testing.T) {
 		}
 	}
 	// The cap holds where the count starts below it.
-	tu := NewTuner(3, 1, 5)
-	busy := Epoch{Acked: 1 << 20, Limited: 1 << 20, RTT: 50 * time.Millisecond, PathRTT: 50 * time.Millisecond}
-	if got := tu.Next(busy); got != 5 {
+	if got := NewTuner(3, 1, 5).Next(busy); got != 5 {
 		t.Errorf("doubling 3 under a cap of 5 gave %d", got)
 	}
 }
