@@ -259,7 +259,7 @@ func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 		return err
 	})
 	fs.Func("ptcp-stripes", fmt.Sprintf("ptcp: TCP connections per association this side recommends and sends on, 1 to %d (the two sides' offers decide how many open),\n", ptcp.MaxStripes)+
-		fmt.Sprintf("or auto (the default: recommend %d, send on as many as the network shows it needs, from %d;\n"+
+		fmt.Sprintf("or auto (the default: recommend %d, send on as many as the network shows it needs, at least %d;\n"+
 			"recommend and keep %[2]d to a loopback peer, on other systems than Linux, and with --mptcp)", ptcp.MaxStripes, ptcp.AutoStartStripes), func(v string) error {
 		n, err := parseCount(v, ptcp.MaxStripes)
 		o.PTCP.RecStripes = n

@@ -25,7 +25,8 @@ import (
 // kernel before 4.9 reports none, and then no queue shows). A link whose
 // peer's receive window holds it back can look held by its congestion
 // window too (the kernel stops growing cwnd there), so a slow receiver
-// may get stripes that do not help it.
+// may get stripes that do not help it. The tuner never sends on fewer
+// links than it started with (Config.SendStripes).
 
 // samplesPerEpoch is how often an epoch reads its links' counters.
 const samplesPerEpoch = 8
@@ -36,7 +37,8 @@ func (a *Assoc) tuneStripes() {
 	if _, ok := a.cfg.Probe(a.links[0].conn); !ok {
 		return
 	}
-	tu := stripes.NewTuner(int(a.sending.Load()), 1, len(a.links))
+	start := int(a.sending.Load())
+	tu := stripes.NewTuner(start, start, len(a.links))
 	var path time.Duration // the smallest RTT any link has seen
 	lastAcked := a.linksAcked(&path)
 	t := time.NewTimer(stripes.MinEpoch / samplesPerEpoch)

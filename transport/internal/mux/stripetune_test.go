@@ -113,11 +113,11 @@ func (f *fakeLinks) setRTT(rtt time.Duration) {
 
 // TestStripeTuner runs the tuner on counters it is fed: held by the window
 // with no queue, the count doubles to the links there are; on a standing
-// queue it halves, then drops one an epoch, to one.
+// queue it halves, then drops one an epoch, to where it started, and stays.
 func TestStripeTuner(t *testing.T) {
 	f := &fakeLinks{rtt: fakePathRTT}
 	cfg := stripedConfig(1)
-	cfg.SendStripes, cfg.TuneStripes, cfg.Probe = 1, true, f.probe
+	cfg.SendStripes, cfg.TuneStripes, cfg.Probe = 2, true, f.probe
 	var ca, cb []Conn
 	for range 6 {
 		x, y := tcpPair(t)
@@ -148,7 +148,11 @@ func TestStripeTuner(t *testing.T) {
 	}
 	waitFor(6)
 	f.setRTT(2 * fakePathRTT)
-	waitFor(1)
+	waitFor(2)
+	time.Sleep(3 * stripes.MinEpoch)
+	if n := a.SendingStripes(); n != 2 {
+		t.Errorf("SendingStripes() = %d three epochs into the queue, want the 2 it started with", n)
+	}
 }
 
 // TestStripeTunerUnreadable: where the links' counters cannot be read
