@@ -32,12 +32,15 @@ import (
 const samplesPerEpoch = 8
 
 // tuneStripes runs the tuner until the association stops, or returns at
-// once if the links cannot be read.
+// once if the links cannot be read or it already sends on all of them.
 func (a *Assoc) tuneStripes() {
 	if _, ok := a.cfg.Probe(a.links[0].conn); !ok {
 		return
 	}
 	start := int(a.sending.Load())
+	if start >= len(a.links) {
+		return // the floor: nothing to tune
+	}
 	tu := stripes.NewTuner(start, start, len(a.links))
 	var path time.Duration // the smallest RTT any link has seen
 	lastAcked := a.linksAcked(&path)

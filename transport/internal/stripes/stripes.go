@@ -30,11 +30,12 @@
 // first queue halves it (Tuner). On a clean link a few stripes fill the
 // pipe and queue, so N falls to the tuner's floor or one above it; with
 // loss, N grows until the link is full or the maximum is reached. The
-// floor is 4 for both sctp and ptcp, where each starts: on short paths a
-// busy host's delay read as a queue (transport/sctp, flows.go), and with
-// a floor of one ptcp's jobs ran slower at 1 ms with loss (transport/ptcp).
-// The queue is a steadier signal than throughput, which random loss makes
-// swing by more than one stripe's share from one epoch to the next.
+// floor is 4 for both sctp and ptcp, the count each starts at: on short
+// paths a busy host's delay read as a queue (transport/sctp, flows.go),
+// and with a floor of one ptcp's jobs ran slower at 1 ms with loss
+// (transport/ptcp). The queue is a steadier signal than throughput, which
+// random loss makes swing by more than one stripe's share from one epoch
+// to the next.
 package stripes
 
 import "time"
