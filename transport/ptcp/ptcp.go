@@ -26,10 +26,9 @@
 // the queue that a busy host's own delay shows on a short path took it
 // to one or two connections: at 1 ms and 1% loss the floor of four ran
 // jobs 1.12-1.19x as fast as the floor of one (README, "ptcp's stripes,
-// tuned"). An
-// unused connection carries nothing but the odd ping. Where it cannot
-// tune, auto recommends and keeps AutoStartStripes: with a peer at a
-// loopback address, on systems other than Linux, and over MPTCP. The
+// tuned"). An unused connection carries nothing but the odd ping. Where
+// it cannot tune, auto recommends and keeps AutoStartStripes: with a peer
+// at a loopback address, on systems other than Linux, and over MPTCP. The
 // other N-1 connections are opened four at a time.
 //
 // A driver spreads the blocks (transport/internal/mux, stripe.go): "rr"

@@ -66,8 +66,8 @@ func TestStripesOnLoopback(t *testing.T) {
 // with random loss each reno connection is held by its window while the
 // link idles, so auto sends on more stripes than it starts with; through a
 // clean one, where one connection fills the link and queues, on the
-// fewest it keeps (AutoStartStripes) or a little more. The receiver, which only
-// acknowledged, keeps its count.
+// fewest it keeps (AutoStartStripes) or a little more. The receiver,
+// which only acknowledged, keeps its count.
 func TestStripesTuned(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the emulated link takes a while; not in -short")

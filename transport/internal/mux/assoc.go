@@ -51,9 +51,9 @@ type Config struct {
 	// SendStripes is how many of a striped association's links this side
 	// sends blocks on, the first ones; zero (or more than there are)
 	// means all. With TuneStripes it is where the tuner starts and the
-	// fewest it sends on, and
-	// Probe reads each link's kernel counters for it (stripetune.go):
-	// if it cannot read the first link's, the count stays.
+	// fewest it sends on, and Probe reads each link's kernel counters for
+	// it (stripetune.go): if it cannot read the first link's, the count
+	// stays.
 	SendStripes int
 	TuneStripes bool
 	Probe       func(net.Conn) (stripes.LinkSample, bool)
