@@ -7,7 +7,7 @@ require (
 	github.com/pion/dtls/v3 v3.1.15
 	github.com/pion/logging v0.2.4
 	github.com/pion/sctp v1.11.3
-	github.com/pion/transport/v5 v5.0.1
+	github.com/pion/transport/v5 v5.1.5
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.2
 	github.com/prometheus/common v0.70.1

@@ -318,6 +318,37 @@ type txRound struct {
 	pkts   []outPacket
 	f      flusher
 	closed bool // the last flush is done: add refuses
+	// held: plain writes (copies) join the round too, until the flush;
+	// set without mu, cleared under it. A DTLS conn sets it for the records it seals from pion's WriteOwned
+	// (sealedConn), so that a round of records leaves in one batch as a
+	// round of plaintext packets does.
+	held atomic.Bool
+}
+
+// write holds a copy of p for the next flush if the round is held, and
+// reports whether it took p (held, or failed). A write that races the
+// flush ending the round is either in that flush or not taken.
+func (t *txRound) write(p []byte, to *net.UDPAddr, owner *sendErr) (n int, took bool, err error) {
+	if !t.held.Load() {
+		return 0, false, nil
+	}
+	if err := owner.get(); err != nil {
+		return 0, true, err
+	}
+	b := getBuf()
+	*b = append((*b)[:0], p...)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.closed:
+		putBuf(b)
+		return 0, true, net.ErrClosed
+	case !t.held.Load(): // the round was flushed meanwhile
+		putBuf(b)
+		return 0, false, nil
+	}
+	t.pkts = append(t.pkts, outPacket{b: *b, pooled: b, to: to, owner: owner})
+	return len(p), true, nil
 }
 
 // add holds p for the next flush, or reports false once the round is
@@ -347,10 +378,12 @@ func (t *txRound) close(s *udpSocket, owner *sendErr) error {
 	return err
 }
 
-// flush sends the held packets on s and returns owner's first send error.
+// flush sends the held packets on s, ends a held round, and returns
+// owner's first send error.
 func (t *txRound) flush(s *udpSocket, owner *sendErr) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.held.Store(false)
 	if len(t.pkts) > 0 {
 		s.mu.Lock()
 		closing := s.closing

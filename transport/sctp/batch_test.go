@@ -295,3 +295,66 @@ func TestRoundClosed(t *testing.T) {
 		t.Fatalf("released %d, holding %d; want 1 and 0", released, len(tr.pkts))
 	}
 }
+
+// TestHeldRound: while a round is held (a DTLS conn's WriteOwned), a
+// conn's plain writes wait for Flush and then leave in order; after the
+// flush they go at once again, and Close sends what a round still holds.
+func TestHeldRound(t *testing.T) {
+	rc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rc.Close() }()
+	uc, err := net.DialUDP("udp", nil, rc.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newDconn(uc)
+	defer func() { _ = c.Close() }()
+	buf := make([]byte, 9000)
+	read := func(want int, wait time.Duration) error {
+		_ = rc.SetReadDeadline(time.Now().Add(wait))
+		n, err := rc.Read(buf)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(buf[:n], payload(want)) {
+			t.Fatalf("got %d bytes starting %q, want packet %d", n, buf[:min(6, n)], want)
+		}
+		return nil
+	}
+	c.holdRound()
+	for i := range 5 {
+		if _, err := c.Write(payload(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := read(0, 200*time.Millisecond); err == nil {
+		t.Fatal("a packet of a held round left before Flush")
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := read(i, 5*time.Second); err != nil {
+			t.Fatalf("packet %d after Flush: %v", i, err)
+		}
+	}
+	if _, err := c.Write(payload(5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := read(5, 5*time.Second); err != nil {
+		t.Fatalf("a write after the round: %v", err)
+	}
+	c.holdRound()
+	if _, err := c.Write(payload(6)); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	if err := read(6, 5*time.Second); err != nil {
+		t.Fatalf("a held packet at Close: %v", err)
+	}
+	if _, err := c.Write(payload(7)); err == nil {
+		t.Fatal("a write after Close succeeded")
+	}
+}

@@ -128,7 +128,8 @@ func (c *pconn) Read(p []byte) (int, error) {
 	}
 }
 
-// Write queues p for the peer (see batch.go).
+// Write queues p for the peer (see batch.go), or holds it for Flush while
+// the round is held (txRound.held).
 func (c *pconn) Write(p []byte) (int, error) {
 	select {
 	case <-c.closed:
@@ -140,6 +141,9 @@ func (c *pconn) Write(p []byte) (int, error) {
 	}
 	c.life.Sent()
 	c.rtt.sent(p)
+	if n, took, err := c.tx.write(p, c.ua, &c.serr); took {
+		return n, err
+	}
 	return c.m.sock.write(p, c.ua, &c.serr)
 }
 
@@ -175,6 +179,9 @@ func (c *pconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 
 // Flush sends what WriteOwned holds.
 func (c *pconn) Flush() error { return c.tx.flush(c.m.sock, &c.serr) }
+
+// holdRound makes Write hold its packets for Flush too.
+func (c *pconn) holdRound() { c.tx.held.Store(true) }
 
 // ReadPacket is Read into a new buffer the caller owns; pion's readLoop
 // uses it to save a copy.
@@ -267,10 +274,13 @@ func newDconn(uc *net.UDPConn) *dconn {
 	return c
 }
 
-// Write queues p for the peer.
+// Write queues p for the peer, or holds it for Flush (see pconn.Write).
 func (c *dconn) Write(p []byte) (int, error) {
 	c.life.Sent()
 	c.rtt.sent(p)
+	if n, took, err := c.tx.write(p, nil, &c.serr); took {
+		return n, err
+	}
 	return c.sock.write(p, nil, &c.serr)
 }
 
@@ -305,6 +315,9 @@ func (c *dconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 
 // Flush sends what WriteOwned holds.
 func (c *dconn) Flush() error { return c.tx.flush(c.sock, &c.serr) }
+
+// holdRound makes Write hold its packets for Flush too.
+func (c *dconn) holdRound() { c.tx.held.Store(true) }
 
 // ReadPacket is Read into a new buffer the caller owns (see
 // pconn.ReadPacket).

@@ -36,14 +36,17 @@ func BenchmarkCPU(b *testing.B) {
 	}
 }
 
-// BenchmarkCPUDTLS is BenchmarkCPU over DTLS (Config.TLS on), at the
-// largest packet a DTLS record carries.
+// BenchmarkCPUDTLS is BenchmarkCPU over DTLS (Config.TLS on), at an
+// Ethernet MTU (the emulated WAN's) and at the largest packet a DTLS
+// record carries.
 func BenchmarkCPUDTLS(b *testing.B) {
-	for _, fromDialer := range []bool{true, false} {
-		name := map[bool]string{true: "dialer-to-listener", false: "listener-to-dialer"}[fromDialer]
-		b.Run(name, func(b *testing.B) {
-			benchBulk(b, sctp.Config{TLS: transport.TLSOn}, 4, fromDialer)
-		})
+	for _, mtu := range []int{1500, 8192} {
+		for _, fromDialer := range []bool{true, false} {
+			name := map[bool]string{true: "dialer-to-listener", false: "listener-to-dialer"}[fromDialer]
+			b.Run(fmt.Sprintf("mtu=%d/%s", mtu, name), func(b *testing.B) {
+				benchBulk(b, sctp.Config{TLS: transport.TLSOn, MTU: mtu}, 4, fromDialer)
+			})
+		}
 	}
 }
 
