@@ -3143,7 +3143,17 @@ func (a *Association) onCumulativeTSNAckPointAdvanced(totalBytesAcked int) {
 		a.log.Tracef("[%s] T3-rtx timer start (pt2)", a.name)
 		a.t3RTX.start(a.rtoMgr.getRTO())
 	}
+	a.onBytesAcked(totalBytesAcked, true)
+}
 
+// onBytesAcked is the congestion control's part of a SACK that
+// acknowledged new bytes, whether or not it advanced the cumulative TSN
+// (cumAdvanced). braid patch 20: pion counted bytes only on SACKs that
+// advanced it, so bytes acknowledged by gap blocks behind a hole never
+// counted toward congestion avoidance (RFC 9260 sec 7.2.2 counts them on
+// each SACK); slow start still wants the cumulative TSN to advance (sec
+// 7.2.1). The caller should hold the lock.
+func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
 	// braid patches 15 and 19: what the flow tuner reads. Held by cwnd:
 	// data waits, and the write loop last stopped because cwnd was full.
 	atomic.AddUint64(&a.ackedBytes, uint64(totalBytesAcked)) //nolint:gosec // G115
@@ -3151,8 +3161,12 @@ func (a *Association) onCumulativeTSNAckPointAdvanced(totalBytesAcked int) {
 		atomic.AddUint64(&a.limitedBytes, uint64(totalBytesAcked)) //nolint:gosec // G115
 	}
 
-	// Update congestion control parameters
-	if a.CWND() <= a.ssthresh { //nolint:nestif
+	// Update congestion control parameters. braid patch 20: in Fast
+	// Recovery an association of several flows is in congestion avoidance,
+	// though each cut leaves cwnd equal to ssthresh, which would read as
+	// slow start, where recovery stops growth: the flows that lost nothing
+	// keep growing, as n TCP connections' would.
+	if a.CWND() <= a.ssthresh && !(a.inFastRecovery && a.recoveryFlows > 1) { //nolint:nestif
 		// RFC 4960, sec 7.2.1.  Slow-Start
 		//   o  When cwnd is less than or equal to ssthresh, an SCTP endpoint MUST
 		//		use the slow-start algorithm to increase cwnd only if the current
@@ -3164,7 +3178,7 @@ func (a *Association) onCumulativeTSNAckPointAdvanced(totalBytesAcked int) {
 		//      most, the lesser of 1) the total size of the previously
 		//      outstanding DATA chunk(s) acknowledged, and 2) the destination's
 		//      path MTU.
-		if !a.inFastRecovery &&
+		if !a.inFastRecovery && cumAdvanced &&
 			a.pendingQueue.size() > 0 {
 			a.setCWND(a.CWND() + min32(uint32(totalBytesAcked), a.CWND())) //nolint:gosec // G115
 			// a.cwnd += min32(uint32(totalBytesAcked), a.MTU()) // SCTP way (slow)
@@ -3330,6 +3344,8 @@ func (a *Association) processAcknowledgement(
 		a.cumulativeTSNAckPoint = selectiveAckChunk.cumulativeTSNAck
 		cumTSNAckPointAdvanced = true
 		a.onCumulativeTSNAckPointAdvanced(totalBytesAcked)
+	} else if totalBytesAcked > 0 {
+		a.onBytesAcked(totalBytesAcked, false) // braid patch 20
 	}
 
 	for stream, nBytesAcked := range bytesAckedPerStream {
