@@ -2099,7 +2099,9 @@ func (a *Association) recoveryCut() {
 	a.partialBytesAcked -= a.partialBytesAcked / (n - a.recoveryCuts + 1)
 	cut := a.recoveryCwnd / 2
 	if n > 1 {
-		cut = a.recoveryCwnd - a.recoveryCwnd/(2*n)*a.recoveryCuts
+		// braid patch 20: from the window now, so that what the flows that
+		// lost nothing grew since recovery began (onBytesAcked) stays.
+		cut = a.CWND() - min(a.recoveryCwnd/(2*n), a.CWND())
 	}
 	a.ssthresh = max32(min32(cut, a.CWND()), 4*a.MTU())
 	a.setCWND(a.ssthresh)
@@ -3151,8 +3153,10 @@ func (a *Association) onCumulativeTSNAckPointAdvanced(totalBytesAcked int) {
 // (cumAdvanced). braid patch 20: pion counted bytes only on SACKs that
 // advanced it, so bytes acknowledged by gap blocks behind a hole never
 // counted toward congestion avoidance (RFC 9260 sec 7.2.2 counts them on
-// each SACK); slow start still wants the cumulative TSN to advance (sec
-// 7.2.1). The caller should hold the lock.
+// each SACK; bytes reported as Duplicate TSNs, which it counts too, still
+// are not). Slow start still grows only on a SACK that advances the
+// cumulative TSN, as RFC 4960 sec 7.2.1 had it (RFC 9260 dropped that
+// condition). The caller should hold the lock.
 func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
 	// braid patches 15 and 19: what the flow tuner reads. Held by cwnd:
 	// data waits, and the write loop last stopped because cwnd was full.
@@ -3165,7 +3169,8 @@ func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
 	// Recovery an association of several flows is in congestion avoidance,
 	// though each cut leaves cwnd equal to ssthresh, which would read as
 	// slow start, where recovery stops growth: the flows that lost nothing
-	// keep growing, as n TCP connections' would.
+	// keep growing, one MTU a round trip each, as n TCP connections' would
+	// (the flows that lost a packet do not, as one flow does not).
 	if a.CWND() <= a.ssthresh && !(a.inFastRecovery && a.recoveryFlows > 1) { //nolint:nestif
 		// RFC 4960, sec 7.2.1.  Slow-Start
 		//   o  When cwnd is less than or equal to ssthresh, an SCTP endpoint MUST
@@ -3189,12 +3194,13 @@ func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
 				a.name, a.CWND(), a.ssthresh, totalBytesAcked, a.inFastRecovery, a.pendingQueue.size())
 		}
 	} else {
-		// RFC 4960, sec 7.2.2.  Congestion Avoidance
-		//   o  Whenever cwnd is greater than ssthresh, upon each SACK arrival
-		//      that advances the Cumulative TSN Ack Point, increase
-		//      partial_bytes_acked by the total number of bytes of all new chunks
-		//      acknowledged in that SACK including chunks acknowledged by the new
-		//      Cumulative TSN Ack and by Gap Ack Blocks.
+		// RFC 9260, sec 7.2.2.  Congestion Avoidance: whenever cwnd is
+		// greater than ssthresh, upon each SACK arrival, increase
+		// partial_bytes_acked by the total number of bytes of all new
+		// chunks acknowledged in that SACK, including chunks acknowledged
+		// by the new Cumulative TSN Ack and by Gap Ack Blocks (braid patch
+		// 20: on SACKs that leave the Cumulative TSN too, as the RFC says;
+		// RFC 4960's text and pion counted only those that advanced it).
 		a.partialBytesAcked += uint32(totalBytesAcked) //nolint:gosec // G115
 
 		//   o  When partial_bytes_acked is equal to or greater than cwnd and
@@ -3205,6 +3211,10 @@ func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
 		if a.partialBytesAcked >= a.CWND() && a.pendingQueue.size() > 0 {
 			a.partialBytesAcked -= a.CWND()
 			step := max(a.MTU()*a.flowCount(), a.cwndCAStep) // braid patch 15
+			if a.inFastRecovery && a.recoveryFlows > 1 {
+				// braid patch 20: the flows that lost nothing in this recovery.
+				step = a.MTU() * (a.recoveryFlows - min(a.recoveryCuts, a.recoveryFlows))
+			}
 			a.setCWND(a.CWND() + step)
 			a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d acked=%d (CA)",
 				a.name, a.CWND(), a.ssthresh, totalBytesAcked)

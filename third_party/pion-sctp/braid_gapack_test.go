@@ -64,7 +64,7 @@ func TestBraidGapAcksGrowCwnd(t *testing.T) {
 		{"one flow, congestion avoidance", 1, false, 1},
 		{"one flow, Fast Recovery", 1, true, 0},
 		{"16 flows, congestion avoidance", 16, false, 16},
-		{"16 flows, Fast Recovery", 16, true, 16},
+		{"16 flows, Fast Recovery", 16, true, 15}, // one flow lost a packet
 	} {
 		a0.SetFlows(c.flows)
 		a0.inFastRecovery = false
@@ -80,4 +80,19 @@ func TestBraidGapAcksGrowCwnd(t *testing.T) {
 		assert.False(t, res.cumTSNAckPointAdvanced, c.name)
 		assert.Equal(t, before+c.grows*1200, a0.CWND(), c.name)
 	}
+
+	// A second loss in the same recovery takes one more flow's share of
+	// the window recovery began with, from the window as it has grown.
+	grown := a0.CWND()
+	a0.recoveryCut()
+	assert.Equal(t, grown-100*1200/32, a0.CWND(), "a second cut kept the growth")
+	assert.Equal(t, a0.CWND(), a0.ssthresh)
+
+	// In slow start a SACK that leaves the cumulative TSN grows nothing.
+	a0.inFastRecovery = false
+	a0.setCWND(20 * 1200)
+	a0.ssthresh = 1 << 30
+	_, err = a0.processAcknowledgement(gapSACK())
+	require.NoError(t, err)
+	assert.Equal(t, uint32(20*1200), a0.CWND(), "slow start grew on a gap-only SACK")
 }

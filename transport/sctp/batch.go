@@ -319,23 +319,26 @@ type txRound struct {
 	f      flusher
 	closed bool // the last flush is done: add refuses
 	// held: plain writes (copies) join the round too, until the flush;
-	// set without mu, cleared under it. A DTLS conn sets it for the records it seals from pion's WriteOwned
-	// (sealedConn), so that a round of records leaves in one batch as a
-	// round of plaintext packets does.
+	// set without mu, cleared under it. A DTLS conn sets it for the
+	// records it seals from pion's WriteOwned (sealedConn), so that a
+	// round of records leaves in one batch as a round of plaintext packets
+	// does.
 	held atomic.Bool
 }
 
 // write holds a copy of p for the next flush if the round is held, and
 // reports whether it took p (held, or failed). A write that races the
-// flush ending the round is either in that flush or not taken.
-func (t *txRound) write(p []byte, to *net.UDPAddr, owner *sendErr) (n int, took bool, err error) {
+// flush ending the round is either in that flush or not taken. A round
+// that reaches maxQueue packets sends them on s at once, as the socket's
+// queue would, so that a round of a whole window holds no more.
+func (t *txRound) write(s *udpSocket, p []byte, to *net.UDPAddr, owner *sendErr) (n int, took bool, err error) {
 	if !t.held.Load() {
 		return 0, false, nil
 	}
 	if err := owner.get(); err != nil {
 		return 0, true, err
 	}
-	b := getBuf()
+	b := getRecordBuf(len(p))
 	*b = append((*b)[:0], p...)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -346,6 +349,9 @@ func (t *txRound) write(p []byte, to *net.UDPAddr, owner *sendErr) (n int, took 
 	case !t.held.Load(): // the round was flushed meanwhile
 		putBuf(b)
 		return 0, false, nil
+	}
+	if len(t.pkts) >= maxQueue {
+		t.send(s, owner)
 	}
 	t.pkts = append(t.pkts, outPacket{b: *b, pooled: b, to: to, owner: owner})
 	return len(p), true, nil
@@ -366,16 +372,12 @@ func (t *txRound) add(p outPacket) bool {
 // close flushes what is held and refuses later adds, so that no packet is
 // held forever after a conn's Close.
 func (t *txRound) close(s *udpSocket, owner *sendErr) error {
-	err := t.flush(s, owner)
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.closed = true
-	pkts := t.pkts // held between the flush and now
-	t.pkts = nil
-	t.mu.Unlock()
-	for i := range pkts {
-		pkts[i].done()
-	}
-	return err
+	t.held.Store(false)
+	t.send(s, owner)
+	return owner.get()
 }
 
 // flush sends the held packets on s, ends a held round, and returns
@@ -384,21 +386,28 @@ func (t *txRound) flush(s *udpSocket, owner *sendErr) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.held.Store(false)
-	if len(t.pkts) > 0 {
-		s.mu.Lock()
-		closing := s.closing
-		s.mu.Unlock()
-		if closing {
-			owner.set(net.ErrClosed)
-		} else {
-			t.f.send(s, t.pkts)
-		}
-		for i := range t.pkts {
-			t.pkts[i].done()
-		}
-		t.pkts = t.pkts[:0]
-	}
+	t.send(s, owner)
 	return owner.get()
+}
+
+// send sends the held packets on s and gives their buffers back. The
+// caller holds t.mu.
+func (t *txRound) send(s *udpSocket, owner *sendErr) {
+	if len(t.pkts) == 0 {
+		return
+	}
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		owner.set(net.ErrClosed)
+	} else {
+		t.f.send(s, t.pkts)
+	}
+	for i := range t.pkts {
+		t.pkts[i].done()
+	}
+	t.pkts = t.pkts[:0]
 }
 
 // enqueue queues p for the flusher goroutine.

@@ -305,6 +305,7 @@ func TestHeldRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = rc.Close() }()
+	setBuffers(rc, 4<<20)
 	uc, err := net.DialUDP("udp", nil, rc.LocalAddr().(*net.UDPAddr))
 	if err != nil {
 		t.Fatal(err)
@@ -345,6 +346,27 @@ func TestHeldRound(t *testing.T) {
 	}
 	if err := read(5, 5*time.Second); err != nil {
 		t.Fatalf("a write after the round: %v", err)
+	}
+	// A round holds at most maxQueue packets: the next one sends them.
+	c.holdRound()
+	for i := range maxQueue + 1 {
+		if _, err := c.Write(payload(100 + i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range maxQueue {
+		if err := read(100+i, 5*time.Second); err != nil {
+			t.Fatalf("packet %d of a long round, before Flush: %v", i, err)
+		}
+	}
+	if err := read(100+maxQueue, 200*time.Millisecond); err == nil {
+		t.Fatal("the packet after maxQueue left before Flush")
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := read(100+maxQueue, 5*time.Second); err != nil {
+		t.Fatalf("the last packet of a long round: %v", err)
 	}
 	c.holdRound()
 	if _, err := c.Write(payload(6)); err != nil {

@@ -141,7 +141,7 @@ func (c *pconn) Write(p []byte) (int, error) {
 	}
 	c.life.Sent()
 	c.rtt.sent(p)
-	if n, took, err := c.tx.write(p, c.ua, &c.serr); took {
+	if n, took, err := c.tx.write(c.m.sock, p, c.ua, &c.serr); took {
 		return n, err
 	}
 	return c.m.sock.write(p, c.ua, &c.serr)
@@ -278,7 +278,7 @@ func newDconn(uc *net.UDPConn) *dconn {
 func (c *dconn) Write(p []byte) (int, error) {
 	c.life.Sent()
 	c.rtt.sent(p)
-	if n, took, err := c.tx.write(p, nil, &c.serr); took {
+	if n, took, err := c.tx.write(c.sock, p, nil, &c.serr); took {
 		return n, err
 	}
 	return c.sock.write(p, nil, &c.serr)
@@ -363,9 +363,30 @@ func (c *dconn) Read(p []byte) (int, error) {
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, maxDatagram+1); return &b }}
 
+// recordPool's buffers take the copies a held round makes (txRound.write):
+// DTLS records, at most 8 KiB (dtls.go), where bufPool's take a whole
+// datagram.
+var recordPool = sync.Pool{New: func() any { b := make([]byte, recordBufSize); return &b }}
+
+const recordBufSize = 8192
+
 func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
 
+// getRecordBuf returns a pooled buffer for n bytes, from recordPool if
+// they fit.
+func getRecordBuf(n int) *[]byte {
+	if n <= recordBufSize {
+		return recordPool.Get().(*[]byte)
+	}
+	return getBuf()
+}
+
+// putBuf gives b back to the pool it came from.
 func putBuf(b *[]byte) {
 	*b = (*b)[:cap(*b)]
+	if cap(*b) == recordBufSize {
+		recordPool.Put(b)
+		return
+	}
 	bufPool.Put(b)
 }
