@@ -29,9 +29,11 @@ import (
 // with its send scheduler; and to 6–22 MB for tcp and 3.1–9.3 MB (15 runs of
 // 16 over the bound) for sctp before the scheduler, which handed pion
 // megabytes of bulk at once that then queued on the path ahead of the small
-// message. A transport that declares IndependentStreams == false is
-// expected to exceed the bound; the case logs what it saw, and skips if it
-// did not.
+// message. An independent transport fails only if two runs in a row exceed
+// it: in CI, with other packages' tests on the same cores, one run of sctp
+// came to 3.18 MB with a p50 four times its usual. A transport that
+// declares IndependentStreams == false is expected to exceed the bound;
+// the case logs what it saw, and skips if it did not.
 const (
 	latencyBulkMsg    = 4 << 20               // one bulk message: small enough that a slow run (quic under -race, 6 MB/s) delivers several in the window
 	latencyProbe      = 100                   // one small request
@@ -42,6 +44,32 @@ const (
 )
 
 func testLatencyBesideBulk(t *testing.T, s *suite) {
+	p99, bound, ok := latencyBesideBulk(t, s)
+	if ok && s.independent() && p99 >= bound {
+		// A starved machine (the race detector, other packages' tests on
+		// the same cores) slows the round trips more than the bulk stream
+		// now and then; blocking behind bulk data does so every time.
+		t.Logf("p99 %v over the bound %v: once more, on a fresh pair", p99, bound.Round(time.Microsecond))
+		p99, bound, ok = latencyBesideBulk(t, s)
+	}
+	switch {
+	case !ok:
+		t.Skipf("bulk stream delivered fewer than two %d MiB messages in %v beside the round trips: no load to measure against (a machine this slow, e.g. the emulated VM, cannot run the case)",
+			latencyBulkMsg>>20, latencyWindow)
+	case s.independent() && p99 >= bound:
+		t.Errorf("streams not independent in latency: p99 %v of small round trips beside a bulk stream, bound %v (%d MiB of bulk at the run's rate, at least %v), twice in a row",
+			p99, bound.Round(time.Microsecond), latencyBoundBytes>>20, latencyBoundFloor)
+	case !s.independent() && p99 >= bound:
+		t.Logf("%s: head-of-line blocking confirmed: p99 %v at or above %v", s.tr.Name(), p99, bound.Round(time.Microsecond))
+	case !s.independent():
+		t.Skipf("%s declares IndependentStreams=false, but its p99 %v stayed below %v in this run", s.tr.Name(), p99, bound.Round(time.Microsecond))
+	}
+}
+
+// latencyBesideBulk runs one measurement on a fresh pair: the round trips'
+// p99 and the bound for it, or !ok if the bulk stream carried too little
+// to measure against.
+func latencyBesideBulk(t *testing.T, s *suite) (p99, bound time.Duration, ok bool) {
 	d, l := s.pair(t, 2)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -69,23 +97,13 @@ func testLatencyBesideBulk(t *testing.T, s *suite) {
 	}
 	rate, ok := bm.rate(start, time.Now())
 	if !ok {
-		t.Skipf("bulk stream delivered fewer than two %d MiB messages in %v beside the round trips: no load to measure against (a machine this slow, e.g. the emulated VM, cannot run the case)",
-			latencyBulkMsg>>20, latencyWindow)
+		return 0, 0, false
 	}
 	p50, p99, worst := percentile(rtts, 50), percentile(rtts, 99), rtts[len(rtts)-1]
 	t.Logf("%s: %d round trips of %d bytes beside bulk at %.0f MB/s: p50 %v, p99 %v (%.2f MB of bulk), max %v",
 		s.tr.Name(), len(rtts), latencyProbe, rate/1e6,
 		p50.Round(time.Microsecond), p99.Round(time.Microsecond), p99.Seconds()*rate/1e6, worst.Round(time.Microsecond))
-	bound := max(latencyBoundFloor, time.Duration(latencyBoundBytes/rate*float64(time.Second)))
-	switch {
-	case s.independent() && p99 >= bound:
-		t.Errorf("streams not independent in latency: p99 %v of small round trips beside a bulk stream, bound %v (%d MiB of bulk at %.0f MB/s, at least %v)",
-			p99, bound.Round(time.Microsecond), latencyBoundBytes>>20, rate/1e6, latencyBoundFloor)
-	case !s.independent() && p99 >= bound:
-		t.Logf("%s: head-of-line blocking confirmed: p99 %v at or above %v", s.tr.Name(), p99, bound.Round(time.Microsecond))
-	case !s.independent():
-		t.Skipf("%s declares IndependentStreams=false, but its p99 %v stayed below %v in this run", s.tr.Name(), p99, bound.Round(time.Microsecond))
-	}
+	return p99, max(latencyBoundFloor, time.Duration(latencyBoundBytes/rate*float64(time.Second))), true
 }
 
 // bulkSend sends large messages on stream st until ctx ends.
