@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -97,6 +98,34 @@ func PathShares(t *testing.T, bed *netem.Bed, d, l transport.Association, msg []
 		bytes[i] /= total
 	}
 	return bytes
+}
+
+// SteadyCount runs run and returns the median of count, read every 20 ms,
+// over run's second half: what a tuner settled on, not the value it
+// happened to hold at the end, which one late epoch can move by one.
+func SteadyCount(count func() int, run func()) int {
+	done := make(chan struct{})
+	samples := make(chan []int)
+	go func() {
+		var got []int
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				got = append(got, count())
+			case <-done:
+				samples <- append(got, count())
+				return
+			}
+		}
+	}()
+	run()
+	close(done)
+	got := <-samples
+	got = got[len(got)/2:]
+	slices.Sort(got)
+	return got[len(got)/2]
 }
 
 // SendBulk sends n bytes from d to l on stream 0 in messages of 1 MiB
