@@ -179,7 +179,8 @@ type Config struct {
 	// Window is the initial number of units in flight per stream (default
 	// 2: one running, one queued on the worker to hide the round trip).
 	Window int
-	// MaxWindow caps the window feedback may grow to (default 4).
+	// MaxWindow caps the window feedback may grow to (default 32: see
+	// "Flow control" in the package doc).
 	MaxWindow int
 	// SpeculateAfter: a running unit is a straggler once it has run this
 	// many times the job's median unit time (default 1.0).

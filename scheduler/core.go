@@ -9,7 +9,7 @@ import (
 // Defaults for the zero Config.
 const (
 	DefaultWindow         = 2
-	DefaultMaxWindow      = 4
+	DefaultMaxWindow      = 32
 	DefaultSpeculateAfter = 1.0
 	DefaultByteHorizon    = time.Second
 )

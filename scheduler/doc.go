@@ -93,6 +93,14 @@
 // window to 1; an empty queue grows it by one, up to MaxWindow. Units
 // already in flight are never recalled.
 //
+// An empty queue means the worker ran dry and waited for input. On a long
+// path that is the window's doing: a stream with a window of w units gets
+// w units a round trip, which at 100 ms and 19 KiB units is 3 Mbit/s a
+// stream. So the window grows until the worker has some queued, up to a
+// MaxWindow of 32 by default (a bound of 4 held a job of small units over a
+// 100 ms path to a third of what 32 ran). The byte budget below still
+// bounds the bytes those windows may hold.
+//
 // # Byte budgets
 //
 // Windows count units, but for data-intensive work what a worker must

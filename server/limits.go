@@ -25,9 +25,10 @@ const (
 	// MaxWindow bounds Config.Window: a stream never has more units in
 	// flight than max(Window, scheduler.DefaultMaxWindow), and its send
 	// queue must hold that many plus the wants stream 0 also carries
-	// (streamQueueLen, which startStreams sizes each queue with). More than a
-	// few buys nothing anyway (a worker stream runs one unit at a time; two
-	// hide the round trip).
+	// (streamQueueLen, which startStreams sizes each queue with). On a
+	// short path two hide the round trip (a worker stream runs one unit at a
+	// time); on a long one the window grows while the worker waits for
+	// input, up to the scheduler's DefaultMaxWindow, which is as many.
 	MaxWindow = 32
 	// wantRoom is the send-queue room kept for wants (leases) on stream 0.
 	wantRoom = 8

@@ -76,7 +76,8 @@ type Config struct {
 	// HeartbeatTimeout is when a silent worker loses its units (default 5s).
 	HeartbeatInterval, HeartbeatTimeout time.Duration
 	// Window is the scheduler's initial units in flight per stream: 0 for
-	// the scheduler's default (2), at most MaxWindow.
+	// the scheduler's default (2), at most MaxWindow. Workers' feedback
+	// grows it while their queues run dry, up to MaxWindow.
 	Window int
 	// ByteHorizon sizes each worker's byte budget: the input bytes it can
 	// get through in this long at its measured rate, and never more than

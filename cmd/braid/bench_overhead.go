@@ -50,7 +50,7 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	nWorkers := fs.Int("workers", 2, "workers")
 	threads := fs.Int("threads", 2, "threads per worker")
 	size := fs.Int("size", 19<<10, "bytes of input (and output) per unit")
-	window := fs.Int("window", 0, "units in flight per stream (0: scheduler default)")
+	window := fs.Int("window", 0, "units in flight per stream to start with (0: the scheduler's 2; feedback grows it, see 'braid server -h')")
 	asJSON := fs.Bool("json", false, "print JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs (server and workers run in this process) to FILE, for 'go tool pprof'")
 	netSpec := fs.String("net", "", "run the server in braid-a and the workers in braid-b, processes joined by an emulated link (root, Linux),\ne.g. \"rtt=50ms,loss=1%,rate=100M\"; see 'braid net -h'")

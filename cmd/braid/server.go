@@ -27,7 +27,8 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	hbTimeout := fs.Duration("heartbeat-timeout", 5*time.Second, "a worker silent this long loses its units")
 	forgetWorkers := fs.Duration("forget-workers-after", server.DefaultForgetWorkersAfter,
 		"remove a worker from the list once it has been down (no heartbeat) this long (negative: never; braid workers rm removes one at once)")
-	window := fs.Int("window", 0, fmt.Sprintf("units in flight per stream, 1 to %d (0: scheduler default)", server.MaxWindow))
+	window := fs.Int("window", 0, fmt.Sprintf("units in flight per stream to start with, 1 to %d (0: the scheduler's 2); a worker's feedback\n"+
+		"grows it while the worker waits for input (a long path), up to %d", server.MaxWindow, scheduler.DefaultMaxWindow))
 	byteHorizon := fs.Duration("byte-horizon", scheduler.DefaultByteHorizon, "keep at most this much of a worker's measured work, in input bytes, in flight to it (0: no budget but what each worker says it can hold)")
 	retainFor := fs.Duration("retain-for", server.DefaultRetainFor, "keep a finished job (and its unit statistics) this long (negative: no age limit)")
 	retainJobs := fs.Int("retain-jobs", server.DefaultRetainJobs, "keep at most this many finished jobs, removing the oldest first (negative: no limit)")
