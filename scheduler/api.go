@@ -122,12 +122,17 @@ type UnitReturned struct {
 }
 
 // Feedback is the worker's report of its load (seed 003): queue depth and
-// measured service rate in units per second. The core shrinks or grows the
-// worker's per-stream window from it.
+// measured service rate in units per second, with the transit of the unit
+// whose result carried it. The core shrinks or grows the worker's
+// per-stream window from it ("Flow control" in the package doc).
 type Feedback struct {
 	Worker      string
 	QueueDepth  int
 	ServiceRate float64
+	// Transit is the unit's time outside the worker's queue and threads:
+	// from the server sending it to its result arriving, less the time it
+	// waited in the worker's queue and ran. 0: not measured.
+	Transit time.Duration
 }
 
 func (WorkerUp) isEvent()      {}

@@ -147,7 +147,8 @@ func (tr *tracer) event(cmd string, args []string, kv map[string]string) (schedu
 		return scheduler.UnitFinished{Job: args[0], Unit: tr.atoi(args[1]), Worker: args[2],
 			Stream: tr.atoi(args[3]), Compute: tr.dur(kv["compute"]), Failed: failed, Attempt: tr.atoi(kv["attempt"])}, nil
 	case "feedback":
-		return scheduler.Feedback{Worker: args[0], QueueDepth: tr.atoi(kv["queue"]), ServiceRate: tr.float(kv["rate"])}, nil
+		return scheduler.Feedback{Worker: args[0], QueueDepth: tr.atoi(kv["queue"]), ServiceRate: tr.float(kv["rate"]),
+			Transit: tr.dur(kv["transit"])}, nil
 	}
 	return nil, fmt.Errorf("unknown command %q", cmd)
 }

@@ -36,3 +36,37 @@ func TestWindowGrowsToDefaultMax(t *testing.T) {
 		t.Errorf("window %d after a queue deeper than both streams' windows, want 1", got)
 	}
 }
+
+// TestWindowHeldByTransit: an empty queue does not grow the window when
+// the unit's transit shows it waited on the way (a full link, a busy
+// transport): above the worker's smallest by a quarter, at least
+// TransitSlack. Within that, or unmeasured, it grows.
+func TestWindowHeldByTransit(t *testing.T) {
+	c := scheduler.New(scheduler.Config{})
+	now := time.Unix(0, 0)
+	window := func() int { return c.Workers()[0].Window }
+	if _, err := c.Step(now, scheduler.WorkerUp{Worker: "w", Streams: 1, Ops: []string{"noop"}}); err != nil {
+		t.Fatal(err)
+	}
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		transit time.Duration
+		grows   bool
+	}{
+		{100 * ms, true}, // the first: the smallest
+		{124 * ms, true}, // within a quarter
+		{126 * ms, false},
+		{0, true},      // unmeasured
+		{4 * ms, true}, // a new smallest
+		{6 * ms, true}, // within TransitSlack
+		{4*ms + scheduler.TransitSlack + ms, false},
+	} {
+		before := window()
+		if _, err := c.Step(now, scheduler.Feedback{Worker: "w", ServiceRate: 100, Transit: tc.transit}); err != nil {
+			t.Fatal(err)
+		}
+		if grew := window() > before; grew != tc.grows {
+			t.Errorf("transit %v: window %d → %d, want it grown: %v", tc.transit, before, window(), tc.grows)
+		}
+	}
+}

@@ -26,6 +26,9 @@ type worker struct {
 	unitTime time.Duration // EWMA of reported compute time per unit
 	samples  int           // compute-time samples behind unitTime
 	fbRate   float64       // last ServiceRate from Feedback (units/s)
+	// minTransit is the least Feedback.Transit seen (0: none): the path's
+	// round trip and one unit's transfer, with nothing queued on the way.
+	minTransit time.Duration
 
 	// Byte budget (see "Byte budgets" in doc.go).
 	bytes     int64         // input bytes of the copies held here
@@ -272,14 +275,22 @@ func (w *worker) rate() float64 {
 	return 0
 }
 
+// TransitSlack is the least transit above a worker's smallest that
+// counts as queued on the way (see "Flow control" in doc.go).
+const TransitSlack = 2 * time.Millisecond
+
 // feedback applies a Feedback report: a queue deeper than the worker's
 // total window shrinks the window to 1; an empty queue grows it by one up
-// to maxWindow. It reports whether the speed estimate changed.
+// to maxWindow, unless the unit's transit shows it queued on the way. It
+// reports whether the speed estimate changed.
 func (w *worker) feedback(ev Feedback, maxWindow int) bool {
+	if ev.Transit > 0 && (w.minTransit == 0 || ev.Transit < w.minTransit) {
+		w.minTransit = ev.Transit
+	}
 	switch {
 	case ev.QueueDepth > max(w.lease, 1)*w.window:
 		w.window = 1
-	case ev.QueueDepth == 0 && w.window < maxWindow:
+	case ev.QueueDepth == 0 && w.window < maxWindow && !w.queuedOnTheWay(ev.Transit):
 		w.window++
 	}
 	if ev.ServiceRate <= 0 || ev.ServiceRate == w.fbRate {
@@ -287,6 +298,14 @@ func (w *worker) feedback(ev Feedback, maxWindow int) bool {
 	}
 	w.fbRate = ev.ServiceRate
 	return true
+}
+
+// queuedOnTheWay reports a transit above the worker's smallest by a
+// quarter of it, at least TransitSlack: the unit waited somewhere between
+// the server and the worker's queue (the server's send queue, the
+// transport, the link), and a larger window would only lengthen that wait.
+func (w *worker) queuedOnTheWay(transit time.Duration) bool {
+	return transit > 0 && w.minTransit > 0 && transit-w.minTransit > max(w.minTransit/4, TransitSlack)
 }
 
 func (w *worker) status() WorkerStatus {

@@ -249,7 +249,10 @@ func (d *dispatcher) onResult(r resultMsg) {
 		return
 	}
 	if r.res.Rate > 0 {
-		d.step(scheduler.Feedback{Worker: r.worker, QueueDepth: r.res.QueueDepth, ServiceRate: r.res.Rate})
+		// The unit's time outside the worker's queue and threads; not
+		// measured (0) if the worker's clock made it come out negative.
+		transit := max(time.Since(f.sent)-r.res.Queued-r.res.Compute, 0)
+		d.step(scheduler.Feedback{Worker: r.worker, QueueDepth: r.res.QueueDepth, ServiceRate: r.res.Rate, Transit: transit})
 	}
 	d.unitFinished(f, r)
 }
