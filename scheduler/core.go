@@ -271,7 +271,7 @@ func (c *Core) feedback(ev Feedback) error {
 	if w == nil || !w.up {
 		return fmt.Errorf("%w: %q", ErrUnknownWorker, ev.Worker)
 	}
-	if w.feedback(ev, c.cfg.MaxWindow) {
+	if w.feedback(ev, c.now, c.cfg.MaxWindow) {
 		c.replanSpeed()
 	}
 	return nil

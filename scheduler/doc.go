@@ -105,10 +105,16 @@
 // full, or a transport whose CPU is the limit on a short path. More units
 // in flight then only wait on the way, longer each. So the window does not
 // grow on a result whose unit's Transit (its time outside the worker's
-// queue and threads) exceeds the worker's smallest by a quarter, at least
-// TransitSlack, the way the transports' stripe tuners read a standing
-// queue. (Without that, 19 KiB units on a 1 ms path ran no faster with
-// windows of up to 32 and their p99 latency rose from 50 to 290 ms.)
+// queue and threads) exceeds the worker's floor by a quarter, at least
+// TransitSlack: the way the transports' stripe tuners read a standing
+// queue. The floor is the least Transit of the last one to two
+// TransitPeriods, so that it follows a path that changed, or units of
+// another size. (Without this, 19 KiB units on a 1 ms path ran no faster
+// with windows of up to 32, and their p99 latency rose from about 50 ms to
+// 260-390 ms. Shrinking the window by one on such a result was tried too:
+// it undid the gain on long paths and cost 20% at 20 ms.) A worker's queue
+// holds at most 4 units a thread, so the deep-queue rule shrinks only
+// windows below 4; a larger one stays until the worker reconnects.
 //
 // # Byte budgets
 //

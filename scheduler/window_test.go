@@ -39,8 +39,9 @@ func TestWindowGrowsToDefaultMax(t *testing.T) {
 
 // TestWindowHeldByTransit: an empty queue does not grow the window when
 // the unit's transit shows it waited on the way (a full link, a busy
-// transport): above the worker's smallest by a quarter, at least
-// TransitSlack. Within that, or unmeasured, it grows.
+// transport): above the worker's floor by a quarter, at least
+// TransitSlack. Within that, or unmeasured, it grows. The floor is the
+// least transit of the last one to two TransitPeriods.
 func TestWindowHeldByTransit(t *testing.T) {
 	c := scheduler.New(scheduler.Config{})
 	now := time.Unix(0, 0)
@@ -49,24 +50,29 @@ func TestWindowHeldByTransit(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := time.Millisecond
-	for _, tc := range []struct {
+	for i, tc := range []struct {
+		after   time.Duration // since the last
 		transit time.Duration
 		grows   bool
 	}{
-		{100 * ms, true}, // the first: the smallest
-		{124 * ms, true}, // within a quarter
-		{126 * ms, false},
-		{0, true},      // unmeasured
-		{4 * ms, true}, // a new smallest
-		{6 * ms, true}, // within TransitSlack
-		{4*ms + scheduler.TransitSlack + ms, false},
+		{0, 100 * ms, true}, // the first: the floor
+		{0, 124 * ms, true}, // within a quarter
+		{0, 126 * ms, false},
+		{0, 0, true},      // unmeasured
+		{0, 4 * ms, true}, // a new floor
+		{0, 6 * ms, true}, // within TransitSlack
+		{0, 4*ms + scheduler.TransitSlack + ms, false},
+		{scheduler.TransitPeriod, 50 * ms, false}, // the floor of the last period stands
+		{scheduler.TransitPeriod, 50 * ms, true},  // and is forgotten in the next
+		{0, 63 * ms, false},
 	} {
+		now = now.Add(tc.after)
 		before := window()
 		if _, err := c.Step(now, scheduler.Feedback{Worker: "w", ServiceRate: 100, Transit: tc.transit}); err != nil {
 			t.Fatal(err)
 		}
-		if grew := window() > before; grew != tc.grows {
-			t.Errorf("transit %v: window %d → %d, want it grown: %v", tc.transit, before, window(), tc.grows)
+		if got := window() - before; got != 0 && got != 1 || (got == 1) != tc.grows {
+			t.Errorf("%d: transit %v: window %d → %d, want it grown: %v", i, tc.transit, before, window(), tc.grows)
 		}
 	}
 }

@@ -26,9 +26,13 @@ type worker struct {
 	unitTime time.Duration // EWMA of reported compute time per unit
 	samples  int           // compute-time samples behind unitTime
 	fbRate   float64       // last ServiceRate from Feedback (units/s)
-	// minTransit is the least Feedback.Transit seen (0: none): the path's
-	// round trip and one unit's transfer, with nothing queued on the way.
-	minTransit time.Duration
+	// transitFloor is the least Feedback.Transit of this TransitPeriod and
+	// the last (0: none): the path's round trip and a unit's transfer with
+	// nothing queued on the way, forgotten within two periods when the path
+	// or the units' sizes change. transitNow is this period's least, from
+	// transitSince.
+	transitFloor, transitNow, transitPrev time.Duration
+	transitSince                          time.Time
 
 	// Byte budget (see "Byte budgets" in doc.go).
 	bytes     int64         // input bytes of the copies held here
@@ -276,17 +280,19 @@ func (w *worker) rate() float64 {
 }
 
 // TransitSlack is the least transit above a worker's smallest that
-// counts as queued on the way (see "Flow control" in doc.go).
-const TransitSlack = 2 * time.Millisecond
+// counts as queued on the way (see "Flow control" in doc.go), and
+// TransitPeriod how long a smallest transit stands: one to two periods.
+const (
+	TransitSlack  = 2 * time.Millisecond
+	TransitPeriod = 10 * time.Second
+)
 
-// feedback applies a Feedback report: a queue deeper than the worker's
-// total window shrinks the window to 1; an empty queue grows it by one up
-// to maxWindow, unless the unit's transit shows it queued on the way. It
-// reports whether the speed estimate changed.
-func (w *worker) feedback(ev Feedback, maxWindow int) bool {
-	if ev.Transit > 0 && (w.minTransit == 0 || ev.Transit < w.minTransit) {
-		w.minTransit = ev.Transit
-	}
+// feedback applies a Feedback report at now: a queue deeper than the
+// worker's total window shrinks the window to 1; an empty queue grows it by
+// one up to maxWindow, unless the unit's transit shows it queued on the
+// way. It reports whether the speed estimate changed.
+func (w *worker) feedback(ev Feedback, now time.Time, maxWindow int) bool {
+	w.noteTransit(ev.Transit, now)
 	switch {
 	case ev.QueueDepth > max(w.lease, 1)*w.window:
 		w.window = 1
@@ -300,12 +306,31 @@ func (w *worker) feedback(ev Feedback, maxWindow int) bool {
 	return true
 }
 
-// queuedOnTheWay reports a transit above the worker's smallest by a
-// quarter of it, at least TransitSlack: the unit waited somewhere between
-// the server and the worker's queue (the server's send queue, the
-// transport, the link), and a larger window would only lengthen that wait.
+// noteTransit keeps the floor: the least transit of this period and the
+// last (a two-bucket windowed minimum).
+func (w *worker) noteTransit(transit time.Duration, now time.Time) {
+	if transit <= 0 {
+		return
+	}
+	if w.transitSince.IsZero() || now.Sub(w.transitSince) >= TransitPeriod {
+		w.transitPrev, w.transitNow, w.transitSince = w.transitNow, 0, now
+	}
+	if w.transitNow == 0 || transit < w.transitNow {
+		w.transitNow = transit
+	}
+	w.transitFloor = w.transitNow
+	if w.transitPrev > 0 {
+		w.transitFloor = min(w.transitPrev, w.transitNow)
+	}
+}
+
+// queuedOnTheWay reports a transit above the worker's floor by a quarter
+// of it, at least TransitSlack: the unit waited somewhere between the
+// server and the worker's queue (the server's send queue, the transport,
+// the link), and a larger window would only lengthen that wait.
 func (w *worker) queuedOnTheWay(transit time.Duration) bool {
-	return transit > 0 && w.minTransit > 0 && transit-w.minTransit > max(w.minTransit/4, TransitSlack)
+	f := w.transitFloor
+	return transit > 0 && f > 0 && transit-f > max(f/4, TransitSlack)
 }
 
 func (w *worker) status() WorkerStatus {

@@ -251,7 +251,7 @@ func (d *dispatcher) onResult(r resultMsg) {
 	if r.res.Rate > 0 {
 		// The unit's time outside the worker's queue and threads; not
 		// measured (0) if the worker's clock made it come out negative.
-		transit := max(time.Since(f.sent)-r.res.Queued-r.res.Compute, 0)
+		transit := max(r.returned.Sub(f.sent)-r.res.Queued-r.res.Compute, 0)
 		d.step(scheduler.Feedback{Worker: r.worker, QueueDepth: r.res.QueueDepth, ServiceRate: r.res.Rate, Transit: transit})
 	}
 	d.unitFinished(f, r)

@@ -105,7 +105,7 @@ func PathShares(t *testing.T, bed *netem.Bed, d, l transport.Association, msg []
 // happened to hold at the end, which one late epoch can move by one.
 func SteadyCount(count func() int, run func()) int {
 	done := make(chan struct{})
-	samples := make(chan []int)
+	samples := make(chan []int, 1)
 	go func() {
 		var got []int
 		tick := time.NewTicker(20 * time.Millisecond)
@@ -120,8 +120,10 @@ func SteadyCount(count func() int, run func()) int {
 			}
 		}
 	}()
-	run()
-	close(done)
+	func() {
+		defer close(done) // also when run fails its test
+		run()
+	}()
 	got := <-samples
 	got = got[len(got)/2:]
 	slices.Sort(got)
