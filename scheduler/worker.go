@@ -279,9 +279,9 @@ func (w *worker) rate() float64 {
 	return 0
 }
 
-// TransitSlack is the least transit above a worker's smallest that
-// counts as queued on the way (see "Flow control" in doc.go), and
-// TransitPeriod how long a smallest transit stands: one to two periods.
+// TransitSlack is the least transit above a worker's floor that counts as
+// queued on the way (see "Flow control" in doc.go), and TransitPeriod how
+// long a floor stands: one to two periods.
 const (
 	TransitSlack  = 2 * time.Millisecond
 	TransitPeriod = 10 * time.Second
