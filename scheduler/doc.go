@@ -98,7 +98,7 @@
 // w units a round trip, which at 100 ms and 19 KiB units is 3 Mbit/s a
 // stream. So the window grows until the worker has some queued, up to a
 // MaxWindow of 32 by default (a bound of 4 held a job of small units over a
-// 100 ms path to a third of what 32 ran). The byte budget below still
+// 100 ms path to under a third of what 32 ran). The byte budget below still
 // bounds the bytes those windows may hold.
 //
 // But a worker also runs dry when what feeds it is slow: a link already
