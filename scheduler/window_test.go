@@ -9,9 +9,13 @@ import (
 
 // TestWindowGrowsToDefaultMax: a worker that keeps reporting an empty
 // queue (one on a long path, waiting for its input) gets its window grown
-// one unit a report up to DefaultMaxWindow and no further, and a deep
-// queue shrinks it to one.
+// one unit a report up to DefaultMaxWindow, 32, and no further (a bound of
+// 4 held small units on a 100 ms path to under a third of the rate), and a
+// deep queue shrinks it to one.
 func TestWindowGrowsToDefaultMax(t *testing.T) {
+	if scheduler.DefaultMaxWindow != 32 {
+		t.Fatalf("DefaultMaxWindow %d, want 32 (README, \"Windows on long paths\")", scheduler.DefaultMaxWindow)
+	}
 	c := scheduler.New(scheduler.Config{})
 	now := time.Unix(0, 0)
 	step := func(ev scheduler.Event) {

@@ -26,13 +26,11 @@ type worker struct {
 	unitTime time.Duration // EWMA of reported compute time per unit
 	samples  int           // compute-time samples behind unitTime
 	fbRate   float64       // last ServiceRate from Feedback (units/s)
-	// transitFloor is the least Feedback.Transit of this TransitPeriod and
-	// the last (0: none): the path's round trip and a unit's transfer with
-	// nothing queued on the way, forgotten within two periods when the path
-	// or the units' sizes change. transitNow is this period's least, from
-	// transitSince.
-	transitFloor, transitNow, transitPrev time.Duration
-	transitSince                          time.Time
+	// transitNow is the least Feedback.Transit of the TransitPeriod begun
+	// at transitSince, transitPrev the last period's (0: none); their
+	// least is the floor (transitFloor).
+	transitNow, transitPrev time.Duration
+	transitSince            time.Time
 
 	// Byte budget (see "Byte budgets" in doc.go).
 	bytes     int64         // input bytes of the copies held here
@@ -306,8 +304,8 @@ func (w *worker) feedback(ev Feedback, now time.Time, maxWindow int) bool {
 	return true
 }
 
-// noteTransit keeps the floor: the least transit of this period and the
-// last (a two-bucket windowed minimum).
+// noteTransit adds a transit to the current period's least (a two-bucket
+// windowed minimum).
 func (w *worker) noteTransit(transit time.Duration, now time.Time) {
 	if transit <= 0 {
 		return
@@ -318,10 +316,17 @@ func (w *worker) noteTransit(transit time.Duration, now time.Time) {
 	if w.transitNow == 0 || transit < w.transitNow {
 		w.transitNow = transit
 	}
-	w.transitFloor = w.transitNow
-	if w.transitPrev > 0 {
-		w.transitFloor = min(w.transitPrev, w.transitNow)
+}
+
+// transitFloor is the least transit of this period and the last (0: none):
+// the path's round trip and a unit's transfer with nothing queued on the
+// way, forgotten within two periods when the path or the units' sizes
+// change.
+func (w *worker) transitFloor() time.Duration {
+	if w.transitPrev > 0 && w.transitPrev < w.transitNow {
+		return w.transitPrev
 	}
+	return w.transitNow
 }
 
 // queuedOnTheWay reports a transit above the worker's floor by a quarter
@@ -329,7 +334,7 @@ func (w *worker) noteTransit(transit time.Duration, now time.Time) {
 // server and the worker's queue (the server's send queue, the transport,
 // the link), and a larger window would only lengthen that wait.
 func (w *worker) queuedOnTheWay(transit time.Duration) bool {
-	f := w.transitFloor
+	f := w.transitFloor()
 	return transit > 0 && f > 0 && transit-f > max(f/4, TransitSlack)
 }
 
