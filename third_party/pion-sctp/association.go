@@ -2051,6 +2051,10 @@ func initialCwnd(mtu uint32) uint32 {
 // loss the association then carries about what n associations would,
 // with one sequence space and its streams' order intact. n is clamped to
 // [1, 64]; the default is 1, RFC 9260's congestion control.
+//
+// Set before the association sends its first DATA chunk, n also multiplies
+// its initial window (braid patch 23), as n TCP connections start with n
+// initial windows.
 func (a *Association) SetFlows(n int) {
 	atomic.StoreUint32(&a.flows, uint32(min(max(n, 1), 64))) //nolint:gosec // G115
 }
@@ -2706,7 +2710,9 @@ func (a *Association) handleData(chunkPayload *chunkPayloadData) []*packet {
 	expectedTSN := a.peerLastTSN() + 1
 	gapDetected := sna32GT(chunkPayload.tsn, expectedTSN)
 
-	sackNow := chunkPayload.immediateSack || gapDetected
+	// braid patch 22: ackModeAlwaysDelay, a mode for tests of the delayed
+	// SACK, delays one the I bit asks for too (braid's sender sets it).
+	sackNow := (chunkPayload.immediateSack && a.ackMode != ackModeAlwaysDelay) || gapDetected
 	if state == shutdownSent {
 		sackNow = true
 	}
@@ -3183,8 +3189,18 @@ func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
 		//      most, the lesser of 1) the total size of the previously
 		//      outstanding DATA chunk(s) acknowledged, and 2) the destination's
 		//      path MTU.
+		//
+		// braid patch 21: "fully utilized" is data waiting, as pion had it,
+		// or a flight before this SACK of more than half of cwnd, as Linux
+		// judges a slow-starting TCP sender cwnd-limited
+		// (tcp_is_cwnd_limited). A sender that hands over a round's data
+		// at once, as braid's scheduler does with units, fills cwnd and
+		// then waits for the results; its queue is empty when most SACKs
+		// come, and its window grew by a half a round trip, not doubled.
+		// cwnd stays below twice the flight it was used for.
+		flightBefore := uint32(a.inflightQueue.getNumBytes() + totalBytesAcked) //nolint:gosec // G115
 		if !a.inFastRecovery && cumAdvanced &&
-			a.pendingQueue.size() > 0 {
+			(a.pendingQueue.size() > 0 || a.CWND() < 2*flightBefore) {
 			a.setCWND(a.CWND() + min32(uint32(totalBytesAcked), a.CWND())) //nolint:gosec // G115
 			// a.cwnd += min32(uint32(totalBytesAcked), a.MTU()) // SCTP way (slow)
 			a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d acked=%d (SS)",
@@ -4118,6 +4134,12 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 	// track current packet size for MTU bundling so budgeting is accurate.
 	bytesInPacket := 0
 
+	// braid patch 23: before its first DATA chunk an association of n
+	// flows takes n initial windows (SetFlows).
+	if a.myNextTSN == a.initialTSN && a.flowCount() > 1 {
+		a.setCWND(max32(a.CWND(), a.flowCount()*initialCwnd(a.MTU())))
+	}
+
 	if a.pendingQueue.size() > 0 { //nolint:nestif
 		// RFC 4960 sec 6.1.  Transmission of DATA Chunks
 		//   A) At any given time, the data sender MUST NOT transmit new data to
@@ -4220,6 +4242,15 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 
 	if a.pendingQueue.size() == 0 {
 		a.heldByCwnd = false // braid patch 19
+
+		// braid patch 22: the last chunk of a round that empties the
+		// queue asks for its SACK at once (RFC 7053's I bit). The peer
+		// acknowledges every second packet and delays a lone one by up to
+		// 200 ms; a sender with nothing more to send gains nothing from
+		// the delay, and while its window opens it waits on that SACK.
+		if len(chunks) > 0 {
+			chunks[len(chunks)-1].immediateSack = true
+		}
 	}
 
 	if a.blockWrite && len(chunks) > 0 && a.pendingQueue.size() == 0 {
