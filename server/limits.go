@@ -24,14 +24,17 @@ const (
 	maxName = math.MaxUint8
 	// MaxWindow bounds Config.Window: a stream never has more units in
 	// flight than max(Window, scheduler.DefaultMaxWindow), and its send
-	// queue must hold that many plus the wants stream 0 also carries
-	// (streamQueueLen, which startStreams sizes each queue with). On a
-	// short path two hide the round trip (a worker stream runs one unit at a
-	// time); on a long one the window grows while the worker waits for
-	// input, up to the scheduler's DefaultMaxWindow, which is as many.
+	// queue must hold that many (streamQueueLen, which startStreams sizes
+	// each queue with). On a short path two hide the round trip (a worker
+	// stream runs one unit at a time); on a long one the window grows
+	// while the worker waits for input, up to the scheduler's
+	// DefaultMaxWindow, which is as many.
 	MaxWindow = 32
-	// wantRoom is the send-queue room kept for wants (leases) on stream 0.
-	wantRoom = 8
+	// queueSlack is room in each stream's send queue beyond the units the
+	// scheduler may have in flight on it, which are all the queue ever
+	// holds (wants wait in workerConn.wantQ): a margin, since a full queue
+	// aborts the association.
+	queueSlack = 8
 )
 
 // checkParams checks a spec's parameters against the wire's limits; extra
@@ -99,9 +102,9 @@ func validateWindow(w int) error {
 }
 
 // streamQueueLen is the capacity a stream's send queue needs: the most
-// units the scheduler ever has in flight on one stream, plus room for
-// wants. startStreams should size each queue with it, so that a full queue
-// means a bug, not a big window.
+// units the scheduler ever has in flight on one stream, and queueSlack.
+// startStreams should size each queue with it, so that a full queue means
+// a bug, not a big window.
 func (s *Server) streamQueueLen() int {
-	return max(s.cfg.Window, scheduler.DefaultWindow, scheduler.DefaultMaxWindow) + wantRoom
+	return max(s.cfg.Window, scheduler.DefaultWindow, scheduler.DefaultMaxWindow) + queueSlack
 }

@@ -9,8 +9,7 @@ import (
 // TestStreamQueueHoldsTheWindow: for every window Config allows, a
 // stream's send queue holds every unit the core may have in flight on the
 // stream (the window grows by feedback up to max(Window, MaxWindow)) with
-// room for wants, and no allowed window needs more than the 64 slots
-// startStreams gives today.
+// a margin, and no allowed window needs more than 64 slots.
 func TestStreamQueueHoldsTheWindow(t *testing.T) {
 	for w := 0; w <= MaxWindow; w++ {
 		if err := validateWindow(w); err != nil {
@@ -18,7 +17,7 @@ func TestStreamQueueHoldsTheWindow(t *testing.T) {
 		}
 		s := &Server{cfg: Config{Window: w}}
 		n := s.streamQueueLen()
-		if need := max(w, scheduler.DefaultMaxWindow) + wantRoom; n < need || n > 64 {
+		if need := max(w, scheduler.DefaultMaxWindow) + queueSlack; n < need || n > 64 {
 			t.Errorf("window %d: queue of %d, want %d to 64", w, n, need)
 		}
 	}
