@@ -335,6 +335,13 @@ type Association struct {
 	// dry, rwnd was short or Tail Loss Recovery's burst budget was spent
 	// (braid patch 19).
 	heldByCwnd bool
+	// maxFlight is the largest flight (bytes) of the current round, which
+	// ends once the cumulative TSN reaches maxFlightTSN (braid patch 21;
+	// Linux's max_packets_out). sentData: a DATA chunk has been sent
+	// (braid patch 23).
+	maxFlight    uint32
+	maxFlightTSN uint32
+	sentData     bool
 
 	// RTX & Ack timer
 	rtoMgr     *rtoManager
@@ -3191,16 +3198,15 @@ func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
 		//      path MTU.
 		//
 		// braid patch 21: "fully utilized" is data waiting, as pion had it,
-		// or a flight before this SACK of more than half of cwnd, as Linux
+		// or a flight in this round of more than half of cwnd, as Linux
 		// judges a slow-starting TCP sender cwnd-limited
-		// (tcp_is_cwnd_limited). A sender that hands over a round's data
-		// at once, as braid's scheduler does with units, fills cwnd and
-		// then waits for the results; its queue is empty when most SACKs
-		// come, and its window grew by a half a round trip, not doubled.
-		// cwnd stays below twice the flight it was used for.
-		flightBefore := uint32(a.inflightQueue.getNumBytes() + totalBytesAcked) //nolint:gosec // G115
+		// (tcp_is_cwnd_limited, max_packets_out). A sender that hands over
+		// a round's data at once, as braid's scheduler does with units,
+		// fills cwnd and then waits for the results; its queue is empty
+		// when most SACKs come, and its window grew by a half a round trip,
+		// not doubled. Growth stops once cwnd is twice the round's flight.
 		if !a.inFastRecovery && cumAdvanced &&
-			(a.pendingQueue.size() > 0 || a.CWND() < 2*flightBefore) {
+			(a.pendingQueue.size() > 0 || a.CWND() < 2*a.maxFlight) {
 			a.setCWND(a.CWND() + min32(uint32(totalBytesAcked), a.CWND())) //nolint:gosec // G115
 			// a.cwnd += min32(uint32(totalBytesAcked), a.MTU()) // SCTP way (slow)
 			a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d acked=%d (SS)",
@@ -4115,6 +4121,14 @@ func (a *Association) movePendingDataChunkToInflightQueue(chunkPayload *chunkPay
 
 	a.inflightQueue.pushNoCheck(chunkPayload)
 
+	// braid patches 21 and 23: the round's largest flight, a new round
+	// once the last one's is acknowledged; and that DATA has been sent.
+	flight := uint32(a.inflightQueue.getNumBytes()) //nolint:gosec // G115
+	if flight > a.maxFlight || !sna32LT(a.cumulativeTSNAckPoint, a.maxFlightTSN) {
+		a.maxFlight, a.maxFlightTSN = flight, chunkPayload.tsn
+	}
+	a.sentData = true
+
 	// RACK: track outstanding original transmissions by send time.
 	a.rackInsert(chunkPayload)
 }
@@ -4136,7 +4150,7 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 
 	// braid patch 23: before its first DATA chunk an association of n
 	// flows takes n initial windows (SetFlows).
-	if a.myNextTSN == a.initialTSN && a.flowCount() > 1 {
+	if !a.sentData && a.flowCount() > 1 {
 		a.setCWND(max32(a.CWND(), a.flowCount()*initialCwnd(a.MTU())))
 	}
 

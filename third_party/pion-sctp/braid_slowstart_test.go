@@ -13,8 +13,10 @@ import (
 )
 
 // TestBraidSlowStartFlight (braid patch 21): in slow start a SACK grows cwnd
-// when data waits, or when the flight before it was more than half of
-// cwnd; a sender whose flight was not does not grow it.
+// when data waits, or when the round's flight was more than half of cwnd.
+// A sender that sends a full window and then waits doubles it in the round
+// trip, as a TCP sender does; one whose round's flight was small does not
+// grow it.
 func TestBraidSlowStartFlight(t *testing.T) {
 	br := test.NewBridge()
 	a0, a1, err := createNewAssociationPair(br, ackModeNoDelay, 0)
@@ -27,44 +29,49 @@ func TestBraidSlowStartFlight(t *testing.T) {
 	atomic.StoreUint32(&a0.mtu, 1200)
 	defer atomic.StoreUint32(&a0.mtu, mtu)
 	a0.setRWND(1 << 30)
+	a0.ssthresh = 1 << 30
 	stream := a0.createStream(7, false)
-
-	const cwnd = 20 * 1200
-	for _, c := range []struct {
-		name     string
-		inflight uint32 // chunks of 1200 bytes, two of them acknowledged
-		waiting  bool
-		grows    uint32
-	}{
-		{"flight of cwnd, nothing waits", 20, false, 2400},
-		{"flight over half cwnd, nothing waits", 11, false, 2400},
-		{"flight of half cwnd, nothing waits", 10, false, 0},
-		{"flight under half cwnd, data waits", 4, true, 2400},
-	} {
-		a0.inFastRecovery = false
-		a0.setCWND(cwnd)
-		a0.ssthresh = 1 << 30
-		a0.inflightQueue = newPayloadQueue()
-		a0.cumulativeTSNAckPoint = a0.myNextTSN - 1
-		for i := range c.inflight {
-			a0.inflightQueue.pushNoCheck(&chunkPayloadData{tsn: a0.myNextTSN + i, userData: make([]byte, 1200), nSent: 1, stream: stream})
+	send := func(n int) {
+		for range n {
+			a0.pendingQueue.push(&chunkPayloadData{
+				streamIdentifier: 7, stream: stream, userData: make([]byte, 1000),
+				beginningFragment: true, endingFragment: true,
+			})
 		}
-		a0.myNextTSN += c.inflight
-		waiting := &chunkPayloadData{userData: make([]byte, 1000), beginningFragment: true, endingFragment: true}
-		if c.waiting {
-			a0.pendingQueue.push(waiting)
-		}
-		res, err := a0.processAcknowledgement(&chunkSelectiveAck{
-			cumulativeTSNAck:               a0.cumulativeTSNAckPoint + 2,
-			advertisedReceiverWindowCredit: 1 << 30,
-		})
-		require.NoError(t, err, c.name)
-		assert.True(t, res.cumTSNAckPointAdvanced, c.name)
-		assert.Equal(t, cwnd+c.grows, a0.CWND(), c.name)
-		if c.waiting {
-			require.NoError(t, a0.pendingQueue.pop(waiting))
-		}
+		sent, _ := a0.popPendingDataChunksToSend(nil, nil)
+		require.Len(t, sent, n)
 	}
+	// ack acknowledges the oldest n chunks in flight, as one SACK would.
+	ack := func(n int) {
+		acked := 0
+		for range n {
+			c, ok := a0.inflightQueue.pop(a0.cumulativeTSNAckPoint + 1)
+			require.True(t, ok)
+			a0.cumulativeTSNAckPoint++
+			acked += len(c.userData)
+		}
+		a0.onCumulativeTSNAckPointAdvanced(acked)
+	}
+
+	const cwnd = 20 * 1000
+	a0.setCWND(cwnd)
+	send(20)
+	for range 10 {
+		ack(2)
+	}
+	assert.Equal(t, uint32(2*cwnd), a0.CWND(), "a full window, nothing waiting: doubled in the round")
+
+	// The next round's flight is under half of cwnd.
+	send(4)
+	ack(2)
+	assert.Equal(t, uint32(2*cwnd), a0.CWND(), "a round of a small flight grew cwnd")
+
+	// Data waits: it grows whatever the flight.
+	waiting := &chunkPayloadData{userData: make([]byte, 1000), beginningFragment: true, endingFragment: true}
+	a0.pendingQueue.push(waiting)
+	ack(2)
+	assert.Equal(t, uint32(2*cwnd+2000), a0.CWND(), "data waiting")
+	require.NoError(t, a0.pendingQueue.pop(waiting))
 }
 
 // TestBraidImmediateSack (braid patch 22): the chunk that empties the

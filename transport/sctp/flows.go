@@ -1,6 +1,7 @@
 package sctp
 
 import (
+	"net"
 	"time"
 
 	"github.com/braidhq/braid/transport/internal/stripes"
@@ -47,6 +48,19 @@ const (
 	MaxFlows      = 16
 	MinTunedFlows = 4
 )
+
+// initialFlows is the flow count an association with remote starts with:
+// Config.Flows if fixed, else the tuner's floor, or one flow with a peer
+// on this host (start sets the same count when it starts the tuner).
+func initialFlows(cfg *Config, remote net.Addr) int {
+	switch {
+	case cfg.Flows > 0:
+		return cfg.Flows
+	case isLocal(remote):
+		return 1
+	}
+	return MinTunedFlows
+}
 
 // msDuration converts pion's milliseconds.
 func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }

@@ -21,13 +21,20 @@ func TestConfigFlows(t *testing.T) {
 }
 
 // TestFixedFlows: Config.Flows sets every association's count, on
-// loopback too; the tuned default keeps one there.
+// loopback too, from the handshake on; the tuned default keeps one there.
 func TestFixedFlows(t *testing.T) {
 	lc, dc := transport.ListenConfig{Secret: secret}, transport.DialConfig{Secret: secret}
+	d1, l1 := loopbackPair(t, New(Config{Flows: 1}), lc, dc)
 	d, l := loopbackPair(t, New(Config{Flows: 5}), lc, dc)
-	for _, a := range []transport.Association{d, l} {
+	for i, a := range []transport.Association{d, l} {
 		if got := a.(*Association).Flows(); got != 5 {
 			t.Errorf("%s: %d flows, want 5", a.LocalAddr(), got)
+		}
+		// Set before the handshake sent its first DATA chunk, the count
+		// gave the association five initial windows (pion patch 23).
+		one := []transport.Association{d1, l1}[i].(*Association).pa.CWND()
+		if got := a.(*Association).pa.CWND(); got < 4*one {
+			t.Errorf("%s: congestion window %d after the handshake, want five initial windows (one flow's: %d)", a.LocalAddr(), got, one)
 		}
 	}
 	d, l = loopbackPair(t, New(Config{}), lc, dc)

@@ -141,6 +141,9 @@ func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn as
 	go gate.acceptLoop(pa)
 	hook.set(func(error) { go pa.Abort("malformed packet during handshake") })
 	stop := context.AfterFunc(ctx, func() { pa.Abort("handshake timed out") })
+	// Before the handshake's first DATA chunk, so that the association
+	// starts with one initial window per flow (pion patch 23).
+	pa.SetFlows(initialFlows(&t.cfg, conn.RemoteAddr()))
 	ctl, err := pa.OpenStream(0, ppi)
 	var res transport.HandshakeResult
 	var release func()
