@@ -3203,8 +3203,9 @@ func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
 		// (tcp_is_cwnd_limited, max_packets_out). A sender that hands over
 		// a round's data at once, as braid's scheduler does with units,
 		// fills cwnd and then waits for the results; its queue is empty
-		// when most SACKs come, and its window grew by a half a round trip,
-		// not doubled. Growth stops once cwnd is twice the round's flight.
+		// when most SACKs come, and its window grew by about half a round
+		// trip instead of doubling. Growth stops once cwnd is twice the
+		// round's flight.
 		if !a.inFastRecovery && cumAdvanced &&
 			(a.pendingQueue.size() > 0 || a.CWND() < 2*a.maxFlight) {
 			a.setCWND(a.CWND() + min32(uint32(totalBytesAcked), a.CWND())) //nolint:gosec // G115

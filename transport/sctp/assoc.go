@@ -76,6 +76,13 @@ func newAssociation(s setup) (*Association, error) {
 		send: make([]*sendStream, n), recv: make([]*recvStream, n), data: make([]*sctp.Stream, n),
 		done: make(chan struct{}), finished: make(chan struct{}),
 	}
+	// The setup counts as a reader until every reader is counted. A
+	// failure from the hooks on (or a credit start cannot send) starts the
+	// teardown, which waits for the readers, and a WaitGroup must not be
+	// added to from zero once waited on (the race detector caught start
+	// doing so in TestINITFlood).
+	a.readers.Add(1)
+	defer a.readers.Done()
 	rb := &reasmBudget{max: s.cfg.MaxReassembly}
 	for i := range n {
 		st, err := s.pa.OpenStream(uint16(i+1), ppi)
