@@ -4122,14 +4122,6 @@ func (a *Association) movePendingDataChunkToInflightQueue(chunkPayload *chunkPay
 
 	a.inflightQueue.pushNoCheck(chunkPayload)
 
-	// braid patches 21 and 23: the round's largest flight, a new round
-	// once the last one's is acknowledged; and that DATA has been sent.
-	flight := uint32(a.inflightQueue.getNumBytes()) //nolint:gosec // G115
-	if flight > a.maxFlight || !sna32LT(a.cumulativeTSNAckPoint, a.maxFlightTSN) {
-		a.maxFlight, a.maxFlightTSN = flight, chunkPayload.tsn
-	}
-	a.sentData = true
-
 	// RACK: track outstanding original transmissions by send time.
 	a.rackInsert(chunkPayload)
 }
@@ -4253,6 +4245,17 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 				}
 			}
 		}
+	}
+
+	// braid patches 21 and 23: after the round's new chunks, its largest
+	// flight (a new round once the last one's is acknowledged); and that
+	// DATA has been sent.
+	if len(chunks) > 0 {
+		flight := uint32(a.inflightQueue.getNumBytes()) //nolint:gosec // G115
+		if flight > a.maxFlight || !sna32LT(a.cumulativeTSNAckPoint, a.maxFlightTSN) {
+			a.maxFlight, a.maxFlightTSN = flight, chunks[len(chunks)-1].tsn
+		}
+		a.sentData = true
 	}
 
 	if a.pendingQueue.size() == 0 {

@@ -105,12 +105,10 @@ func newAssociation(s setup) (*Association, error) {
 // start announces each stream's window and starts the reader goroutines
 // and the keep-alive loop.
 func (a *Association) start() {
-	switch {
-	case a.cfg.Flows > 0:
-		a.pa.SetFlows(a.cfg.Flows)
-	case !isLocal(a.conn.RemoteAddr()):
-		tu := stripes.NewTuner(MinTunedFlows, MinTunedFlows, MaxFlows)
-		a.pa.SetFlows(tu.N())
+	// The handshake set the flow count (initialFlows); the tuner moves it
+	// from there unless Config.Flows fixes it or the peer is on this host.
+	if a.cfg.Flows == 0 && !isLocal(a.conn.RemoteAddr()) {
+		tu := stripes.NewTuner(a.pa.Flows(), MinTunedFlows, MaxFlows)
 		a.readers.Add(1)
 		go a.tuneFlows(tu)
 	}

@@ -51,7 +51,7 @@ const (
 
 // initialFlows is the flow count an association with remote starts with:
 // Config.Flows if fixed, else the tuner's floor, or one flow with a peer
-// on this host (start sets the same count when it starts the tuner).
+// on this host. The handshake sets it; start's tuner begins from it.
 func initialFlows(cfg *Config, remote net.Addr) int {
 	switch {
 	case cfg.Flows > 0:
