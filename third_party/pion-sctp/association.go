@@ -5312,6 +5312,7 @@ func (a *Association) onPTOTimerLocked() {
 
 	if latest != nil && !latest.retransmit {
 		latest.retransmit = true
+		a.stats.incPTOProbes() // braid patch 24
 		a.log.Tracef("[%s] PTO fired: probe tsn=%d", a.name, latest.tsn)
 		a.awakeWriteLoop()
 	}

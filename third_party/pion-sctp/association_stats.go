@@ -16,6 +16,7 @@ type associationStats struct {
 	nT3Timeouts      uint64
 	nAckTimeouts     uint64
 	nFastRetrans     uint64
+	nPTOProbes       uint64 // braid patch 24: tail-loss probes sent
 }
 
 func (s *associationStats) incPacketsReceived() {
@@ -82,6 +83,16 @@ func (s *associationStats) getNumFastRetrans() uint64 {
 	return atomic.LoadUint64(&s.nFastRetrans)
 }
 
+// incPTOProbes counts a tail-loss probe: a DATA chunk sent again because the
+// probe timeout fired, not because it was found lost (braid patch 24).
+func (s *associationStats) incPTOProbes() {
+	atomic.AddUint64(&s.nPTOProbes, 1)
+}
+
+func (s *associationStats) getNumPTOProbes() uint64 {
+	return atomic.LoadUint64(&s.nPTOProbes)
+}
+
 func (s *associationStats) reset() {
 	atomic.StoreUint64(&s.nPacketsReceived, 0)
 	atomic.StoreUint64(&s.nPacketsSent, 0)
@@ -91,4 +102,5 @@ func (s *associationStats) reset() {
 	atomic.StoreUint64(&s.nT3Timeouts, 0)
 	atomic.StoreUint64(&s.nAckTimeouts, 0)
 	atomic.StoreUint64(&s.nFastRetrans, 0)
+	atomic.StoreUint64(&s.nPTOProbes, 0)
 }

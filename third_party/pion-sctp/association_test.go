@@ -4195,8 +4195,19 @@ func TestAssocCongestionControl(t *testing.T) { //nolint:cyclop,maintidx
 		t.Logf("nDATAs      : %d\n", a1.stats.getNumDATAs())
 		t.Logf("nSACKs      : %d\n", a0.stats.getNumSACKsReceived())
 		t.Logf("nT3Timeouts : %d\n", a0.stats.getNumT3Timeouts())
+		t.Logf("nPTOProbes  : %d\n", a0.stats.getNumPTOProbes())
+		t.Logf("nFastRetrans: %d\n", a0.stats.getNumFastRetrans())
 
-		assert.Equal(t, uint64(nPacketsToSend), a1.stats.getNumDATAs(), "packet count mismatch")
+		// braid patch 24: a tail-loss probe sends a chunk again when the
+		// probe timeout (2*SRTT + 2 ms, a few ms on this bridge) fires before
+		// the SACK is processed, which a starved machine makes likely. Those
+		// are timing, not loss; any other retransmission still fails. The
+		// probes are counted before they are sent, so read them last.
+		nDATAs := a1.stats.getNumDATAs()
+		nProbes := a0.stats.getNumPTOProbes()
+		assert.GreaterOrEqual(t, nDATAs, uint64(nPacketsToSend), "packet count mismatch")
+		assert.LessOrEqualf(t, nDATAs, uint64(nPacketsToSend)+nProbes,
+			"packet count mismatch: %d DATA chunks for %d messages and %d probes", nDATAs, nPacketsToSend, nProbes)
 		assert.True(t, a0.stats.getNumSACKsReceived() <= nPacketsToSend/2, "too many sacks")
 		assert.Equal(t, uint64(0), a0.stats.getNumT3Timeouts(), "should be no retransmit")
 
