@@ -187,8 +187,9 @@ type Config struct {
 	// MaxWindow caps the window feedback may grow to (default 32: see
 	// "Flow control" in the package doc).
 	MaxWindow int
-	// SpeculateAfter: a running unit is a straggler once it has run this
-	// many times the job's median unit time (default 1.0).
+	// SpeculateAfter: a running unit is a straggler once it has been out
+	// this many times the job's median unit compute time, plus twice its
+	// median time on the network (default 1.0).
 	SpeculateAfter float64
 	// ByteHorizon is how much of a measured worker's work, in time, its
 	// byte budget keeps in flight (default 1s); negative: no budget from

@@ -56,6 +56,7 @@ type job struct {
 	waitGen   int
 	waitOps   int
 	computes  median // Compute of accepted successful results
+	nets      median // their time on the network: sent to result, less Queued and Compute
 }
 
 // newJob validates ev and builds the job; on error nothing is kept.
@@ -247,10 +248,16 @@ func (j *job) finish(i int, failed bool) (cascaded []int) {
 	return cascaded
 }
 
-// medianCompute is the median compute time of accepted results.
-func (j *job) medianCompute() (time.Duration, bool) {
-	m, ok := j.computes.value()
-	return time.Duration(m), ok
+// stragglerAfter is how long a copy of j's is in flight before it counts
+// as a straggler: SpeculateAfter times the median compute time, plus twice
+// the median time on the network (see speculate). false with no results.
+func (j *job) stragglerAfter(speculateAfter float64) (time.Duration, bool) {
+	c, ok := j.computes.value()
+	if !ok {
+		return 0, false
+	}
+	n, _ := j.nets.value()
+	return time.Duration(speculateAfter*float64(c)) + 2*time.Duration(n), true
 }
 
 // dropCopy removes the copy of the unit that result f is for and reports

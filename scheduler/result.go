@@ -15,7 +15,7 @@ func (c *Core) unitFinished(ev UnitFinished, out *Output) {
 		return
 	}
 	u := &j.units[ev.Unit]
-	_, ok := u.dropCopy(ev)
+	a, ok := u.dropCopy(ev)
 	if !ok {
 		out.Dropped = append(out.Dropped, ev)
 		return
@@ -35,6 +35,7 @@ func (c *Core) unitFinished(ev UnitFinished, out *Output) {
 	out.Accepted = append(out.Accepted, ev)
 	if !ev.Failed && ev.Compute > 0 {
 		j.computes.add(int64(ev.Compute))
+		j.nets.add(int64(max(c.now.Sub(a.sent)-ev.Queued-ev.Compute, 0)))
 	}
 	for _, d := range j.finish(ev.Unit, ev.Failed) {
 		out.Accepted = append(out.Accepted, UnitFinished{Job: j.name, Unit: d, Failed: true})

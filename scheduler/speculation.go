@@ -12,9 +12,9 @@ import (
 // (Speculative, next Attempt) on an idle stream (nothing in flight) of
 // another capable worker — the fastest such — when either
 //
-//   - the copy is a straggler: in flight (queued on the worker or running)
-//     for at least SpeculateAfter times the job's median unit compute
-//     time, or
+//   - the copy is a straggler: in flight (on the way, queued on the worker
+//     or running) for at least SpeculateAfter times the job's median unit
+//     compute time plus twice its median time on the network, or
 //   - both workers are measured and the idle one would finish sooner than
 //     the copy's expected finish (sent + (units ahead + 1) × unit time),
 //
@@ -22,16 +22,26 @@ import (
 // The first result wins; the other is Dropped when it comes back and frees
 // its slot then. Only idle streams are used, and dispatch runs first, so
 // speculation never delays another job's units.
+//
+// A unit's time on the network (from its send to its result, less the time
+// it waited in the worker's queue and ran) is in the straggler's bar twice:
+// a duplicate moves the unit's bytes again, so it can only win when the
+// copy is late by more than that, and copies sent together over a shared
+// path finish together: the first result is no sign that the others are
+// slow. With the compute time alone in the bar, a job of data-heavy units
+// (16 MiB each, 20 µs of compute) sent a duplicate of every unit still in
+// flight at its first result, 16 MiB more through the very link they were
+// all waiting on (README, "Speculation").
 func (c *Core) speculate(out *Output) {
 	for _, j := range c.live {
 		if !j.speculate || j.pending > 0 {
 			continue
 		}
-		med, hasMed := j.medianCompute()
+		after, hasMed := j.stragglerAfter(c.cfg.SpeculateAfter)
 		for _, i := range c.speculationCandidates(j) {
 			u := &j.units[i]
 			w, s := c.idleSlot(j.ops[u.oq], u.copies[0].worker, u.Size)
-			if w != nil && c.worthDuplicating(u.copies[0], w, med, hasMed) {
+			if w != nil && c.worthDuplicating(u.copies[0], w, after, hasMed) {
 				u.duplicated = true
 				c.send(j, i, w, s, true, out)
 			}
@@ -88,14 +98,14 @@ func fasterThan(a, b *worker) bool {
 	return cmp.Compare(ta, tb) < 0
 }
 
-func (c *Core) worthDuplicating(a attempt, idle *worker, med time.Duration, hasMed bool) bool {
+func (c *Core) worthDuplicating(a attempt, idle *worker, after time.Duration, hasMed bool) bool {
 	idleT, idleOK := idle.estUnitTime()
 	curT, curOK := c.workers[a.worker].estUnitTime()
 	if idleOK && curOK && idleT > curT {
 		return false
 	}
 	elapsed := c.now.Sub(a.sent)
-	if hasMed && float64(elapsed) >= c.cfg.SpeculateAfter*float64(med) {
+	if hasMed && elapsed >= after {
 		return true
 	}
 	expected := a.sent.Add(time.Duration(a.ahead+1) * curT)
