@@ -71,6 +71,21 @@ func (l *lender) ask(ln *loan, n int) {
 	l.divideLocked()
 }
 
+// arrived records that ln's server sent a unit on stream, so it wants at
+// least the streams up to that one whatever its last want said: a want
+// travels on stream 0 behind the units in its send queue, and a large unit
+// can hold it there past the idle hold, so that the lease would lapse, and
+// the units that arrive be handed back, while the server is sending. With
+// other servers holding every thread the lease may still be 0.
+func (l *lender) arrived(ln *loan, stream int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := min(stream+1, ln.slots); ln.want < n {
+		ln.want = n
+		l.divideLocked()
+	}
+}
+
 // drain takes every lease back for good: the worker is shutting down.
 func (l *lender) drain() {
 	l.mu.Lock()

@@ -143,3 +143,47 @@ func TestLenderIdleTimer(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A unit that arrives is a want for its stream: a server whose want waited
+// behind a large unit on stream 0 while the idle hold ran out gets its
+// lease back when the unit arrives, unless another server holds the
+// threads; a stopping worker lends nothing whatever arrives.
+func TestLenderUnitArrival(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	l := newLender(2, time.Second, clk.now)
+	defer l.stop()
+	a := l.add(2)
+	l.ask(a, 2)
+	l.ask(a, 0) // a's job ended; its next want is late
+	clk.t = clk.t.Add(1100 * time.Millisecond)
+	l.ask(a, 0)
+	if got := leases(l, a); !slices.Equal(got, []int{0}) {
+		t.Fatalf("after the idle period: lease %v, want 0", got)
+	}
+	l.arrived(a, 1)
+	if got := leases(l, a); !slices.Equal(got, []int{2}) {
+		t.Fatalf("a unit on stream 1 arrived: lease %v, want 2", got)
+	}
+	l.arrived(a, 0) // a lower stream lowers nothing
+	if got := leases(l, a); !slices.Equal(got, []int{2}) {
+		t.Fatalf("a unit on stream 0 arrived: lease %v, want 2", got)
+	}
+
+	b := l.add(2)
+	l.ask(a, 0)
+	l.ask(b, 2)
+	clk.t = clk.t.Add(1100 * time.Millisecond)
+	l.ask(b, 2)
+	if got := leases(l, a, b); !slices.Equal(got, []int{0, 2}) {
+		t.Fatalf("b busy, a idle: %v", got)
+	}
+	l.arrived(a, 0)
+	if got := leases(l, a, b); !slices.Equal(got, []int{1, 1}) {
+		t.Fatalf("a unit for a while b is busy: %v, want a fair share", got)
+	}
+	l.drain()
+	l.arrived(b, 1)
+	if got := leases(l, a, b); !slices.Equal(got, []int{0, 0}) {
+		t.Fatalf("draining: %v", got)
+	}
+}
