@@ -28,7 +28,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.trace with the cur
 //	job J policy=P units=N op=OP [speculate] [deps=2:0,1;3:2] [unit-ops=1:sobel;2:blur] [done=0,3]
 //	    [size=BYTES] [sizes=0:100;3:2000]   input sizes (every unit's, then some units')
 //	cancel J
-//	finish J UNIT W STREAM [compute=DUR] [attempt=N] [failed]
+//	finish J UNIT W STREAM [compute=DUR] [queued=DUR] [attempt=N] [failed]
 //	return J UNIT W STREAM [attempt=N]
 //	feedback W queue=N rate=F
 //	tick DUR      advance the clock by DUR, then Tick
@@ -145,7 +145,7 @@ func (tr *tracer) event(cmd string, args []string, kv map[string]string) (schedu
 	case "finish":
 		_, failed := kv["failed"]
 		return scheduler.UnitFinished{Job: args[0], Unit: tr.atoi(args[1]), Worker: args[2],
-			Stream: tr.atoi(args[3]), Compute: tr.dur(kv["compute"]), Failed: failed, Attempt: tr.atoi(kv["attempt"])}, nil
+			Stream: tr.atoi(args[3]), Compute: tr.dur(kv["compute"]), Queued: tr.dur(kv["queued"]), Failed: failed, Attempt: tr.atoi(kv["attempt"])}, nil
 	case "feedback":
 		return scheduler.Feedback{Worker: args[0], QueueDepth: tr.atoi(kv["queue"]), ServiceRate: tr.float(kv["rate"]),
 			Transit: tr.dur(kv["transit"])}, nil

@@ -32,8 +32,9 @@ type task struct {
 // unit holding one of the worker's threads; one control sender writes the
 // lease messages and the units handed back, in that order, on stream 0.
 // While the lease is 0 (the worker lends this server nothing: it is
-// stopping, or busier servers have every thread) units are handed back
-// instead of queued, so that the server places them elsewhere.
+// stopping, or busier servers have every thread, even after a unit's
+// arrival asked for one) units are handed back instead of queued, so that
+// the server places them elsewhere.
 type session struct {
 	w       *Worker
 	a       transport.Association
@@ -279,7 +280,7 @@ func (s *session) control(ctx context.Context) {
 			}
 			sent = n
 		}
-		if n == 0 {
+		if n == 0 && s.lentNothing() { // a unit's arrival may have lent threads again
 			back = append(back, s.unstarted()...)
 		}
 		for len(back) > 0 {

@@ -9,7 +9,8 @@ import (
 
 // lender lends the worker's threads to its associations by demand
 // (docs/leases.md). Each association holds a loan: its stream count, what
-// its server last asked for (want) and its lease, the number of its first
+// its server last asked for (want, or more if it sent a unit on a stream
+// beyond its lease: arrived) and its lease, the number of its first
 // streams the server may use now. Leases never add up to more than the
 // worker's threads; when several servers ask, each gets a max-min fair
 // share; a server that stops asking keeps its lease for idle, so that
@@ -42,7 +43,7 @@ func newLender(threads int, idle time.Duration, now func() time.Time) *lender {
 }
 
 // add registers an association with slots streams; its lease is 0 until
-// its server asks.
+// its server asks (or sends a unit: arrived).
 func (l *lender) add(slots int) *loan {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -71,16 +72,20 @@ func (l *lender) ask(ln *loan, n int) {
 	l.divideLocked()
 }
 
-// arrived records that ln's server sent a unit on stream, so it wants at
-// least the streams up to that one whatever its last want said: a want
-// travels on stream 0 behind the units in its send queue, and a large unit
-// can hold it there past the idle hold, so that the lease would lapse, and
-// the units that arrive be handed back, while the server is sending. With
-// other servers holding every thread the lease may still be 0.
+// arrived records that ln's server sent a unit on stream beyond its lease:
+// the server still counts on the lease it had, so it wants at least the
+// streams up to that one, whatever its last want said. A want travels on
+// stream 0 behind the units in its send queue, and a large unit can hold
+// it there past the idle hold, so that the lease would lapse, and the
+// units that arrive be handed back, while the server is sending. The
+// division then runs as on a want (a change of lease is sent, and the
+// server's answer corrects the want); the lease may stay 0 if more servers
+// want threads than there are, and does while the worker is stopping. A
+// unit on a leased stream changes nothing.
 func (l *lender) arrived(ln *loan, stream int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if n := min(stream+1, ln.slots); ln.want < n {
+	if n := min(stream+1, ln.slots); ln.lease < n && ln.want < n {
 		ln.want = n
 		l.divideLocked()
 	}

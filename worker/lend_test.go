@@ -144,10 +144,11 @@ func TestLenderIdleTimer(t *testing.T) {
 	}
 }
 
-// A unit that arrives is a want for its stream: a server whose want waited
-// behind a large unit on stream 0 while the idle hold ran out gets its
-// lease back when the unit arrives, unless another server holds the
-// threads; a stopping worker lends nothing whatever arrives.
+// A unit that arrives on a stream beyond the lease is a want for that
+// stream: a server whose want waited behind a large unit on stream 0 while
+// the idle hold ran out gets its lease back when the unit arrives, and a
+// fair share of it while another server is busy; a unit on a leased stream
+// changes nothing; a stopping worker lends nothing whatever arrives.
 func TestLenderUnitArrival(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
 	l := newLender(2, time.Second, clk.now)
@@ -168,6 +169,13 @@ func TestLenderUnitArrival(t *testing.T) {
 	if got := leases(l, a); !slices.Equal(got, []int{2}) {
 		t.Fatalf("a unit on stream 0 arrived: lease %v, want 2", got)
 	}
+	l.ask(a, 1)
+	l.arrived(a, 1) // on a leased stream: the want stays 1, so the hold can end
+	clk.t = clk.t.Add(1100 * time.Millisecond)
+	l.ask(a, 1)
+	if got := leases(l, a); !slices.Equal(got, []int{1}) {
+		t.Fatalf("a unit on a leased stream kept the lease: %v, want 1 after the hold", got)
+	}
 
 	b := l.add(2)
 	l.ask(a, 0)
@@ -182,7 +190,7 @@ func TestLenderUnitArrival(t *testing.T) {
 		t.Fatalf("a unit for a while b is busy: %v, want a fair share", got)
 	}
 	l.drain()
-	l.arrived(b, 1)
+	l.arrived(a, 1) // a's want is 1: this raises it, and the division runs
 	if got := leases(l, a, b); !slices.Equal(got, []int{0, 0}) {
 		t.Fatalf("draining: %v", got)
 	}

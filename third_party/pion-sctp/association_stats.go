@@ -16,7 +16,7 @@ type associationStats struct {
 	nT3Timeouts      uint64
 	nAckTimeouts     uint64
 	nFastRetrans     uint64
-	nPTOProbes       uint64 // braid patch 24: tail-loss probes sent
+	nPTOProbes       uint64 // braid patch 24: tail-loss probes marked
 }
 
 func (s *associationStats) incPacketsReceived() {
@@ -83,8 +83,10 @@ func (s *associationStats) getNumFastRetrans() uint64 {
 	return atomic.LoadUint64(&s.nFastRetrans)
 }
 
-// incPTOProbes counts a tail-loss probe: a DATA chunk sent again because the
-// probe timeout fired, not because it was found lost (braid patch 24).
+// incPTOProbes counts a tail-loss probe: a DATA chunk marked to be sent
+// again because the probe timeout fired, not because it was found lost
+// (braid patch 24). A SACK that comes before the write loop runs can make
+// the resend unneeded, so this counts at least the probes sent.
 func (s *associationStats) incPTOProbes() {
 	atomic.AddUint64(&s.nPTOProbes, 1)
 }
