@@ -65,9 +65,9 @@
 // straggling units onto idle streams (nothing in flight) of other capable
 // workers: a copy in flight for SpeculateAfter times the job's median
 // compute time plus twice its median time on the network (a duplicate
-// moves the unit's bytes again), or one a measured idle worker would finish before the
-// copy's expected finish. At most one duplicate per unit, never onto a
-// worker known to be slower. The first result is Accepted; the other is
+// moves the unit's bytes again), or one a measured idle worker would
+// finish before the copy's expected finish. At most one duplicate per
+// unit, never onto a worker known to be slower. The first result is Accepted; the other is
 // Dropped when it arrives, and its slot is freed then. Speculation is only
 // decided in Tick, so that a burst of results at one instant is seen whole.
 //
