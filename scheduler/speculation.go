@@ -29,9 +29,10 @@ import (
 // copy is late by more than that, and copies sent together over a shared
 // path finish together: the first result is no sign that the others are
 // slow. With the compute time alone in the bar, a job of data-heavy units
-// (16 MiB each, 20 µs of compute) sent a duplicate of every unit still in
-// flight at its first result, 16 MiB more through the very link they were
-// all waiting on (README, "Speculation").
+// (16 MiB each, 20 µs of compute) put a duplicate of a unit still in
+// flight on each stream that fell idle from its first result on, 16 MiB
+// more through the very link they were all waiting on (README,
+// "Speculation").
 func (c *Core) speculate(out *Output) {
 	for _, j := range c.live {
 		if !j.speculate || j.pending > 0 {
