@@ -26,12 +26,7 @@ func TestUnitAfterLeaseLapsedRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	run(t, ctx, w)
 	a, err := tr.Dial(ctx, w.DataAddr().String(), transport.DialConfig{Secret: secret, Name: "test",
 		ID: "test-server", Epoch: 1, RecStreams: 2, MaxStreams: 2})
 	if err != nil {

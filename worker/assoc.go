@@ -145,8 +145,7 @@ func (s *session) take(ctx context.Context, stream int, msg []byte) error {
 		s.w.log.Debug("unit received", "server", s.a.Peer().Name, "job", u.Job, "unit", u.Index, "attempt", u.Attempt,
 			"op", u.Op, "stream", stream, "bytes", len(u.Input))
 	}
-	s.w.lender.arrived(s.loan, stream)
-	if s.lentNothing() {
+	if s.w.lender.arrived(s.loan, stream) == 0 {
 		s.giveBack(ctx, t)
 		return nil
 	}

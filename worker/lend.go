@@ -81,14 +81,16 @@ func (l *lender) ask(ln *loan, n int) {
 // division then runs as on a want (a change of lease is sent, and the
 // server's answer corrects the want); the lease may stay 0 if more servers
 // want threads than there are, and does while the worker is stopping. A
-// unit on a leased stream changes nothing.
-func (l *lender) arrived(ln *loan, stream int) {
+// unit on a leased stream changes nothing. It returns the lease after,
+// under the one lock a unit's arrival takes.
+func (l *lender) arrived(ln *loan, stream int) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if n := min(stream+1, ln.slots); ln.lease < n && ln.want < n {
 		ln.want = n
 		l.divideLocked()
 	}
+	return ln.lease
 }
 
 // drain takes every lease back for good: the worker is shutting down.
