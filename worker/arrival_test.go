@@ -11,29 +11,35 @@ import (
 	"github.com/braidhq/braid/worker"
 )
 
-// A unit that arrives after the worker's idle hold took the lease back,
-// from a server whose want waited behind a large unit on stream 0 (it
-// still counts the lease it had), is run, not handed back: its arrival is
-// the server's demand. The test plays the server over a real association.
-// Before, a job of four 16 MiB units through a 100 Mbit/s link had one
-// handed back after it crossed the link, and sent again.
+// A unit that arrives after the worker lent its threads to another server
+// (which then went idle), from a server whose want waited behind a large
+// unit on stream 0 (it still counts the lease it had), is run, not handed
+// back: its arrival is the server's demand. The test plays both servers
+// over real associations. Before, a job of four 16 MiB units through a
+// 100 Mbit/s link had one handed back after it crossed the link, and sent
+// again.
 func TestUnitAfterLeaseLapsedRuns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tr := tcpn.New(tcpn.Config{})
+	const idle = 20 * time.Millisecond
 	w, err := worker.New(worker.Config{Name: "lapse", Servers: []string{"http://127.0.0.1:1"}, Threads: 2,
-		Transport: tr, Secret: secret, LeaseIdle: 20 * time.Millisecond})
+		Transport: tr, Secret: secret, LeaseIdle: idle})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run(t, ctx, w)
-	a, err := tr.Dial(ctx, w.DataAddr().String(), transport.DialConfig{Secret: secret, Name: "test",
-		ID: "test-server", Epoch: 1, RecStreams: 2, MaxStreams: 2})
-	if err != nil {
-		t.Fatal(err)
+	dial := func(id string) transport.Association {
+		t.Helper()
+		a, err := tr.Dial(ctx, w.DataAddr().String(), transport.DialConfig{Secret: secret, Name: "test",
+			ID: id, Epoch: 1, RecStreams: 2, MaxStreams: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Abort(nil) })
+		return a
 	}
-	defer a.Abort(nil)
-	lease := func(want int) wire.Lease {
+	lease := func(a transport.Association, want int) wire.Lease {
 		t.Helper()
 		for {
 			msg, err := a.Recv(ctx, 0)
@@ -52,25 +58,34 @@ func TestUnitAfterLeaseLapsedRuns(t *testing.T) {
 			}
 		}
 	}
-	send := func(s int, msg []byte) {
+	send := func(a transport.Association, s int, msg []byte) {
 		t.Helper()
 		if err := a.Send(ctx, s, msg); err != nil {
 			t.Fatal(err)
 		}
 	}
-	l := lease(0)
-	send(0, wire.AppendWant(nil, wire.Want{Streams: 2, LeaseSeq: l.Seq}))
-	l = lease(2)
-	send(0, wire.AppendWant(nil, wire.Want{Streams: 0, LeaseSeq: l.Seq})) // the job ended
-	lease(0)                                                              // the idle hold ran out
+	a := dial("test-server")
+	l := lease(a, 0)
+	send(a, 0, wire.AppendWant(nil, wire.Want{Streams: 2, LeaseSeq: l.Seq}))
+	l = lease(a, 2)
+	send(a, 0, wire.AppendWant(nil, wire.Want{Streams: 0, LeaseSeq: l.Seq})) // the job ended
+	time.Sleep(2 * idle)                                                     // a's idle hold runs out
+
+	b := dial("other-server")
+	lb := lease(b, 0)
+	send(b, 0, wire.AppendWant(nil, wire.Want{Streams: 2, LeaseSeq: lb.Seq}))
+	lb = lease(b, 2)
+	lease(a, 0) // b took a's threads
+	send(b, 0, wire.AppendWant(nil, wire.Want{Streams: 0, LeaseSeq: lb.Seq}))
+	time.Sleep(2 * idle) // b's hold runs out too; it keeps the threads while nobody asks
 
 	u := wire.Unit{ID: 7, Job: "j", Index: 3, Attempt: 1, Op: "noop", Input: []byte("bytes that crossed the link")}
 	msg, err := wire.AppendUnit(nil, &u)
 	if err != nil {
 		t.Fatal(err)
 	}
-	send(1, msg)
-	lease(2)
+	send(a, 1, msg)
+	lease(a, 2)
 	res, err := a.Recv(ctx, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,8 @@ import (
 // streams the server may use now. Leases never add up to more than the
 // worker's threads; when several servers ask, each gets a max-min fair
 // share; a server that stops asking keeps its lease for idle, so that
-// short lulls between jobs do not move threads back and forth.
+// short lulls between jobs do not move threads back and forth, and after
+// that for as long as no other server wants the threads (keepSpare).
 type lender struct {
 	threads int
 	idle    time.Duration
@@ -130,7 +131,11 @@ func (l *lender) divideLocked() {
 		held[i] = ln.lease
 		demand[i], next = l.demandLocked(ln, now, next)
 	}
-	for i, n := range share(l.threads, demand, held) {
+	alloc := share(l.threads, demand, held)
+	if !l.draining {
+		keepSpare(l.threads, alloc, held)
+	}
+	for i, n := range alloc {
 		if ln := l.loans[i]; n != ln.lease {
 			ln.lease = n
 			close(ln.gate)
@@ -185,6 +190,33 @@ func (l *lender) stop() {
 	defer l.mu.Unlock()
 	if l.timer != nil {
 		l.timer.Stop()
+	}
+}
+
+// keepSpare gives threads that no demand took back to the associations that
+// held them, up to what each held: a lease whose idle hold ended stays while
+// no other server wants its threads, so a lone server's next job starts on
+// every stream at once instead of on the few its last want asked for, a
+// round trip before its new want is answered. Another server's want still
+// takes them at once (its demand comes first in share). Those that held
+// more go first, then the older, as in share.
+func keepSpare(threads int, alloc, held []int) {
+	spare := threads
+	var short []int
+	for i, n := range alloc {
+		spare -= n
+		if n < held[i] {
+			short = append(short, i)
+		}
+	}
+	slices.SortStableFunc(short, func(a, b int) int { return cmp.Or(cmp.Compare(held[b], held[a]), cmp.Compare(a, b)) })
+	for _, i := range short {
+		if spare <= 0 {
+			return
+		}
+		g := min(held[i]-alloc[i], spare)
+		alloc[i] += g
+		spare -= g
 	}
 }
 

@@ -107,23 +107,57 @@ func TestLenderFollowsDemand(t *testing.T) {
 }
 
 // A server that asked for its whole lease for a long time and then asks for
-// less keeps the lease for the idle period, measured from when it asked
-// less, not from the last time the threads were divided.
+// less keeps the lease for the idle period against another server's want,
+// measured from when it asked less, not from the last time the threads
+// were divided.
 func TestLenderHoldsAfterLongSteadyUse(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
 	l := newLender(4, time.Second, clk.now)
 	defer l.stop()
-	a := l.add(4)
+	a, b := l.add(4), l.add(4)
 	l.ask(a, 4)
 	clk.t = clk.t.Add(10 * time.Second) // steady: no want changes, no division
-	l.ask(a, 3)
-	if got := leases(l, a); !slices.Equal(got, []int{4}) {
-		t.Fatalf("a dip after 10s of steady use: lease %v, want 4 held for the idle period", got)
+	l.ask(a, 1)
+	l.ask(b, 4)
+	if got := leases(l, a, b); !slices.Equal(got, []int{2, 2}) {
+		t.Fatalf("a dip after 10s of steady use, b busy: leases %v, want a's 4 held for the idle period (a fair share of it)", got)
 	}
 	clk.t = clk.t.Add(1100 * time.Millisecond)
-	l.ask(a, 3)
-	if got := leases(l, a); !slices.Equal(got, []int{3}) {
-		t.Fatalf("after the idle period: lease %v, want 3", got)
+	l.ask(b, 4)
+	if got := leases(l, a, b); !slices.Equal(got, []int{1, 3}) {
+		t.Fatalf("after the idle period: leases %v, want a's 1 and the rest to b", got)
+	}
+}
+
+// After its idle hold a lease stays while no other server wants the
+// threads, so a lone server's next job starts on every stream; a want from
+// another server takes them at once, and leases it gave up are not lent
+// back to anyone who did not hold them.
+func TestLenderKeepsSpareThreads(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	l := newLender(4, time.Second, clk.now)
+	defer l.stop()
+	a, b := l.add(4), l.add(4)
+	l.ask(a, 4)
+	l.ask(a, 0)
+	clk.t = clk.t.Add(1100 * time.Millisecond)
+	l.ask(a, 0)
+	if got := leases(l, a, b); !slices.Equal(got, []int{4, 0}) {
+		t.Fatalf("a idle past its hold, nobody else asking: %v, want a's 4 kept", got)
+	}
+	l.ask(b, 3)
+	if got := leases(l, a, b); !slices.Equal(got, []int{1, 3}) {
+		t.Fatalf("b asks for 3: %v, want 3 taken from a at once and its spare one kept", got)
+	}
+	l.ask(b, 0)
+	clk.t = clk.t.Add(1100 * time.Millisecond)
+	l.ask(a, 2)
+	if got := leases(l, a, b); !slices.Equal(got, []int{2, 2}) {
+		t.Fatalf("a asks for 2, b idle past its hold: %v, want a 2 and b's spare 2 kept", got)
+	}
+	l.drain()
+	if got := leases(l, a, b); !slices.Equal(got, []int{0, 0}) {
+		t.Fatalf("draining keeps %v", got)
 	}
 }
 
@@ -146,38 +180,38 @@ func TestLenderIdleTimer(t *testing.T) {
 
 // A unit that arrives on a stream beyond the lease is a want for that
 // stream: a server whose want waited behind a large unit on stream 0 while
-// the idle hold ran out gets its lease back when the unit arrives, and a
-// fair share of it while another server is busy; a unit on a leased stream
-// changes nothing; a stopping worker lends nothing whatever arrives.
+// its lease went to another server gets it back when the unit arrives, and
+// a fair share of it while the other server is busy; a unit on a leased
+// stream changes nothing; a stopping worker lends nothing whatever arrives.
 func TestLenderUnitArrival(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
 	l := newLender(2, time.Second, clk.now)
 	defer l.stop()
-	a := l.add(2)
+	a, b := l.add(2), l.add(2)
 	l.ask(a, 2)
 	l.ask(a, 0) // a's job ended; its next want is late
 	clk.t = clk.t.Add(1100 * time.Millisecond)
-	l.ask(a, 0)
-	if got := leases(l, a); !slices.Equal(got, []int{0}) {
-		t.Fatalf("after the idle period: lease %v, want 0", got)
+	l.ask(b, 2)
+	l.ask(b, 0)
+	clk.t = clk.t.Add(1100 * time.Millisecond)
+	l.ask(b, 0)
+	if got := leases(l, a, b); !slices.Equal(got, []int{0, 2}) {
+		t.Fatalf("b took a's threads, then idled past its hold: %v, want 0 and 2", got)
 	}
 	l.arrived(a, 1)
-	if got := leases(l, a); !slices.Equal(got, []int{2}) {
-		t.Fatalf("a unit on stream 1 arrived: lease %v, want 2", got)
+	if got := leases(l, a, b); !slices.Equal(got, []int{2, 0}) {
+		t.Fatalf("a unit on a's stream 1 arrived: %v, want 2 and 0", got)
 	}
 	l.arrived(a, 0) // a lower stream lowers nothing
-	if got := leases(l, a); !slices.Equal(got, []int{2}) {
-		t.Fatalf("a unit on stream 0 arrived: lease %v, want 2", got)
+	if got := leases(l, a, b); !slices.Equal(got, []int{2, 0}) {
+		t.Fatalf("a unit on stream 0 arrived: %v, want 2 and 0", got)
 	}
 	l.ask(a, 1)
 	l.arrived(a, 1) // on a leased stream: the want stays 1, so the hold can end
-	clk.t = clk.t.Add(1100 * time.Millisecond)
-	l.ask(a, 1)
-	if got := leases(l, a); !slices.Equal(got, []int{1}) {
-		t.Fatalf("a unit on a leased stream kept the lease: %v, want 1 after the hold", got)
+	if a.want != 1 {
+		t.Fatalf("a unit on a leased stream raised the want to %d, want 1", a.want)
 	}
 
-	b := l.add(2)
 	l.ask(a, 0)
 	l.ask(b, 2)
 	clk.t = clk.t.Add(1100 * time.Millisecond)

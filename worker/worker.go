@@ -82,7 +82,8 @@ type Config struct {
 	// HTTPClient talks to servers (default: one with a 10 s timeout).
 	HTTPClient *http.Client
 	// LeaseIdle is how long a server that stops asking for threads keeps
-	// them before they go to others (default 1 s).
+	// them against other servers' wants (default 1 s); while no other
+	// server wants them it keeps them longer.
 	LeaseIdle time.Duration
 	// DrainTimeout bounds a graceful stop: units still running then are
 	// abandoned (their servers run them elsewhere). Default 30 s.

@@ -201,6 +201,46 @@ func TestSharedWorkersServeBothServers(t *testing.T) {
 	}
 }
 
+// A lone server keeps its lease through a lull longer than the idle hold:
+// nobody else wants the threads, and its next job then starts on every
+// stream at once rather than a round trip later. Before, the lease fell to
+// what the server's last want asked for (0 between jobs).
+func TestLoneServerKeepsLeaseThroughLull(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := startServer(t, ctx)
+	const idle = 20 * time.Millisecond
+	w, err := worker.New(worker.Config{Name: "lull", Servers: []string{c.URL()}, Threads: 2,
+		Transport: tcpn.New(tcpn.Config{}), Secret: secret, LeaseIdle: idle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, w)
+	obj, err := c.Put(ctx, bytes.NewReader(samples.GIF()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := func() int {
+		t.Helper()
+		ws, err := c.Workers(ctx)
+		if err != nil || len(ws) != 1 {
+			t.Fatalf("workers: %v %+v", err, ws)
+		}
+		return ws[0].Lease
+	}
+	j, err := c.Submit(ctx, api.JobSpec{Op: "grayscale", Input: obj.ID, Repeat: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err = c.Wait(ctx, j.ID, nil); err != nil || j.State != api.JobDone {
+		t.Fatalf("job: %v %+v", err, j)
+	}
+	time.Sleep(20 * idle) // the server asks for nothing now
+	if got := lease(); got != 2 {
+		t.Fatalf("after a lull of %v (idle hold %v): lease %d, want the 2 threads kept", 20*idle, idle, got)
+	}
+}
+
 func upCount(ws []api.Worker) int {
 	n := 0
 	for _, w := range ws {
