@@ -65,19 +65,18 @@ func TestUnitAfterLeaseLapsedRuns(t *testing.T) {
 		}
 	}
 	a := dial("test-server")
-	l := lease(a, 0)
+	l := lease(a, 2) // nobody else wants the threads
 	send(a, 0, wire.AppendWant(nil, wire.Want{Streams: 2, LeaseSeq: l.Seq}))
-	l = lease(a, 2)
 	send(a, 0, wire.AppendWant(nil, wire.Want{Streams: 0, LeaseSeq: l.Seq})) // the job ended
-	time.Sleep(2 * idle)                                                     // a's idle hold runs out
+	time.Sleep(10 * idle)                                                    // a's idle hold runs out
 
 	b := dial("other-server")
-	lb := lease(b, 0)
+	lb := lease(b, 0) // a holds them
 	send(b, 0, wire.AppendWant(nil, wire.Want{Streams: 2, LeaseSeq: lb.Seq}))
 	lb = lease(b, 2)
 	lease(a, 0) // b took a's threads
 	send(b, 0, wire.AppendWant(nil, wire.Want{Streams: 0, LeaseSeq: lb.Seq}))
-	time.Sleep(2 * idle) // b's hold runs out too; it keeps the threads while nobody asks
+	time.Sleep(10 * idle) // b's hold runs out too (with room for a slow worker); it keeps the threads while nobody asks
 
 	u := wire.Unit{ID: 7, Job: "j", Index: 3, Attempt: 1, Op: "noop", Input: []byte("bytes that crossed the link")}
 	msg, err := wire.AppendUnit(nil, &u)

@@ -15,7 +15,8 @@ import (
 // worker's threads; when several servers ask, each gets a max-min fair
 // share; a server that stops asking keeps its lease for idle, so that
 // short lulls between jobs do not move threads back and forth, and after
-// that for as long as no other server wants the threads (keepSpare).
+// that for as long as no other server wants the threads; threads nobody
+// wants are lent to whoever has streams for them (lendSpare).
 type lender struct {
 	threads int
 	idle    time.Duration
@@ -34,23 +35,28 @@ type loan struct {
 	slots int // the association's streams
 	want  int
 	lease int
-	full  time.Time     // last time the server asked for its whole lease
-	gate  chan struct{} // closed and replaced when lease changes
-	kick  chan struct{} // cap 1: tells the association's control sender
+	// earned is the part of the lease its demand won in the last division;
+	// the rest (lendSpare) goes to the first server that asks for it.
+	earned int
+	full   time.Time     // last time the server asked for all it earned
+	gate   chan struct{} // closed and replaced when lease changes
+	kick   chan struct{} // cap 1: tells the association's control sender
 }
 
 func newLender(threads int, idle time.Duration, now func() time.Time) *lender {
 	return &lender{threads: threads, idle: idle, now: now}
 }
 
-// add registers an association with slots streams; its lease is 0 until
-// its server asks (or sends a unit: arrived).
+// add registers an association with slots streams; its lease starts at
+// the threads no other server wants (lendSpare), until its server asks
+// (or sends a unit: arrived).
 func (l *lender) add(slots int) *loan {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++
 	ln := &loan{seq: l.seq, slots: slots, gate: make(chan struct{}), kick: make(chan struct{}, 1)}
 	l.loans = append(l.loans, ln)
+	l.divideLocked()
 	return ln
 }
 
@@ -66,28 +72,30 @@ func (l *lender) remove(ln *loan) {
 func (l *lender) ask(ln *loan, n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if ln.want >= ln.lease { // it asked for its whole lease until now
+	if ln.want >= ln.earned { // it asked for all its lease earned until now
 		ln.full = l.now()
 	}
 	ln.want = min(max(n, 0), ln.slots)
 	l.divideLocked()
 }
 
-// arrived records that ln's server sent a unit on stream beyond its lease:
-// the server still counts on the lease it had, so it wants at least the
-// streams up to that one, whatever its last want said. A want travels on
-// stream 0 behind the units in its send queue, and a large unit can hold
-// it there past the idle hold, so that the lease would lapse, and the
-// units that arrive be handed back, while the server is sending. The
-// division then runs as on a want (a change of lease is sent, and the
-// server's answer corrects the want); the lease may stay 0 if more servers
-// want threads than there are, and does while the worker is stopping. A
-// unit on a leased stream changes nothing. It returns the lease after,
-// under the one lock a unit's arrival takes.
+// arrived records that ln's server sent a unit on stream beyond what its
+// demand earned: the server counts on the lease it had, so it wants at
+// least the streams up to that one, whatever its last want said. A want
+// travels on stream 0 behind the units in its send queue, and a large unit
+// can hold it there past the idle hold, so that the lease would lapse, and
+// the units that arrive be handed back, while the server is sending; or
+// the server sends on threads lent it spare (lendSpare), which another
+// server's want would take. The division then runs as on a want (a change
+// of lease is sent, and the server's answer corrects the want); the lease
+// may stay 0 if more servers want threads than there are, and does while
+// the worker is stopping. A unit on a stream its demand earned changes
+// nothing (it must not pin a lease the server no longer wants). It
+// returns the lease after, under the one lock a unit's arrival takes.
 func (l *lender) arrived(ln *loan, stream int) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if n := min(stream+1, ln.slots); ln.lease < n && ln.want < n {
+	if n := min(stream+1, ln.slots); ln.earned < n && ln.want < n {
 		ln.want = n
 		l.divideLocked()
 	}
@@ -126,14 +134,18 @@ func (l *lender) divideLocked() {
 	now := l.now()
 	demand := make([]int, len(l.loans))
 	held := make([]int, len(l.loans))
+	slots := make([]int, len(l.loans))
 	next := time.Time{} // earliest expiry of a held lease
 	for i, ln := range l.loans {
-		held[i] = ln.lease
+		held[i], slots[i] = ln.lease, ln.slots
 		demand[i], next = l.demandLocked(ln, now, next)
 	}
 	alloc := share(l.threads, demand, held)
+	for i, ln := range l.loans {
+		ln.earned = alloc[i]
+	}
 	if !l.draining {
-		keepSpare(l.threads, alloc, held)
+		lendSpare(l.threads, alloc, held, slots)
 	}
 	for i, n := range alloc {
 		if ln := l.loans[i]; n != ln.lease {
@@ -150,22 +162,22 @@ func (l *lender) divideLocked() {
 }
 
 // demandLocked is how many streams ln should be lent: what its server asks,
-// or its current lease while it asked for the whole of it less than idle
-// ago. It also folds that expiry into next.
+// or what its demand earned last while it asked for all of that less than
+// idle ago. It also folds that expiry into next.
 func (l *lender) demandLocked(ln *loan, now, next time.Time) (int, time.Time) {
 	if l.draining {
 		return 0, next
 	}
-	if ln.want >= ln.lease {
+	if ln.want >= ln.earned {
 		ln.full = now
 	}
-	if ln.want >= ln.lease || now.Sub(ln.full) >= l.idle {
+	if ln.want >= ln.earned || now.Sub(ln.full) >= l.idle {
 		return ln.want, next
 	}
 	if exp := ln.full.Add(l.idle); next.IsZero() || exp.Before(next) {
 		next = exp
 	}
-	return ln.lease, next
+	return ln.earned, next
 }
 
 // armLocked schedules the next division at next (zero: none needed).
@@ -193,14 +205,17 @@ func (l *lender) stop() {
 	}
 }
 
-// keepSpare gives threads that no demand took back to the associations that
-// held them, up to what each held: a lease whose idle hold ended stays while
-// no other server wants its threads, so a lone server's next job starts on
-// every stream at once instead of on the few its last want asked for, a
-// round trip before its new want is answered. Another server's want still
-// takes them at once (its demand comes first in share). Those that held
-// more go first, then the older, as in share.
-func keepSpare(threads int, alloc, held []int) {
+// lendSpare lends the threads that no demand took, first back to the
+// associations that held them, up to what each held, then to any with
+// streams left, max-min fairly: a lease whose idle hold ended stays while
+// no other server wants its threads, and a new association starts with
+// the threads nobody wants. A lone server's job thus starts on every
+// stream at once, instead of a round trip after its want (on the streams
+// its last want asked for, 0 between jobs, or on none before its first).
+// Another server's want still takes them at once: demands come first (in
+// share), and a lease held beyond its demand counts for nothing there. Of
+// the holders, those that held more go first, then the older, as in share.
+func lendSpare(threads int, alloc, held, slots []int) {
 	spare := threads
 	var short []int
 	for i, n := range alloc {
@@ -211,12 +226,19 @@ func keepSpare(threads int, alloc, held []int) {
 	}
 	slices.SortStableFunc(short, func(a, b int) int { return cmp.Or(cmp.Compare(held[b], held[a]), cmp.Compare(a, b)) })
 	for _, i := range short {
-		if spare <= 0 {
-			return
-		}
 		g := min(held[i]-alloc[i], spare)
 		alloc[i] += g
 		spare -= g
+	}
+	if spare <= 0 {
+		return
+	}
+	room := make([]int, len(alloc))
+	for i, n := range alloc {
+		room[i] = slots[i] - n
+	}
+	for i, g := range share(spare, room, alloc) {
+		alloc[i] += g
 	}
 }
 

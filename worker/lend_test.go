@@ -62,8 +62,8 @@ func TestLenderFollowsDemand(t *testing.T) {
 	l := newLender(4, time.Second, clk.now)
 	defer l.stop()
 	a, b := l.add(4), l.add(4)
-	if got := leases(l, a, b); !slices.Equal(got, []int{0, 0}) {
-		t.Fatalf("new associations lent %v, want nothing until asked", got)
+	if got := leases(l, a, b); !slices.Equal(got, []int{4, 0}) {
+		t.Fatalf("new associations lent %v, want the first every thread nobody asked for, the second none", got)
 	}
 	l.ask(a, 4)
 	if got := leases(l, a, b); !slices.Equal(got, []int{4, 0}) {
@@ -96,8 +96,8 @@ func TestLenderFollowsDemand(t *testing.T) {
 	}
 	l.remove(b)
 	l.ask(a, 3)
-	if got := leases(l, a); !slices.Equal(got, []int{3}) {
-		t.Fatalf("after b left: %v", got)
+	if got := leases(l, a); !slices.Equal(got, []int{4}) {
+		t.Fatalf("after b left: %v, want a's 3 and the one nobody else wants", got)
 	}
 	l.drain()
 	l.ask(a, 4)
@@ -129,15 +129,21 @@ func TestLenderHoldsAfterLongSteadyUse(t *testing.T) {
 	}
 }
 
-// After its idle hold a lease stays while no other server wants the
-// threads, so a lone server's next job starts on every stream; a want from
-// another server takes them at once, and leases it gave up are not lent
-// back to anyone who did not hold them.
-func TestLenderKeepsSpareThreads(t *testing.T) {
+// Threads no server asks for are lent all the same: a new association
+// starts with those nobody holds, and after its idle hold a lease stays
+// while no other server wants the threads, so a lone server's jobs start
+// on every stream. A want from another server takes them at once; spare
+// threads go back to those that held them before anyone else, and then
+// max-min fairly to whoever has streams for them.
+func TestLenderLendsSpareThreads(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
 	l := newLender(4, time.Second, clk.now)
 	defer l.stop()
-	a, b := l.add(4), l.add(4)
+	a := l.add(4)
+	if got := leases(l, a); !slices.Equal(got, []int{4}) {
+		t.Fatalf("a lone new association: %v, want every thread before its server asks", got)
+	}
+	b := l.add(4)
 	l.ask(a, 4)
 	l.ask(a, 0)
 	clk.t = clk.t.Add(1100 * time.Millisecond)
@@ -155,8 +161,13 @@ func TestLenderKeepsSpareThreads(t *testing.T) {
 	if got := leases(l, a, b); !slices.Equal(got, []int{2, 2}) {
 		t.Fatalf("a asks for 2, b idle past its hold: %v, want a 2 and b's spare 2 kept", got)
 	}
+	c := l.add(4)
+	l.remove(b)
+	if got := leases(l, a, c); !slices.Equal(got, []int{3, 1}) {
+		t.Fatalf("b left with its 2, nobody asking for them: %v, want them shared between a and c", got)
+	}
 	l.drain()
-	if got := leases(l, a, b); !slices.Equal(got, []int{0, 0}) {
+	if got := leases(l, a, c); !slices.Equal(got, []int{0, 0}) {
 		t.Fatalf("draining keeps %v", got)
 	}
 }
@@ -175,6 +186,41 @@ func TestLenderIdleTimer(t *testing.T) {
 			t.Fatalf("leases %v long after a went idle", leases(l, a, b))
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Threads lent spare are not earned: a server that stops asking holds for
+// the idle period only what its demand won, and a unit that arrives on a
+// spare stream is a want for it, so that another server's want arriving
+// just after does not take the thread the unit waits for.
+func TestLenderSpareIsNotEarned(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	l := newLender(4, time.Second, clk.now)
+	defer l.stop()
+	a, b := l.add(4), l.add(4)
+	clk.t = clk.t.Add(time.Hour) // a has held all four spare for long
+	l.ask(a, 2)                  // a job of two units; a holds the other two spare
+	l.ask(a, 0)
+	l.ask(b, 4) // within a's hold
+	if got := leases(l, a, b); !slices.Equal(got, []int{2, 2}) {
+		t.Fatalf("b asks within a's hold of the 2 it earned: %v, want 2 and 2", got)
+	}
+	clk.t = clk.t.Add(1100 * time.Millisecond)
+	l.ask(b, 4)
+	if got := leases(l, a, b); !slices.Equal(got, []int{0, 4}) {
+		t.Fatalf("after a's hold: %v, want 0 and 4", got)
+	}
+
+	l2 := newLender(2, time.Second, clk.now)
+	defer l2.stop()
+	c, d := l2.add(2), l2.add(2)
+	if got := leases(l2, c, d); !slices.Equal(got, []int{2, 0}) {
+		t.Fatalf("new associations: %v, want c lent both spare", got)
+	}
+	l2.arrived(c, 1) // c's server sent a unit on a spare stream before asking
+	l2.ask(d, 2)
+	if got := leases(l2, c, d); !slices.Equal(got, []int{1, 1}) {
+		t.Fatalf("d asks after c's unit arrived on stream 1: %v, want a fair share each", got)
 	}
 }
 
