@@ -580,8 +580,10 @@ func TestRefreshAsksTheWorker(t *testing.T) {
 		t.Errorf("refresh with a wrong token: %d", resp.StatusCode)
 	}
 	// While a job keeps the worker busy, its figures differ from those it
-	// registered with (no thread lent, none running); only a refresh that
-	// asks the worker can see that.
+	// registered with (no thread lent, none running: it registers before
+	// any server associates); only a refresh that asks the worker can see
+	// that. Its threads are lent from the association's start, so only the
+	// running ones show the job.
 	in := put(t, cl.Client, samples.PNG())
 	j, err := cl.Client.Submit(testCtx(t), api.JobSpec{Op: "blur", Input: in, Repeat: 5000})
 	if err != nil {
@@ -589,7 +591,7 @@ func TestRefreshAsksTheWorker(t *testing.T) {
 	}
 	defer cl.Client.Cancel(testCtx(t), j.ID)
 	var w api.Worker
-	for deadline := time.Now().Add(10 * time.Second); w.Info.LeasedThreads != 2 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); (w.Info.LeasedThreads != 2 || w.Info.FreeThreads != 0) && time.Now().Before(deadline); {
 		resp := post("/v1/workers/fresh/refresh", token)
 		w = api.Worker{}
 		if err := json.NewDecoder(resp.Body).Decode(&w); err != nil || resp.StatusCode != 200 {
@@ -598,8 +600,8 @@ func TestRefreshAsksTheWorker(t *testing.T) {
 		resp.Body.Close()
 		time.Sleep(20 * time.Millisecond)
 	}
-	if w.Info.Name != "fresh" || w.Info.LeasedThreads != 2 || w.State != api.WorkerUp {
-		t.Errorf("refreshed worker: %+v (both threads should be lent to the busy server)", w)
+	if w.Info.Name != "fresh" || w.Info.LeasedThreads != 2 || w.Info.FreeThreads != 0 || w.State != api.WorkerUp {
+		t.Errorf("refreshed worker: %+v (both threads should be lent to the busy server and running its units)", w)
 	}
 	resp := post("/v1/workers/nobody/refresh", token)
 	resp.Body.Close()

@@ -269,11 +269,11 @@ func (s *session) runOnThread(ctx context.Context, t task) (wire.Result, bool) {
 // goes after the lease that took the streams back, on the same stream, so
 // the server never sends the unit here again.
 func (s *session) control(ctx context.Context) {
-	sent := -1 // the first pass tells the server its lease of 0
+	sent := -1 // the first pass tells the server its first lease
 	var back []task
 	for {
-		n, _ := s.w.lender.current(s.loan)
-		if n != sent {
+		n, again := s.w.lender.toSend(s.loan)
+		if n != sent || again {
 			if !s.sendLease(ctx, n) {
 				return
 			}

@@ -10,19 +10,20 @@ import (
 // lender lends the worker's threads to its associations by demand
 // (docs/leases.md). Each association holds a loan: its stream count, what
 // its server last asked for (want, or more if it sent a unit on a stream
-// beyond its lease: arrived) and its lease, the number of its first
-// streams the server may use now. Leases never add up to more than the
-// worker's threads; when several servers ask, each gets a max-min fair
-// share; a server that stops asking keeps its lease for idle, so that
-// short lulls between jobs do not move threads back and forth, and after
-// that for as long as no other server wants the threads; threads nobody
-// wants are lent to whoever has streams for them (lendSpare).
+// beyond what its demand earned: arrived), its lease, the number of its
+// first streams the server may use now, and how much of that its demand
+// earned. Leases never add up to more than the worker's threads; when
+// several servers ask, each gets a max-min fair share; a server that
+// stops asking keeps what it earned for idle, so that short lulls between
+// jobs do not move threads back and forth; and threads no demand takes
+// are lent all the same, back to those that held them, then to whoever
+// has streams for them (lendSpare), until another server asks.
 type lender struct {
 	threads int
 	idle    time.Duration
 	now     func() time.Time
 
-	mu       sync.Mutex // guards everything below and every loan's want, lease and full
+	mu       sync.Mutex // guards everything below and every loan's fields but seq, slots, gate's identity and kick
 	loans    []*loan    // in admission order
 	seq      int
 	draining bool
@@ -38,9 +39,12 @@ type loan struct {
 	// earned is the part of the lease its demand won in the last division;
 	// the rest (lendSpare) goes to the first server that asks for it.
 	earned int
-	full   time.Time     // last time the server asked for all it earned
-	gate   chan struct{} // closed and replaced when lease changes
-	kick   chan struct{} // cap 1: tells the association's control sender
+	// again: a lease message is owed though the lease did not change, so
+	// that the server answers with its real want (arrived).
+	again bool
+	full  time.Time     // last time the server asked for all it earned
+	gate  chan struct{} // closed and replaced when lease changes
+	kick  chan struct{} // cap 1: tells the association's control sender
 }
 
 func newLender(threads int, idle time.Duration, now func() time.Time) *lender {
@@ -48,8 +52,8 @@ func newLender(threads int, idle time.Duration, now func() time.Time) *lender {
 }
 
 // add registers an association with slots streams; its lease starts at
-// the threads no other server wants (lendSpare), until its server asks
-// (or sends a unit: arrived).
+// the threads no other association holds or asks for (lendSpare), until
+// its server asks (or sends a unit: arrived).
 func (l *lender) add(slots int) *loan {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -89,15 +93,28 @@ func (l *lender) ask(ln *loan, n int) {
 // server's want would take. The division then runs as on a want (a change
 // of lease is sent, and the server's answer corrects the want); the lease
 // may stay 0 if more servers want threads than there are, and does while
-// the worker is stopping. A unit on a stream its demand earned changes
-// nothing (it must not pin a lease the server no longer wants). It
-// returns the lease after, under the one lock a unit's arrival takes.
+// the worker is stopping. When the lease stays as it was (the unit came
+// on a spare stream) the lease is sent again all the same, since only a
+// new lease draws the server's answer, and a want raised here and never
+// corrected would hold threads against other servers for as long as the
+// server's own demand did not change. A unit on a stream its demand
+// earned changes nothing (it must not pin a lease the server no longer
+// wants). It returns the lease after, under the one lock a unit's arrival
+// takes.
 func (l *lender) arrived(ln *loan, stream int) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if n := min(stream+1, ln.slots); ln.earned < n && ln.want < n {
 		ln.want = n
+		before := ln.lease
 		l.divideLocked()
+		if ln.lease == before {
+			ln.again = true
+			select {
+			case ln.kick <- struct{}{}:
+			default:
+			}
+		}
 	}
 	return ln.lease
 }
@@ -108,6 +125,16 @@ func (l *lender) drain() {
 	defer l.mu.Unlock()
 	l.draining = true
 	l.divideLocked()
+}
+
+// toSend returns ln's lease, and whether it must be sent even if the
+// server already has it (arrived); it clears that.
+func (l *lender) toSend(ln *loan) (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	again := ln.again
+	ln.again = false
+	return ln.lease, again
 }
 
 // current returns ln's lease and a channel closed when it next changes.
@@ -206,10 +233,11 @@ func (l *lender) stop() {
 }
 
 // lendSpare lends the threads that no demand took, first back to the
-// associations that held them, up to what each held, then to any with
-// streams left, max-min fairly: a lease whose idle hold ended stays while
-// no other server wants its threads, and a new association starts with
-// the threads nobody wants. A lone server's job thus starts on every
+// associations that held them, up to what each held, then to those with
+// streams left, as share divides threads (each up to its free streams,
+// evenly, the remainder to those that hold more): a lease whose idle hold
+// ended stays while no other server wants its threads, and a new
+// association starts with the threads nobody holds. A lone server's job thus starts on every
 // stream at once, instead of a round trip after its want (on the streams
 // its last want asked for, 0 between jobs, or on none before its first).
 // Another server's want still takes them at once: demands come first (in

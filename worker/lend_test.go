@@ -195,20 +195,20 @@ func TestLenderIdleTimer(t *testing.T) {
 // just after does not take the thread the unit waits for.
 func TestLenderSpareIsNotEarned(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
-	l := newLender(4, time.Second, clk.now)
+	l := newLender(6, time.Second, clk.now)
 	defer l.stop()
-	a, b := l.add(4), l.add(4)
-	clk.t = clk.t.Add(time.Hour) // a has held all four spare for long
-	l.ask(a, 2)                  // a job of two units; a holds the other two spare
+	a, b := l.add(6), l.add(6)
+	clk.t = clk.t.Add(time.Hour) // a has held all six spare for long
+	l.ask(a, 2)                  // a job of two units; a holds the other four spare
 	l.ask(a, 0)
-	l.ask(b, 4) // within a's hold
-	if got := leases(l, a, b); !slices.Equal(got, []int{2, 2}) {
-		t.Fatalf("b asks within a's hold of the 2 it earned: %v, want 2 and 2", got)
+	l.ask(b, 6) // within a's hold
+	if got := leases(l, a, b); !slices.Equal(got, []int{2, 4}) {
+		t.Fatalf("b asks within a's hold: %v, want a the 2 it earned and b the rest", got)
 	}
 	clk.t = clk.t.Add(1100 * time.Millisecond)
-	l.ask(b, 4)
-	if got := leases(l, a, b); !slices.Equal(got, []int{0, 4}) {
-		t.Fatalf("after a's hold: %v, want 0 and 4", got)
+	l.ask(b, 6)
+	if got := leases(l, a, b); !slices.Equal(got, []int{0, 6}) {
+		t.Fatalf("after a's hold: %v, want 0 and 6", got)
 	}
 
 	l2 := newLender(2, time.Second, clk.now)
@@ -217,16 +217,32 @@ func TestLenderSpareIsNotEarned(t *testing.T) {
 	if got := leases(l2, c, d); !slices.Equal(got, []int{2, 0}) {
 		t.Fatalf("new associations: %v, want c lent both spare", got)
 	}
+	<-c.kick         // the first lease
 	l2.arrived(c, 1) // c's server sent a unit on a spare stream before asking
+	if n, again := l2.toSend(c); n != 2 || !again {
+		t.Fatalf("after a unit on a spare stream: lease %d, sent again %v; want 2 sent again, for the server's answer", n, again)
+	}
+	select {
+	case <-c.kick:
+	default:
+		t.Fatal("c's control sender was not told to send the lease again")
+	}
 	l2.ask(d, 2)
 	if got := leases(l2, c, d); !slices.Equal(got, []int{1, 1}) {
-		t.Fatalf("d asks after c's unit arrived on stream 1: %v, want a fair share each", got)
+		t.Fatalf("d asks after c's unit arrived on stream 1: %v, want a fair share each (a lease of 0 would hand the unit back)", got)
+	}
+	l2.ask(c, 0) // c's server answers: its unit is done, it wants nothing
+	clk.t = clk.t.Add(1100 * time.Millisecond)
+	l2.ask(d, 2)
+	if got := leases(l2, c, d); !slices.Equal(got, []int{0, 2}) {
+		t.Fatalf("after c's answer and hold: %v, want 0 and 2", got)
 	}
 }
 
-// A unit that arrives on a stream beyond the lease is a want for that
-// stream: a server whose want waited behind a large unit on stream 0 while
-// its lease went to another server gets it back when the unit arrives, and
+// A unit that arrives on a stream beyond what its server's demand earned is
+// a want for that stream: a server whose want waited behind a large unit
+// on stream 0 while its lease went to another server gets it back when the
+// unit arrives, and
 // a fair share of it while the other server is busy; a unit on a leased
 // stream changes nothing; a stopping worker lends nothing whatever arrives.
 func TestLenderUnitArrival(t *testing.T) {
