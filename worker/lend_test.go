@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -289,5 +290,67 @@ func TestLenderUnitArrival(t *testing.T) {
 	l.arrived(a, 1) // a's want is 1: this raises it, and the division runs
 	if got := leases(l, a, b); !slices.Equal(got, []int{0, 0}) {
 		t.Fatalf("draining: %v", got)
+	}
+}
+
+// Random wants, arrivals, associations that come and go and a clock that
+// moves: the leases never add up to more than the threads, none exceeds
+// its association's streams or is below what its demand earned, nothing is
+// lent while draining, and dividing again with nothing changed changes no
+// lease (no flapping between idle holders). A real lender's timer divides
+// when a hold expires; here the clock's moves do.
+func TestLenderInvariants(t *testing.T) {
+	for seed := range int64(200) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 1))
+		clk := &fakeClock{t: time.Unix(1000, 0)}
+		threads := 1 + rng.IntN(8)
+		l := newLender(threads, time.Second, clk.now)
+		var live []*loan
+		for step := range 60 {
+			switch op := rng.IntN(10); {
+			case op < 2 || len(live) == 0:
+				live = append(live, l.add(1+rng.IntN(8)))
+			case op < 3:
+				i := rng.IntN(len(live))
+				l.remove(live[i])
+				live = slices.Delete(live, i, i+1)
+			case op < 6:
+				l.ask(live[rng.IntN(len(live))], rng.IntN(9))
+			case op < 8:
+				ln := live[rng.IntN(len(live))]
+				l.arrived(ln, rng.IntN(ln.slots))
+			default: // time passes; the hold's timer divides at its expiry
+				clk.t = clk.t.Add(time.Duration(rng.IntN(1500)) * time.Millisecond)
+				l.mu.Lock()
+				l.divideLocked()
+				l.mu.Unlock()
+			}
+			if seed%10 == 0 && step == 50 {
+				l.drain()
+			}
+			l.mu.Lock()
+			sum := 0
+			for _, ln := range live {
+				sum += ln.lease
+				if ln.lease < 0 || ln.lease > ln.slots || ln.earned > ln.lease || l.draining && ln.lease != 0 {
+					t.Fatalf("seed %d step %d: loan of %d streams: lease %d, earned %d, draining %v", seed, step, ln.slots, ln.lease, ln.earned, l.draining)
+				}
+			}
+			if sum > threads {
+				t.Fatalf("seed %d step %d: leases add up to %d of %d threads", seed, step, sum, threads)
+			}
+			before := make([]int, len(live))
+			for i, ln := range live {
+				before[i] = ln.lease
+			}
+			l.divideLocked()
+			for i, ln := range live {
+				if ln.lease != before[i] {
+					t.Fatalf("seed %d step %d: dividing again moved a lease from %d to %d", seed, step, before[i], ln.lease)
+				}
+			}
+			l.mu.Unlock()
+		}
+		l.stop()
 	}
 }
