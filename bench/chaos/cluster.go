@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -23,6 +24,8 @@ type cluster struct {
 	workers []*proc
 	relays  []*relay.Relay
 	names   []string
+	env     []string // the workers' environment and liveness, for addWorker again
+	live    string
 }
 
 const secret = "braid chaos secret"
@@ -42,6 +45,7 @@ func startCluster(cfg *Config) (*cluster, error) {
 	}
 	c := &cluster{cfg: cfg, url: fmt.Sprintf("http://127.0.0.1:%d", port)}
 	live := cfg.Liveness.String()
+	c.env, c.live = env, live
 	c.server = newProc(cfg.Dir, "server", cfg.Exe, env, "server", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--data", filepath.Join(cfg.Dir, "data"), "--heartbeat-timeout", "30s", "--liveness", live,
 		"--drain-timeout", drainTimeout.String())
@@ -62,7 +66,8 @@ func startCluster(cfg *Config) (*cluster, error) {
 }
 
 // addWorker starts worker i listening on a port of its own and reached
-// through a relay, whose address it advertises.
+// through a relay, whose address it advertises. Called again for a worker
+// that exists, it replaces it (and its relay) on a new port.
 func (c *cluster) addWorker(i int, env []string, live string) error {
 	port, err := freePort()
 	if err != nil {
@@ -72,24 +77,58 @@ func (c *cluster) addWorker(i int, env []string, live string) error {
 	if err != nil {
 		return err
 	}
-	c.relays = append(c.relays, r)
 	name := fmt.Sprintf("w%d", i+1)
 	p := newProc(c.cfg.Dir, name, c.cfg.Exe, env, "worker", "--server", c.url, "--name", name,
 		"--threads", strconv.Itoa(c.cfg.Threads), "--transport", c.cfg.Transport,
 		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--advertise", r.Addr(), "--liveness", live,
 		"--drain-timeout", drainTimeout.String())
-	c.workers, c.names = append(c.workers, p), append(c.names, name)
+	if i < len(c.workers) {
+		c.relays[i].Close()
+		c.relays[i], c.workers[i] = r, p
+	} else {
+		c.relays, c.workers, c.names = append(c.relays, r), append(c.workers, p), append(c.names, name)
+	}
 	return p.start()
 }
 
-// waitUp waits until every worker is up on the server.
+// waitUp waits until every worker is up on the server. A worker that
+// exited because another process took its port between freePort and its
+// bind (tests run side by side) is started again on a new one.
 func (c *cluster) waitUp(ctx context.Context, o *observer, d time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	if _, ok := o.waitFor(ctx, func(v map[string]api.Worker) bool { return allUp(v, c.names) }); !ok {
-		return fmt.Errorf("chaos: workers not all up after %v (logs in %s)", d, c.cfg.Dir)
+	deadline := time.Now().Add(d)
+	for {
+		next := time.Now().Add(250 * time.Millisecond)
+		if next.After(deadline) {
+			next = deadline
+		}
+		wctx, cancel := context.WithDeadline(ctx, next)
+		_, ok := o.waitFor(wctx, func(v map[string]api.Worker) bool { return allUp(v, c.names) })
+		cancel()
+		switch {
+		case ok:
+			return nil
+		case ctx.Err() != nil || !time.Now().Before(deadline):
+			return fmt.Errorf("chaos: workers not all up after %v (logs in %s)", d, c.cfg.Dir)
+		}
+		for i, p := range c.workers {
+			if p.hasExited() && lostPort(p.logPath) {
+				if err := c.addWorker(i, c.env, c.live); err != nil {
+					return err
+				}
+			}
+		}
 	}
-	return nil
+}
+
+// lostPort reports whether the last run logged at path failed to bind its
+// port because something else held it.
+func lostPort(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	last := b[bytes.LastIndex(b, []byte("=== "))+1:]
+	return bytes.Contains(last, []byte("address already in use"))
 }
 
 // close stops every process (gracefully, then by force) and every relay.

@@ -93,6 +93,22 @@ func (p *proc) stop(grace time.Duration) {
 	}
 }
 
+// hasExited reports whether the process has exited.
+func (p *proc) hasExited() bool {
+	p.mu.Lock()
+	exited := p.exited
+	p.mu.Unlock()
+	if exited == nil {
+		return false
+	}
+	select {
+	case <-exited:
+		return true
+	default:
+		return false
+	}
+}
+
 // waitExit waits up to d for the process to exit by itself.
 func (p *proc) waitExit(d time.Duration) bool {
 	p.mu.Lock()
