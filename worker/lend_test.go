@@ -135,7 +135,7 @@ func TestLenderHoldsAfterLongSteadyUse(t *testing.T) {
 // while no other server wants the threads, so a lone server's jobs start
 // on every stream. A want from another server takes them at once; spare
 // threads go back to those that held them before anyone else, and then
-// max-min fairly to whoever has streams for them.
+// to whoever has streams for them, as share divides threads.
 func TestLenderLendsSpareThreads(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
 	l := newLender(4, time.Second, clk.now)
@@ -243,9 +243,9 @@ func TestLenderSpareIsNotEarned(t *testing.T) {
 // A unit that arrives on a stream beyond what its server's demand earned is
 // a want for that stream: a server whose want waited behind a large unit
 // on stream 0 while its lease went to another server gets it back when the
-// unit arrives, and
-// a fair share of it while the other server is busy; a unit on a leased
-// stream changes nothing; a stopping worker lends nothing whatever arrives.
+// unit arrives, and a fair share of it while the other server is busy; a
+// unit on a stream its demand earned changes nothing; a stopping worker
+// lends nothing whatever arrives.
 func TestLenderUnitArrival(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
 	l := newLender(2, time.Second, clk.now)
