@@ -209,7 +209,15 @@ func (d *nsDialer) close() { close(d.done) }
 func transportArgs(topts transports.Options) []string {
 	return []string{"--sctp-stack", topts.SCTPStack, "--data-plane-tls", topts.DataPlaneTLS.String(),
 		"--ptcp-stripes", countArg(topts.PTCP.RecStripes), "--ptcp-driver", topts.PTCP.Driver,
-		"--sctp-flows", countArg(topts.SCTPFlows), "--mptcp=" + strconv.FormatBool(topts.MPTCP)}
+		"--sctp-flows", countArg(topts.SCTPFlows), "--sctp-pacing", onOff(!topts.SCTPUnpaced), "--mptcp=" + strconv.FormatBool(topts.MPTCP)}
+}
+
+// onOff is a flag value for on.
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 // countArg is --sctp-flows or --ptcp-stripes for n (0: auto).

@@ -258,6 +258,18 @@ func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 		o.SCTPFlows = n
 		return err
 	})
+	fs.Func("sctp-pacing", "sctp (userspace stack): on (the default) spreads new data over the round trip at 1.25 times what the window carries in one,\n"+
+		"so that a burst of acknowledgements does not send a burst into the bottleneck's queue; off sends as soon as the window opens (never paced on loopback)", func(v string) error {
+		switch v {
+		case "on":
+			o.SCTPUnpaced = false
+		case "off":
+			o.SCTPUnpaced = true
+		default:
+			return fmt.Errorf("want on or off")
+		}
+		return nil
+	})
 	fs.Func("ptcp-stripes", fmt.Sprintf("ptcp: TCP connections per association this side recommends and sends on, 1 to %d (the two sides' offers decide how many open),\n", ptcp.MaxStripes)+
 		fmt.Sprintf("or auto (the default: recommend %d, send on as many as the network shows it needs, at least %d;\n"+
 			"recommend and keep %[2]d to a loopback peer, on other systems than Linux, and with --mptcp)", ptcp.MaxStripes, ptcp.AutoStartStripes), func(v string) error {

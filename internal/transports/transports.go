@@ -64,6 +64,9 @@ type Options struct {
 	// congestion control stands for (sctp.Config.Flows): 0 tunes it per
 	// association.
 	SCTPFlows int
+	// SCTPUnpaced turns the userspace SCTP stack's pacing off
+	// (sctp.Config.Unpaced).
+	SCTPUnpaced bool
 	// PTCP tunes ptcp's striping: its RecStripes, Driver and Routes are
 	// used (TLS comes from DataPlaneTLS).
 	PTCP ptcp.Config
@@ -106,7 +109,7 @@ func newSCTP(opts Options) (transport.Transport, error) {
 
 // userSCTPConfig is the userspace SCTP stack's configuration.
 func userSCTPConfig(opts Options) sctp.Config {
-	return sctp.Config{Logger: opts.Logger, TLS: opts.DataPlaneTLS, Flows: opts.SCTPFlows}
+	return sctp.Config{Logger: opts.Logger, TLS: opts.DataPlaneTLS, Flows: opts.SCTPFlows, Unpaced: opts.SCTPUnpaced}
 }
 
 // Stack reports which SCTP stack New("sctp", opts) uses: StackKernel for

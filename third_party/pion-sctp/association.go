@@ -327,6 +327,15 @@ type Association struct {
 	// flow count then, recoveryCuts the flows' shares given up since
 	// (braid patch 15).
 	recoveryCwnd, recoveryCuts, recoveryFlows uint32
+	// pacing (braid patch 25; atomic, 0 or 1) spreads new DATA over the
+	// round trip: paceTokens bytes may leave now, refilled since paceAt;
+	// paceTimer wakes the write loop when enough have come, and paceArmed
+	// says it is set.
+	pacing     uint32
+	paceTokens float64
+	paceAt     time.Time
+	paceTimer  *time.Timer
+	paceArmed  bool
 	// ackedBytes counts the bytes acknowledged, limitedBytes those
 	// acknowledged while data waited for cwnd (braid patch 15). Atomic.
 	ackedBytes, limitedBytes uint64
@@ -2064,6 +2073,82 @@ func initialCwnd(mtu uint32) uint32 {
 // initial windows.
 func (a *Association) SetFlows(n int) {
 	atomic.StoreUint32(&a.flows, uint32(min(max(n, 1), 64))) //nolint:gosec // G115
+}
+
+// SetPacing turns pacing of new DATA on or off (braid patch 25; off by
+// default). Paced, the association sends new data at most at the rate
+// gain·cwnd/minRTT, gain 2 in slow start and 1.25 after, in bursts of
+// at most that rate's worth of max(4 ms, minRTT/16) (at least four
+// packets), where unpaced it sends what cwnd allows as soon as a SACK
+// opens it. Linux paces TCP so (tcp_pacing_ss_ratio 200,
+// tcp_pacing_ca_ratio 120, against the smoothed RTT). The rate is above
+// what the window can carry in a round trip, so pacing spreads a window
+// without making it slower; it keeps the bursts a burst of SACKs would
+// release from overflowing the bottleneck's queue. Retransmissions are
+// not paced.
+func (a *Association) SetPacing(on bool) {
+	var v uint32
+	if on {
+		v = 1
+	}
+	atomic.StoreUint32(&a.pacing, v)
+}
+
+// Pacing constants (braid patch 25): the gains over cwnd/minRTT in
+// slow start and after, the least burst in time, and the share of a
+// burst a held sender waits for before the timer wakes it.
+const (
+	paceGainSS   = 2
+	paceGainCA   = 1.25
+	paceMinBurst = 4 * time.Millisecond
+	paceWake     = 4
+)
+
+// paceRefill returns the pacing rate (bytes a second, 0 when not paced)
+// and the burst, the most tokens that build up, and adds the tokens
+// earned since the last call. The caller should hold the lock.
+func (a *Association) paceRefill(now time.Time) (rate, burst float64) {
+	minRTT := a.MinRTT() / 1000
+	if atomic.LoadUint32(&a.pacing) == 0 || minRTT <= 0 {
+		a.paceAt = time.Time{}
+
+		return 0, 0
+	}
+	gain := paceGainCA
+	if a.CWND() < a.ssthresh {
+		gain = paceGainSS
+	}
+	rate = gain * float64(a.CWND()) / minRTT
+	burst = max(rate*max(paceMinBurst.Seconds(), minRTT/16), float64(4*a.MTU()))
+	if a.paceAt.IsZero() {
+		a.paceTokens = burst
+	} else {
+		a.paceTokens = min(a.paceTokens+rate*now.Sub(a.paceAt).Seconds(), burst)
+	}
+	a.paceAt = now
+
+	return rate, burst
+}
+
+// armPaceTimer wakes the write loop after d, unless a wakeup is set
+// already. The caller should hold the lock.
+func (a *Association) armPaceTimer(d time.Duration) {
+	if a.paceArmed {
+		return
+	}
+	a.paceArmed = true
+	d = max(d, 100*time.Microsecond)
+	if a.paceTimer == nil {
+		a.paceTimer = time.AfterFunc(d, func() {
+			a.lock.Lock()
+			a.paceArmed = false
+			a.lock.Unlock()
+			a.awakeWriteLoop()
+		})
+
+		return
+	}
+	a.paceTimer.Reset(d)
 }
 
 // Flows returns the flow count SetFlows set, 1 by default.
@@ -4147,7 +4232,8 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 		a.setCWND(max32(a.CWND(), a.flowCount()*initialCwnd(a.MTU())))
 	}
 
-	if a.pendingQueue.size() > 0 { //nolint:nestif
+	paceRate, paceBurst := a.paceRefill(time.Now()) // braid patch 25
+	if a.pendingQueue.size() > 0 {                  //nolint:nestif
 		// RFC 4960 sec 6.1.  Transmission of DATA Chunks
 		//   A) At any given time, the data sender MUST NOT transmit new data to
 		//      any destination transport address if its peer's rwnd indicates
@@ -4189,6 +4275,16 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 
 			chunkBytes := chunkPayload.chunkSizeInPacket()
 
+			// braid patch 25: paced, the chunk waits for its bytes' time
+			// (heldByCwnd stays as cwnd last left it: the tuner asks
+			// whether the window, not the pace, holds the sender back).
+			if paceRate > 0 && a.paceTokens < float64(chunkBytes) && a.inflightQueue.size() > 0 {
+				need := max(float64(chunkBytes), paceBurst/paceWake) - a.paceTokens
+				a.armPaceTimer(time.Duration(need / paceRate * float64(time.Second)))
+
+				break
+			}
+
 			// ensure MTU bundling matches bundleDataChunksIntoPackets().
 			addBytes := chunkBytes
 			if bytesInPacket == 0 {
@@ -4228,6 +4324,7 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 			a.movePendingDataChunkToInflightQueue(chunkPayload)
 			chunks = append(chunks, chunkPayload)
 			bytesInPacket += chunkBytes
+			a.paceTokens -= float64(chunkBytes)
 		}
 
 		// allow one DATA chunk if nothing is inflight to the receiver.

@@ -77,6 +77,14 @@ type Config struct {
 	// association from what its sender sees, from MinTunedFlows up;
 	// associations with a peer on this host then keep one.
 	Flows int
+	// Unpaced sends new data as soon as the congestion window opens. By
+	// default an association paces it (pion patch 25): at most the rate
+	// 1.25·cwnd/minRTT (twice cwnd/minRTT in slow start), in bursts of a
+	// few milliseconds' worth, so that a burst of SACKs, which a queue on
+	// the return path bunches up, does not release a burst of data that
+	// overflows the bottleneck's queue. Associations with a peer on this
+	// host are never paced.
+	Unpaced bool
 	// ZeroChecksum lets peers skip the CRC32c (RFC 9653) when both agree.
 	// Associations with a loopback peer always offer it: loopback packets
 	// are never corrupted (the kernel skips checksums there too), and the

@@ -81,6 +81,14 @@
 // stream waits behind about one bandwidth-delay product of another stream's
 // data rather than a whole credit window.
 //
+// Pacing: to a peer on another host, pion sends new data at most at
+// 1.25·cwnd/minRTT (twice cwnd/minRTT in slow start), in bursts of a few
+// milliseconds' worth (pion patch 25; Config.Unpaced turns it off). When
+// both directions carry bulk data, as a job's inputs and results do, each
+// side's SACKs queue behind the other's data and arrive in bunches;
+// unpaced, each bunch released a burst that overflowed the bottleneck's
+// queue while it was half empty.
+//
 // Liveness: pion/sctp has no dead-peer detection of its own (its
 // retransmissions never give up and it sends no heartbeats unasked). The
 // transport's UDP conn wrappers record when the last well-formed datagram

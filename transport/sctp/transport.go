@@ -144,6 +144,7 @@ func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn as
 	// Before the handshake's first DATA chunk, so that the association
 	// starts with one initial window per flow (pion patch 23).
 	pa.SetFlows(initialFlows(&t.cfg, conn.RemoteAddr()))
+	pa.SetPacing(!t.cfg.Unpaced && !isLocal(conn.RemoteAddr()))
 	ctl, err := pa.OpenStream(0, ppi)
 	var res transport.HandshakeResult
 	var release func()
