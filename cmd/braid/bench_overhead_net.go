@@ -212,7 +212,7 @@ func transportArgs(topts transports.Options) []string {
 		"--sctp-flows", countArg(topts.SCTPFlows), "--sctp-pacing", onOff(!topts.SCTPUnpaced), "--mptcp=" + strconv.FormatBool(topts.MPTCP)}
 }
 
-// onOff is a flag value for on.
+// onOff is the value of an on/off flag: "on" for true.
 func onOff(on bool) string {
 	if on {
 		return "on"

@@ -259,7 +259,7 @@ func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 		return err
 	})
 	fs.Func("sctp-pacing", "sctp (userspace stack): on (the default) spreads new data over the round trip at 1.25 times what the window carries in one,\n"+
-		"so that a burst of acknowledgements does not send a burst into the bottleneck's queue; off sends as soon as the window opens (never paced on loopback)", func(v string) error {
+		"so that a burst of acknowledgements does not send a burst into the bottleneck's queue; off sends as soon as the window opens (a peer on the same host is never paced)", func(v string) error {
 		switch v {
 		case "on":
 			o.SCTPUnpaced = false

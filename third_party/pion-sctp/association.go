@@ -342,7 +342,8 @@ type Association struct {
 	// heldByCwnd reports that the last pass of the write loop left data
 	// pending because cwnd was full, not because the pending queue ran
 	// dry, rwnd was short or Tail Loss Recovery's burst budget was spent
-	// (braid patch 19).
+	// (braid patch 19). A pass the pace held (patch 25) leaves it as the
+	// pass before set it.
 	heldByCwnd bool
 	// maxFlight is the largest flight (bytes) of the current round, which
 	// ends once the cumulative TSN reaches maxFlightTSN (braid patch 21;
@@ -2077,15 +2078,16 @@ func (a *Association) SetFlows(n int) {
 
 // SetPacing turns pacing of new DATA on or off (braid patch 25; off by
 // default). Paced, the association sends new data at most at the rate
-// gain·cwnd/minRTT, gain 2 in slow start and 1.25 after, in bursts of
+// gain·cwnd/minRTT, gain 2 while cwnd is below ssthresh and 1.25 once it
+// is not (a window just cut to ssthresh is paced at 1.25), in bursts of
 // at most that rate's worth of max(4 ms, minRTT/16) (at least four
 // packets), where unpaced it sends what cwnd allows as soon as a SACK
-// opens it. Linux paces TCP so (tcp_pacing_ss_ratio 200,
-// tcp_pacing_ca_ratio 120, against the smoothed RTT). The rate is above
-// what the window can carry in a round trip, so pacing spreads a window
-// without making it slower; it keeps the bursts a burst of SACKs would
-// release from overflowing the bottleneck's queue. Retransmissions are
-// not paced.
+// opens it. Linux's TCP pacing has ratios of the same kind (200% while
+// cwnd < ssthresh/2, 120% after, over the smoothed RTT). The rate is
+// above what the window can carry in a round trip, so pacing spreads a
+// window without making it slower; it keeps the bursts a burst of SACKs
+// would release from overflowing the bottleneck's queue. Retransmissions
+// are not paced and spend no tokens.
 func (a *Association) SetPacing(on bool) {
 	var v uint32
 	if on {
@@ -2094,14 +2096,18 @@ func (a *Association) SetPacing(on bool) {
 	atomic.StoreUint32(&a.pacing, v)
 }
 
+// Pacing reports whether SetPacing turned pacing on (braid patch 25).
+func (a *Association) Pacing() bool { return atomic.LoadUint32(&a.pacing) == 1 }
+
 // Pacing constants (braid patch 25): the gains over cwnd/minRTT in
-// slow start and after, the least burst in time, and the share of a
-// burst a held sender waits for before the timer wakes it.
+// slow start and after, the least burst in time, and the divisor of a
+// burst that gives what a held sender waits for before the timer wakes
+// it (a quarter of a burst).
 const (
 	paceGainSS   = 2
 	paceGainCA   = 1.25
 	paceMinBurst = 4 * time.Millisecond
-	paceWake     = 4
+	paceWakeDiv  = 4
 )
 
 // paceRefill returns the pacing rate (bytes a second, 0 when not paced)
@@ -2143,6 +2149,7 @@ func (a *Association) armPaceTimer(d time.Duration) {
 			a.lock.Lock()
 			a.paceArmed = false
 			a.lock.Unlock()
+			a.stats.incPaceWakeups()
 			a.awakeWriteLoop()
 		})
 
@@ -4279,7 +4286,7 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 			// (heldByCwnd stays as cwnd last left it: the tuner asks
 			// whether the window, not the pace, holds the sender back).
 			if paceRate > 0 && a.paceTokens < float64(chunkBytes) && a.inflightQueue.size() > 0 {
-				need := max(float64(chunkBytes), paceBurst/paceWake) - a.paceTokens
+				need := max(float64(chunkBytes), paceBurst/paceWakeDiv) - a.paceTokens
 				a.armPaceTimer(time.Duration(need / paceRate * float64(time.Second)))
 
 				break

@@ -17,6 +17,7 @@ type associationStats struct {
 	nAckTimeouts     uint64
 	nFastRetrans     uint64
 	nPTOProbes       uint64 // braid patch 24: tail-loss probes marked
+	nPaceWakeups     uint64 // braid patch 25: write loop woken by the pace timer
 }
 
 func (s *associationStats) incPacketsReceived() {
@@ -95,6 +96,16 @@ func (s *associationStats) getNumPTOProbes() uint64 {
 	return atomic.LoadUint64(&s.nPTOProbes)
 }
 
+// incPaceWakeups counts a wakeup of the write loop by the pace timer
+// (braid patch 25).
+func (s *associationStats) incPaceWakeups() {
+	atomic.AddUint64(&s.nPaceWakeups, 1)
+}
+
+func (s *associationStats) getNumPaceWakeups() uint64 {
+	return atomic.LoadUint64(&s.nPaceWakeups)
+}
+
 func (s *associationStats) reset() {
 	atomic.StoreUint64(&s.nPacketsReceived, 0)
 	atomic.StoreUint64(&s.nPacketsSent, 0)
@@ -105,4 +116,5 @@ func (s *associationStats) reset() {
 	atomic.StoreUint64(&s.nAckTimeouts, 0)
 	atomic.StoreUint64(&s.nFastRetrans, 0)
 	atomic.StoreUint64(&s.nPTOProbes, 0)
+	atomic.StoreUint64(&s.nPaceWakeups, 0)
 }

@@ -1,7 +1,6 @@
 package sctp
 
 import (
-	"net"
 	"time"
 
 	"github.com/braidhq/braid/transport/internal/stripes"
@@ -49,14 +48,15 @@ const (
 	MinTunedFlows = 4
 )
 
-// initialFlows is the flow count an association with remote starts with:
-// Config.Flows if fixed, else the tuner's floor, or one flow with a peer
-// on this host. The handshake sets it; start's tuner begins from it.
-func initialFlows(cfg *Config, remote net.Addr) int {
+// initialFlows is the flow count an association starts with:
+// Config.Flows if fixed, else the tuner's floor, or one flow if local (its
+// peer is on this host). The handshake sets it; start's tuner begins from
+// it.
+func initialFlows(cfg *Config, local bool) int {
 	switch {
 	case cfg.Flows > 0:
 		return cfg.Flows
-	case isLocal(remote):
+	case local:
 		return 1
 	}
 	return MinTunedFlows

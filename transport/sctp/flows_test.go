@@ -21,7 +21,8 @@ func TestConfigFlows(t *testing.T) {
 }
 
 // TestFixedFlows: Config.Flows sets every association's count, on
-// loopback too, from the handshake on; the tuned default keeps one there.
+// loopback too, from the handshake on; the tuned default keeps one there,
+// and does not pace there.
 func TestFixedFlows(t *testing.T) {
 	lc, dc := transport.ListenConfig{Secret: secret}, transport.DialConfig{Secret: secret}
 	d1, l1 := loopbackPair(t, New(Config{Flows: 1}), lc, dc)
@@ -43,6 +44,9 @@ func TestFixedFlows(t *testing.T) {
 		if got := a.(*Association).Flows(); got != 1 {
 			t.Errorf("%s: %d flows on loopback, want 1", a.LocalAddr(), got)
 		}
+		if a.(*Association).pa.Pacing() {
+			t.Errorf("%s: paced on loopback", a.LocalAddr())
+		}
 	}
 }
 
@@ -50,7 +54,7 @@ func TestFixedFlows(t *testing.T) {
 // tuner's floor of flows is held by its window while the link idles, so
 // it adds flows; through a clean one it stays at the floor, which fills
 // the link and queues. A receiver, which only acknowledges, keeps the
-// floor it started with.
+// floor it started with. Between hosts both ends pace, unless Unpaced.
 func TestFlowsGrowUnderLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the emulated link takes a while; not in -short")
@@ -73,12 +77,21 @@ func TestFlowsGrowUnderLoss(t *testing.T) {
 			if got := l.(*Association).Flows(); got != MinTunedFlows {
 				t.Errorf("the receiver, which only acknowledged, runs %d flows, want %d", got, MinTunedFlows)
 			}
-			// A fixed count holds between hosts too, below the floor.
-			d, l = transporttest.AcrossBed(t, New(Config{Flows: 1}), 47622)
+			for _, a := range []transport.Association{d, l} {
+				if !a.(*Association).pa.Pacing() {
+					t.Errorf("%s: not paced between hosts", a.LocalAddr())
+				}
+			}
+			// A fixed count holds between hosts too, below the floor;
+			// Unpaced turns pacing off there.
+			d, l = transporttest.AcrossBed(t, New(Config{Flows: 1, Unpaced: true}), 47622)
 			transporttest.SendBulk(t, d, l, 1<<20)
 			for _, a := range []transport.Association{d, l} {
 				if got := a.(*Association).Flows(); got != 1 {
 					t.Errorf("%s: %d flows with Flows 1", a.LocalAddr(), got)
+				}
+				if a.(*Association).pa.Pacing() {
+					t.Errorf("%s: paced with Unpaced", a.LocalAddr())
 				}
 			}
 		})

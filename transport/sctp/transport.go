@@ -143,8 +143,9 @@ func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn as
 	stop := context.AfterFunc(ctx, func() { pa.Abort("handshake timed out") })
 	// Before the handshake's first DATA chunk, so that the association
 	// starts with one initial window per flow (pion patch 23).
-	pa.SetFlows(initialFlows(&t.cfg, conn.RemoteAddr()))
-	pa.SetPacing(!t.cfg.Unpaced && !isLocal(conn.RemoteAddr()))
+	local := isLocal(conn.RemoteAddr())
+	pa.SetFlows(initialFlows(&t.cfg, local))
+	pa.SetPacing(!t.cfg.Unpaced && !local)
 	ctl, err := pa.OpenStream(0, ppi)
 	var res transport.HandshakeResult
 	var release func()
