@@ -237,9 +237,10 @@ func (l *lender) stop() {
 // streams left, as share divides threads (each up to its free streams,
 // evenly, the remainder to those that hold more): a lease whose idle hold
 // ended stays while no other server wants its threads, and a new
-// association starts with the threads nobody holds. A lone server's job thus starts on every
-// stream at once, instead of a round trip after its want (on the streams
-// its last want asked for, 0 between jobs, or on none before its first).
+// association starts with the threads nobody holds. A lone server's job
+// thus starts on every stream at once, instead of a round trip after its
+// want (on the streams its last want asked for, 0 between jobs, or on none
+// before its first).
 // Another server's want still takes them at once: demands come first (in
 // share), and a lease held beyond its demand counts for nothing there. Of
 // the holders, those that held more go first, then the older, as in share.

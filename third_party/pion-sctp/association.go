@@ -2112,14 +2112,19 @@ const (
 
 // paceRefill returns the pacing rate (bytes a second, 0 when not paced)
 // and the burst, the most tokens that build up, and adds the tokens
-// earned since the last call. The caller should hold the lock.
-func (a *Association) paceRefill(now time.Time) (rate, burst float64) {
-	minRTT := a.MinRTT() / 1000
-	if atomic.LoadUint32(&a.pacing) == 0 || minRTT <= 0 {
+// earned since the last call. Unpaced (every loopback association), it
+// costs one atomic load. The caller should hold the lock.
+func (a *Association) paceRefill() (rate, burst float64) {
+	var minRTT float64
+	if atomic.LoadUint32(&a.pacing) == 1 {
+		minRTT = a.MinRTT() / 1000
+	}
+	if minRTT <= 0 {
 		a.paceAt = time.Time{}
 
 		return 0, 0
 	}
+	now := time.Now()
 	gain := paceGainCA
 	if a.CWND() < a.ssthresh {
 		gain = paceGainSS
@@ -4239,8 +4244,8 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 		a.setCWND(max32(a.CWND(), a.flowCount()*initialCwnd(a.MTU())))
 	}
 
-	paceRate, paceBurst := a.paceRefill(time.Now()) // braid patch 25
-	if a.pendingQueue.size() > 0 {                  //nolint:nestif
+	paceRate, paceBurst := a.paceRefill() // braid patch 25
+	if a.pendingQueue.size() > 0 {        //nolint:nestif
 		// RFC 4960 sec 6.1.  Transmission of DATA Chunks
 		//   A) At any given time, the data sender MUST NOT transmit new data to
 		//      any destination transport address if its peer's rwnd indicates
