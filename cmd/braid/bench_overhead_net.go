@@ -209,7 +209,8 @@ func (d *nsDialer) close() { close(d.done) }
 func transportArgs(topts transports.Options) []string {
 	return []string{"--sctp-stack", topts.SCTPStack, "--data-plane-tls", topts.DataPlaneTLS.String(),
 		"--ptcp-stripes", countArg(topts.PTCP.RecStripes), "--ptcp-driver", topts.PTCP.Driver,
-		"--sctp-flows", countArg(topts.SCTPFlows), "--sctp-pacing", onOff(!topts.SCTPUnpaced), "--mptcp=" + strconv.FormatBool(topts.MPTCP)}
+		"--sctp-flows", countArg(topts.SCTPFlows), "--sctp-pacing", onOff(!topts.SCTPUnpaced),
+		"--sctp-hystart", onOff(!topts.SCTPNoHyStart), "--mptcp=" + strconv.FormatBool(topts.MPTCP)}
 }
 
 // onOff is the value of an on/off flag: "on" for true.

@@ -260,15 +260,19 @@ func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 	})
 	fs.Func("sctp-pacing", "sctp (userspace stack): on (the default) spreads new data over the round trip at 1.25 times what the window carries in one,\n"+
 		"so that a burst of acknowledgements does not send a burst into the bottleneck's queue; off sends as soon as the window opens (a peer on the same host is never paced)", func(v string) error {
-		switch v {
-		case "on":
-			o.SCTPUnpaced = false
-		case "off":
-			o.SCTPUnpaced = true
-		default:
-			return fmt.Errorf("want on or off")
+		on, err := parseOnOff(v)
+		if err == nil {
+			o.SCTPUnpaced = !on
 		}
-		return nil
+		return err
+	})
+	fs.Func("sctp-hystart", "sctp (userspace stack): on (the default) ends slow start when the round trip time shows the bottleneck's queue filling (HyStart++, RFC 9406),\n"+
+		"before it overflows; off leaves slow start to run until a packet is lost (a peer on the same host never uses it)", func(v string) error {
+		on, err := parseOnOff(v)
+		if err == nil {
+			o.SCTPNoHyStart = !on
+		}
+		return err
 	})
 	fs.Func("ptcp-stripes", fmt.Sprintf("ptcp: TCP connections per association this side recommends and sends on, 1 to %d (the two sides' offers decide how many open),\n", ptcp.MaxStripes)+
 		fmt.Sprintf("or auto (the default: recommend %d, send on as many as the network shows it needs, at least %d;\n"+
@@ -301,6 +305,17 @@ func parseCount(v string, most int) (int, error) {
 		return 0, fmt.Errorf("want auto or a count from 1 to %d, not %q", most, v)
 	}
 	return n, nil
+}
+
+// parseOnOff parses the value of an on/off flag.
+func parseOnOff(v string) (bool, error) {
+	switch v {
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("want on or off")
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -67,6 +67,9 @@ type Options struct {
 	// SCTPUnpaced turns the userspace SCTP stack's pacing off
 	// (sctp.Config.Unpaced).
 	SCTPUnpaced bool
+	// SCTPNoHyStart turns the userspace SCTP stack's HyStart++ off
+	// (sctp.Config.NoHyStart).
+	SCTPNoHyStart bool
 	// PTCP tunes ptcp's striping: its RecStripes, Driver and Routes are
 	// used (TLS comes from DataPlaneTLS).
 	PTCP ptcp.Config
@@ -109,7 +112,8 @@ func newSCTP(opts Options) (transport.Transport, error) {
 
 // userSCTPConfig is the userspace SCTP stack's configuration.
 func userSCTPConfig(opts Options) sctp.Config {
-	return sctp.Config{Logger: opts.Logger, TLS: opts.DataPlaneTLS, Flows: opts.SCTPFlows, Unpaced: opts.SCTPUnpaced}
+	return sctp.Config{Logger: opts.Logger, TLS: opts.DataPlaneTLS, Flows: opts.SCTPFlows, Unpaced: opts.SCTPUnpaced,
+		NoHyStart: opts.SCTPNoHyStart}
 }
 
 // Stack reports which SCTP stack New("sctp", opts) uses: StackKernel for

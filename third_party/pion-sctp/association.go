@@ -336,6 +336,10 @@ type Association struct {
 	paceAt     time.Time
 	paceTimer  *time.Timer
 	paceArmed  bool
+	// hystartOn (braid patch 26; atomic, 0 or 1) turns on HyStart++, whose
+	// state hs is.
+	hystartOn uint32
+	hs        hystart
 	// ackedBytes counts the bytes acknowledged, limitedBytes those
 	// acknowledged while data waited for cwnd (braid patch 15). Atomic.
 	ackedBytes, limitedBytes uint64
@@ -2181,6 +2185,7 @@ func (a *Association) beginFastRecovery() {
 	a.fastRecoverExitPoint = a.myNextTSN - 1
 	a.recoveryCwnd, a.recoveryCuts, a.recoveryFlows = a.CWND(), 0, a.flowCount() // braid patch 15
 	a.recoveryCut()
+	a.hystartReset() // braid patch 26
 	a.willRetransmitFast = true
 }
 
@@ -3061,6 +3066,7 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 ) {
 	bytesAckedPerStream = map[*Stream]int{}
 	now := time.Now() // capture the time for this SACK
+	a.hs.sample = 0   // braid patch 26
 
 	// Validate that full range exists in the inflight queue to prevent partial pops
 	// left over from an invalid SACK that causes the cumulativeTSNAckPoint to be updated
@@ -3129,6 +3135,9 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 			if stream := a.streamForAcknowledgedChunk(chunkPayload); stream != nil {
 				bytesAckedPerStream[stream] += nBytesAcked
 			}
+			if chunkPayload.nSent == 1 {
+				a.hystartSample(now.Sub(chunkPayload.since)) // braid patch 26
+			}
 
 			// RFC 4960 sec 6.3.1.  RTO Calculation
 			//   C4)  When data is in flight and when allowed by rule C5 below, a new
@@ -3196,6 +3205,9 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 				// the chunk, not a later stream that reused its identifier.
 				if stream := a.streamForAcknowledgedChunk(chunkPayload); stream != nil {
 					bytesAckedPerStream[stream] += nBytesAcked
+				}
+				if chunkPayload.nSent == 1 {
+					a.hystartSample(now.Sub(chunkPayload.since)) // braid patch 26
 				}
 
 				a.log.Tracef("[%s] tsn=%d has been sacked", a.name, chunkPayload.tsn)
@@ -3303,9 +3315,16 @@ func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
 		// when most SACKs come, and its window grew by about half a round
 		// trip instead of doubling. Growth stops once cwnd is twice the
 		// round's flight.
-		if !a.inFastRecovery && cumAdvanced &&
+		//
+		// braid patch 26: HyStart++ (hystart.go) divides the growth in
+		// Conservative Slow Start, and may end slow start here.
+		div := uint32(1)
+		if !a.inFastRecovery {
+			div = a.hystartOnAck()
+		}
+		if !a.inFastRecovery && cumAdvanced && a.CWND() <= a.ssthresh &&
 			(a.pendingQueue.size() > 0 || a.CWND() < 2*a.maxFlight) {
-			a.setCWND(a.CWND() + min32(uint32(totalBytesAcked), a.CWND())) //nolint:gosec // G115
+			a.setCWND(a.CWND() + min32(uint32(totalBytesAcked), a.CWND())/div) //nolint:gosec // G115
 			// a.cwnd += min32(uint32(totalBytesAcked), a.MTU()) // SCTP way (slow)
 			a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d acked=%d (SS)",
 				a.name, a.CWND(), a.ssthresh, totalBytesAcked)
@@ -3314,6 +3333,8 @@ func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
 				a.name, a.CWND(), a.ssthresh, totalBytesAcked, a.inFastRecovery, a.pendingQueue.size())
 		}
 	} else {
+		a.hs.inRound = false // braid patch 26: no rounds out of slow start
+
 		// RFC 9260, sec 7.2.2.  Congestion Avoidance: whenever cwnd is
 		// greater than ssthresh, upon each SACK arrival, increase
 		// partial_bytes_acked by the total number of bytes of all new
@@ -4835,6 +4856,7 @@ func (a *Association) onRetransmissionTimeout(id int, nRtos uint) { //nolint:cyc
 		}
 		a.ssthresh = max32(a.lossCut(n), 4*a.MTU())
 		a.setCWND(max32(a.CWND()/n*(n-1), a.MTU()))
+		a.hystartReset() // braid patch 26
 		a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d inflight=%d (RTO)",
 			a.name, a.CWND(), a.ssthresh, a.inflightQueue.getNumBytes())
 		// If not in Fast Recovery, enter Fast Recovery and mark the highest outstanding TSN as the Fast Recovery exit point.

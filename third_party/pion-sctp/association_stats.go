@@ -18,6 +18,8 @@ type associationStats struct {
 	nFastRetrans     uint64
 	nPTOProbes       uint64 // braid patch 24: tail-loss probes marked
 	nPaceWakeups     uint64 // braid patch 25: write loop woken by the pace timer
+	nHyStartCSS      uint64 // braid patch 26: HyStart++ entered CSS
+	nHyStartExits    uint64 // braid patch 26: HyStart++ ended slow start
 }
 
 func (s *associationStats) incPacketsReceived() {
@@ -106,6 +108,25 @@ func (s *associationStats) getNumPaceWakeups() uint64 {
 	return atomic.LoadUint64(&s.nPaceWakeups)
 }
 
+// incHyStartCSS counts HyStart++ entering Conservative Slow Start (braid
+// patch 26).
+func (s *associationStats) incHyStartCSS() {
+	atomic.AddUint64(&s.nHyStartCSS, 1)
+}
+
+func (s *associationStats) getNumHyStartCSS() uint64 {
+	return atomic.LoadUint64(&s.nHyStartCSS)
+}
+
+// incHyStartExits counts HyStart++ ending slow start (braid patch 26).
+func (s *associationStats) incHyStartExits() {
+	atomic.AddUint64(&s.nHyStartExits, 1)
+}
+
+func (s *associationStats) getNumHyStartExits() uint64 {
+	return atomic.LoadUint64(&s.nHyStartExits)
+}
+
 func (s *associationStats) reset() {
 	atomic.StoreUint64(&s.nPacketsReceived, 0)
 	atomic.StoreUint64(&s.nPacketsSent, 0)
@@ -117,4 +138,6 @@ func (s *associationStats) reset() {
 	atomic.StoreUint64(&s.nFastRetrans, 0)
 	atomic.StoreUint64(&s.nPTOProbes, 0)
 	atomic.StoreUint64(&s.nPaceWakeups, 0)
+	atomic.StoreUint64(&s.nHyStartCSS, 0)
+	atomic.StoreUint64(&s.nHyStartExits, 0)
 }

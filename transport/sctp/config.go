@@ -85,6 +85,14 @@ type Config struct {
 	// overflows the bottleneck's queue. Associations with a peer on this
 	// host are never paced.
 	Unpaced bool
+	// NoHyStart leaves slow start to run until a loss. By default an
+	// association's slow start watches the round trip time (HyStart++,
+	// RFC 9406; pion patch 26): once a round's smallest RTT is above the
+	// last round's by an eighth of it (4 to 16 ms), the bottleneck's queue
+	// is filling, and the window grows a quarter as fast for up to five
+	// rounds, then as in congestion avoidance. Associations with a peer
+	// on this host never use it.
+	NoHyStart bool
 	// ZeroChecksum lets peers skip the CRC32c (RFC 9653) when both agree.
 	// Associations with a loopback peer always offer it: loopback packets
 	// are never corrupted (the kernel skips checksums there too), and the

@@ -89,6 +89,17 @@
 // unpaced, each bunch released a burst that overflowed the bottleneck's
 // queue while it was half empty.
 //
+// Slow start: to a peer on another host, pion's slow start watches the
+// round trip time (HyStart++, RFC 9406; pion patch 26; Config.NoHyStart
+// turns it off). A round whose smallest RTT sample is above the last
+// round's by an eighth of it (4 to 16 ms) means the bottleneck's queue is
+// filling: the window then grows a quarter as fast, and after five such
+// rounds slow start ends, before the queue overflows. Without it a job's
+// slow start (or a warm association's, carried over from the last job)
+// ran until the queue dropped packets, and on a clean long path the
+// associations of two workers sharing it cut their windows two or three
+// times within a second and spent the rest of the job growing back.
+//
 // Liveness: pion/sctp has no dead-peer detection of its own (its
 // retransmissions never give up and it sends no heartbeats unasked). The
 // transport's UDP conn wrappers record when the last well-formed datagram

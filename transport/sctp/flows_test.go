@@ -22,7 +22,7 @@ func TestConfigFlows(t *testing.T) {
 
 // TestFixedFlows: Config.Flows sets every association's count, on
 // loopback too, from the handshake on; the tuned default keeps one there,
-// and does not pace there.
+// and neither paces nor uses HyStart++ there.
 func TestFixedFlows(t *testing.T) {
 	lc, dc := transport.ListenConfig{Secret: secret}, transport.DialConfig{Secret: secret}
 	d1, l1 := loopbackPair(t, New(Config{Flows: 1}), lc, dc)
@@ -47,6 +47,9 @@ func TestFixedFlows(t *testing.T) {
 		if a.(*Association).pa.Pacing() {
 			t.Errorf("%s: paced on loopback", a.LocalAddr())
 		}
+		if a.(*Association).pa.HyStart() {
+			t.Errorf("%s: HyStart++ on loopback", a.LocalAddr())
+		}
 	}
 }
 
@@ -54,7 +57,8 @@ func TestFixedFlows(t *testing.T) {
 // tuner's floor of flows is held by its window while the link idles, so
 // it adds flows; through a clean one it stays at the floor, which fills
 // the link and queues. A receiver, which only acknowledges, keeps the
-// floor it started with. Between hosts both ends pace, unless Unpaced.
+// floor it started with. Between hosts both ends pace and use HyStart++,
+// unless Unpaced and NoHyStart.
 func TestFlowsGrowUnderLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the emulated link takes a while; not in -short")
@@ -63,9 +67,10 @@ func TestFlowsGrowUnderLoss(t *testing.T) {
 		spec     string
 		bytes    int
 		min, max int
+		queues   bool // the link's queue fills, and the RTT rises
 	}{
-		{"rtt=40ms,loss=1%,rate=100M", 24 << 20, 2 * MinTunedFlows, MaxFlows},
-		{"rtt=40ms,rate=20M", 12 << 20, MinTunedFlows, MinTunedFlows + 1},
+		{"rtt=40ms,loss=1%,rate=100M", 24 << 20, 2 * MinTunedFlows, MaxFlows, false},
+		{"rtt=40ms,rate=20M", 12 << 20, MinTunedFlows, MinTunedFlows + 1, true},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
 			transporttest.UpBed(t, tc.spec)
@@ -74,6 +79,11 @@ func TestFlowsGrowUnderLoss(t *testing.T) {
 			if got < tc.min || got > tc.max {
 				t.Errorf("the sender ran %d flows over the second half of %d MiB (median), want %d to %d", got, tc.bytes>>20, tc.min, tc.max)
 			}
+			// Where the queue fills, the sender's slow start saw the RTT
+			// rise (HyStart++).
+			if tc.queues && d.(*Association).pa.HyStartCSS() == 0 {
+				t.Errorf("the sender's HyStart++ never saw the RTT rise across %s", tc.spec)
+			}
 			if got := l.(*Association).Flows(); got != MinTunedFlows {
 				t.Errorf("the receiver, which only acknowledged, runs %d flows, want %d", got, MinTunedFlows)
 			}
@@ -81,10 +91,13 @@ func TestFlowsGrowUnderLoss(t *testing.T) {
 				if !a.(*Association).pa.Pacing() {
 					t.Errorf("%s: not paced between hosts", a.LocalAddr())
 				}
+				if !a.(*Association).pa.HyStart() {
+					t.Errorf("%s: no HyStart++ between hosts", a.LocalAddr())
+				}
 			}
 			// A fixed count holds between hosts too, below the floor;
-			// Unpaced turns pacing off there.
-			d, l = transporttest.AcrossBed(t, New(Config{Flows: 1, Unpaced: true}), 47622)
+			// Unpaced and NoHyStart turn pacing and HyStart++ off there.
+			d, l = transporttest.AcrossBed(t, New(Config{Flows: 1, Unpaced: true, NoHyStart: true}), 47622)
 			transporttest.SendBulk(t, d, l, 1<<20)
 			for _, a := range []transport.Association{d, l} {
 				if got := a.(*Association).Flows(); got != 1 {
@@ -92,6 +105,9 @@ func TestFlowsGrowUnderLoss(t *testing.T) {
 				}
 				if a.(*Association).pa.Pacing() {
 					t.Errorf("%s: paced with Unpaced", a.LocalAddr())
+				}
+				if a.(*Association).pa.HyStart() {
+					t.Errorf("%s: HyStart++ with NoHyStart", a.LocalAddr())
 				}
 			}
 		})

@@ -146,6 +146,7 @@ func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn as
 	local := isLocal(conn.RemoteAddr())
 	pa.SetFlows(initialFlows(&t.cfg, local))
 	pa.SetPacing(!t.cfg.Unpaced && !local)
+	pa.SetHyStart(!t.cfg.NoHyStart && !local)
 	ctl, err := pa.OpenStream(0, ppi)
 	var res transport.HandshakeResult
 	var release func()
