@@ -71,11 +71,11 @@ func (a *Association) hystartSample(rtt time.Duration) {
 	}
 }
 
-// hystartOnAck runs on a SACK that acknowledged new bytes while cwnd is at
-// or below ssthresh, after the cumulative TSN moved; it ends rounds, takes
-// the SACK's sample, and returns the divisor of slow start's growth: 1,
-// or hsCSSGrowthDiv in CSS. It may end slow start (ssthresh just below
-// cwnd).
+// hystartOnAck runs on a SACK that acknowledged new bytes in slow start
+// (cwnd at or below ssthresh, not in Fast Recovery), once the cumulative
+// TSN has taken the SACK's; it ends rounds, takes the SACK's sample, and
+// returns the divisor of slow start's growth: 1, or hsCSSGrowthDiv in CSS.
+// It may end slow start (ssthresh just below cwnd).
 func (a *Association) hystartOnAck() uint32 {
 	hs := &a.hs
 	sample := hs.sample
