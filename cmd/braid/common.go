@@ -258,22 +258,10 @@ func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 		o.SCTPFlows = n
 		return err
 	})
-	fs.Func("sctp-pacing", "sctp (userspace stack): on (the default) spreads new data over the round trip at 1.25 times what the window carries in one,\n"+
-		"so that a burst of acknowledgements does not send a burst into the bottleneck's queue; off sends as soon as the window opens (a peer on the same host is never paced)", func(v string) error {
-		on, err := parseOnOff(v)
-		if err == nil {
-			o.SCTPUnpaced = !on
-		}
-		return err
-	})
-	fs.Func("sctp-hystart", "sctp (userspace stack): on (the default) ends slow start when the round trip time shows the bottleneck's queue filling (HyStart++, RFC 9406),\n"+
-		"before it overflows; off leaves slow start to run until a packet is lost (a peer on the same host never uses it)", func(v string) error {
-		on, err := parseOnOff(v)
-		if err == nil {
-			o.SCTPNoHyStart = !on
-		}
-		return err
-	})
+	onByDefault(fs, "sctp-pacing", "sctp (userspace stack): on (the default) spreads new data over the round trip at 1.25 times what the window carries in one,\n"+
+		"so that a burst of acknowledgements does not send a burst into the bottleneck's queue; off sends as soon as the window opens (a peer on the same host is never paced)", &o.SCTPUnpaced)
+	onByDefault(fs, "sctp-hystart", "sctp (userspace stack): on (the default) ends slow start when the round trip time shows the bottleneck's queue filling (HyStart++, RFC 9406),\n"+
+		"before it overflows; off leaves slow start to run until a packet is lost (a peer on the same host never uses it)", &o.SCTPNoHyStart)
 	fs.Func("ptcp-stripes", fmt.Sprintf("ptcp: TCP connections per association this side recommends and sends on, 1 to %d (the two sides' offers decide how many open),\n", ptcp.MaxStripes)+
 		fmt.Sprintf("or auto (the default: recommend %d, send on as many as the network shows it needs, at least %d;\n"+
 			"recommend and keep %[2]d to a loopback peer, on other systems than Linux, and with --mptcp)", ptcp.MaxStripes, ptcp.AutoStartStripes), func(v string) error {
@@ -307,15 +295,20 @@ func parseCount(v string, most int) (int, error) {
 	return n, nil
 }
 
-// parseOnOff parses the value of an on/off flag.
-func parseOnOff(v string) (bool, error) {
-	switch v {
-	case "on":
-		return true, nil
-	case "off":
-		return false, nil
-	}
-	return false, fmt.Errorf("want on or off")
+// onByDefault adds a flag that takes on or off, on by default; off sets
+// *off.
+func onByDefault(fs *flag.FlagSet, name, usage string, off *bool) {
+	fs.Func(name, usage, func(v string) error {
+		switch v {
+		case "on":
+			*off = false
+		case "off":
+			*off = true
+		default:
+			return fmt.Errorf("want on or off")
+		}
+		return nil
+	})
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.
