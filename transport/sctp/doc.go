@@ -93,8 +93,9 @@
 // round trip time (HyStart++, RFC 9406; pion patch 26; Config.NoHyStart
 // turns it off). A round whose smallest RTT sample is above the last
 // round's by an eighth of it (4 to 16 ms) means the bottleneck's queue is
-// filling: the window then grows a quarter as fast, and after five such
-// rounds slow start ends, before the queue overflows. Without it a job's
+// filling: the window then grows a quarter as fast for up to five rounds
+// (back to slow start if a later round's RTT falls back), and then slow
+// start ends, meant to be before the queue overflows. Without it a job's
 // slow start (or a warm association's, carried over from the last job)
 // ran until the queue dropped packets, and on a clean long path the
 // associations of two workers sharing it cut their windows two or three
