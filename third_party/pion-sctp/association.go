@@ -3067,6 +3067,7 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 	bytesAckedPerStream = map[*Stream]int{}
 	now := time.Now() // capture the time for this SACK
 	a.hs.sample = 0   // braid patch 26
+	hsOn := a.HyStart()
 
 	// Validate that full range exists in the inflight queue to prevent partial pops
 	// left over from an invalid SACK that causes the cumulativeTSNAckPoint to be updated
@@ -3135,7 +3136,7 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 			if stream := a.streamForAcknowledgedChunk(chunkPayload); stream != nil {
 				bytesAckedPerStream[stream] += nBytesAcked
 			}
-			if chunkPayload.nSent == 1 {
+			if hsOn && chunkPayload.nSent == 1 {
 				a.hystartSample(now.Sub(chunkPayload.since)) // braid patch 26
 			}
 
@@ -3206,7 +3207,7 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 				if stream := a.streamForAcknowledgedChunk(chunkPayload); stream != nil {
 					bytesAckedPerStream[stream] += nBytesAcked
 				}
-				if chunkPayload.nSent == 1 {
+				if hsOn && chunkPayload.nSent == 1 {
 					a.hystartSample(now.Sub(chunkPayload.since)) // braid patch 26
 				}
 

@@ -40,8 +40,7 @@ type hystart struct {
 	lastRoundMin time.Duration // the last round's minimum RTT
 	roundMin     time.Duration // this round's so far
 	samples      int           // this round's samples
-	css          bool          // in Conservative Slow Start
-	cssBaseline  time.Duration // the round minimum that began it
+	cssBaseline  time.Duration // the round minimum that began CSS; 0 out of CSS
 	cssRounds    int           // rounds ended in CSS
 	sample       time.Duration // the SACK being processed's sample, 0 if none
 }
@@ -86,7 +85,7 @@ func (a *Association) hystartOnAck() uint32 {
 	if !hs.inRound || !sna32LT(a.cumulativeTSNAckPoint, hs.roundEnd) {
 		hs.lastRoundMin, hs.roundMin, hs.samples = hs.roundMin, 0, 0
 		hs.roundEnd, hs.inRound = a.myNextTSN-1, true
-		if hs.css {
+		if hs.inCSS() {
 			hs.cssRounds++
 			if hs.cssRounds >= hsCSSRounds {
 				// Congestion avoidance: RFC 9260 slow-starts while
@@ -108,12 +107,12 @@ func (a *Association) hystartOnAck() uint32 {
 	if hs.samples < hsNRTTSample || hs.roundMin == 0 {
 		return a.hystartDiv()
 	}
-	if hs.css {
+	if hs.inCSS() {
 		// A round after the one CSS began in whose RTT is back below the
 		// baseline: a false alarm. (In the round it began in, the minimum
 		// only falls, and CSS would end and begin again on each sample.)
 		if hs.cssRounds > 0 && hs.roundMin < hs.cssBaseline {
-			hs.css, hs.cssBaseline, hs.cssRounds = false, 0, 0
+			hs.cssBaseline, hs.cssRounds = 0, 0
 		}
 
 		return a.hystartDiv()
@@ -121,7 +120,7 @@ func (a *Association) hystartOnAck() uint32 {
 	if hs.lastRoundMin > 0 {
 		thresh := min(max(hs.lastRoundMin/hsMinRTTDiv, hsMinRTTThresh), hsMaxRTTThresh)
 		if hs.roundMin >= hs.lastRoundMin+thresh {
-			hs.css, hs.cssBaseline, hs.cssRounds = true, hs.roundMin, 0
+			hs.cssBaseline, hs.cssRounds = hs.roundMin, 0 // roundMin > 0 here
 			a.stats.incHyStartCSS()
 		}
 	}
@@ -129,8 +128,11 @@ func (a *Association) hystartOnAck() uint32 {
 	return a.hystartDiv()
 }
 
+// inCSS reports whether HyStart++ is in Conservative Slow Start.
+func (hs *hystart) inCSS() bool { return hs.cssBaseline > 0 }
+
 func (a *Association) hystartDiv() uint32 {
-	if a.hs.css {
+	if a.hs.inCSS() {
 		return hsCSSGrowthDiv
 	}
 
