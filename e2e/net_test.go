@@ -61,23 +61,24 @@ func TestJobsOverEmulatedLink(t *testing.T) {
 
 // TestNetGrid runs a small `braid bench net` (root, Linux; skips
 // elsewhere): two conditions, one unit size, the default sctp and sctp
-// with one flow. Every job must finish within its budget, and the run's
-// files must hold what it measured.
+// with one flow, two jobs each (--min-time, which one job's makespan falls
+// short of, up to --max-runs). Every job must finish within its budget,
+// and the run's files must hold what it measured.
 func TestNetGrid(t *testing.T) {
 	if err := netem.Check(); err != nil {
 		t.Skipf("needs the WAN test bed: %v", err)
 	}
 	out := t.TempDir()
 	runOnBed(t, "bench", "net", "--rtt", "10ms", "--loss", "0,1", "--size", "262144",
-		"--settings", "sctp,sctp:1", "--bytes", "2097152", "--budget", "2m", "--out", out)
+		"--settings", "sctp,sctp:1", "--bytes", "2097152", "--budget", "2m", "--min-time", "1h", "--max-runs", "2", "--out", out)
 	var got []string
 	for _, r := range readGrid(t, out) {
-		got = append(got, fmt.Sprintf("%v/%v/%s", r.RTTMS, r.LossPct, r.Setting))
+		got = append(got, fmt.Sprintf("%v/%v/%s/%d", r.RTTMS, r.LossPct, r.Setting, r.Run))
 		if r.Units != 8 || r.Done != 8 || r.Cut || !(r.UnitsPerSec > 0) || !(r.P99MS > 10) {
 			t.Errorf("%+v: want 8 units done, a rate, and a p99 above the 10 ms RTT", r)
 		}
 	}
-	if want := "10/0/sctp 10/0/sctp:1 10/1/sctp 10/1/sctp:1"; strings.Join(got, " ") != want {
+	if want := "10/0/sctp/0 10/0/sctp/1 10/0/sctp:1/0 10/0/sctp:1/1 10/1/sctp/0 10/1/sctp/1 10/1/sctp:1/0 10/1/sctp:1/1"; strings.Join(got, " ") != want {
 		t.Errorf("results %v, want %s", got, want)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "RESULTS.md"))
@@ -138,6 +139,7 @@ type gridResult struct {
 	RTTMS       float64 `json:"rtt_ms"`
 	LossPct     float64 `json:"loss_pct"`
 	Setting     string  `json:"setting"`
+	Run         int     `json:"run"`
 	Units       int     `json:"units"`
 	Done        int     `json:"done"`
 	Cut         bool    `json:"cut"`

@@ -97,6 +97,7 @@ func TestWrite(t *testing.T) {
 	}
 	for _, want := range []string{
 		"braid bench net --rtt 20ms,50ms",
+		"(1 to 3 jobs each here)",
 		"| condition | sctp | tcp | ptcp:8 | default ÷ best |",
 		"| 50ms, 1% loss | 2.00 | 0.50* | **4.00** | 0.50 |",
 		"At 1 of 2 points the default reached at least 0.90×",

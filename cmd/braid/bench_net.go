@@ -34,6 +34,9 @@ func runBenchNet(ctx context.Context, args []string, e *env) error {
 	maxUnits := fs.Int("max-units", 400, "most units per job")
 	budget := fs.Duration("budget", 30*time.Second, "time budget per job: a job still running is cancelled and rated by the units it finished")
 	runs := fs.Int("runs", 1, "jobs per point and setting (the median is reported)")
+	minTime := fs.Duration("min-time", 0, "after --runs jobs at a point, a setting runs more until their makespans add up to this\n"+
+		"(at most --max-runs jobs), so that points of short jobs, whose rates spread the most, get more of them; 0: --runs only")
+	maxRuns := fs.Int("max-runs", 10, "most jobs per point and setting that --min-time runs")
 	nWorkers := fs.Int("workers", 2, "workers")
 	threads := fs.Int("threads", 2, "threads per worker")
 	floor := fs.Float64("floor", 0.9, "the share of the best setting's throughput the default should reach (RESULTS.md lists the points below it)")
@@ -58,6 +61,9 @@ func runBenchNet(ctx context.Context, args []string, e *env) error {
 	if *runs < 1 || *minUnits < 1 || *maxUnits < *minUnits || *jobBytes < 1 || *budget <= 0 {
 		return usageErrorf("--runs, --min-units, --bytes and --budget must be positive, and --max-units at least --min-units")
 	}
+	if *minTime < 0 || (*minTime > 0 && *maxRuns < *runs) {
+		return usageErrorf("--min-time must not be negative, and with it --max-runs must be at least --runs")
+	}
 	if _, err := netem.Parse(g.conds[0].Spec(*rateFlag)); err != nil {
 		return usageErrorf("--rate: %v", err)
 	}
@@ -73,7 +79,8 @@ func runBenchNet(ctx context.Context, args []string, e *env) error {
 		}
 		for _, s := range g.settings {
 			rs, err := gridSetting(ctx, nc, c, s, topts, g.sizes, gridJob{workers: *nWorkers, threads: *threads,
-				bytes: *jobBytes, minUnits: *minUnits, maxUnits: *maxUnits, budget: *budget, runs: *runs})
+				bytes: *jobBytes, minUnits: *minUnits, maxUnits: *maxUnits, budget: *budget, runs: *runs,
+				minTime: *minTime, maxRuns: *maxRuns})
 			run.Results = append(run.Results, rs...)
 			if err != nil {
 				nc.Close()
@@ -144,10 +151,18 @@ func parseGrid(rtts, losses, sizes, settings string) (grid, error) {
 	return g, nil
 }
 
-// gridJob is how each job of the grid is sized and bounded.
+// gridJob is how each job of the grid is sized and bounded, and how many
+// run at each point.
 type gridJob struct {
-	workers, threads, bytes, minUnits, maxUnits, runs int
-	budget                                            time.Duration
+	workers, threads, bytes, minUnits, maxUnits, runs, maxRuns int
+	budget, minTime                                            time.Duration
+}
+
+// more reports whether a setting runs another job at a point where it ran
+// r whose makespans (a cut job's budget) add up to spent: until runs, then
+// until minTime or maxRuns.
+func (j gridJob) more(r int, spent time.Duration) bool {
+	return r < j.runs || (spent < j.minTime && r < j.maxRuns)
 }
 
 // gridSetting runs setting s's jobs at condition c, one cluster for all
@@ -168,7 +183,8 @@ func gridSetting(ctx context.Context, nc *netCluster, c netgrid.Condition, s net
 	defer func() { stop() }()
 	for _, size := range sizes {
 		units := min(max(j.bytes/size, j.minUnits), j.maxUnits)
-		for r := range j.runs {
+		var spent time.Duration
+		for r := 0; j.more(r, spent); r++ {
 			if cl == nil {
 				fresh, st, err := startGridCluster(ctx, nc, s.Transport, topts, j)
 				if err != nil {
@@ -182,6 +198,7 @@ func gridSetting(ctx context.Context, nc *netCluster, c netgrid.Condition, s net
 			}
 			res.RTTMS, res.LossPct, res.Setting, res.Run = float64(c.RTT)/float64(time.Millisecond), c.Loss, s.String(), r
 			out = append(out, res)
+			spent += time.Duration(res.Seconds * float64(time.Second))
 			cut := ""
 			if res.Cut {
 				cut = fmt.Sprintf(" (cut at %s: %d of %d units)", j.budget, res.Done, res.Units)
