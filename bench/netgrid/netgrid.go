@@ -120,6 +120,7 @@ type Point struct {
 	Rates     map[string]float64 // setting → median units/s
 	P99MS     map[string]float64 // setting → median p99 latency
 	Cut       map[string]bool    // setting → some run reached the budget
+	Jobs      map[string]int     // setting → jobs its medians are over
 	Best      string             // the setting with the highest rate
 	// Ratio is the default's rate over the best's: 1 when the default is
 	// best or nothing finished a unit, 0 when the default was not run.
@@ -144,8 +145,10 @@ func Summarize(rs []Result, def Setting) []Point {
 	}
 	var out []Point
 	for _, k := range order {
-		p := Point{Condition: k.c, Size: k.size, Rates: map[string]float64{}, P99MS: map[string]float64{}, Cut: map[string]bool{}}
+		p := Point{Condition: k.c, Size: k.size, Rates: map[string]float64{}, P99MS: map[string]float64{}, Cut: map[string]bool{},
+			Jobs: map[string]int{}}
 		for s, runs := range byKey[k] {
+			p.Jobs[s] = len(runs)
 			var rates, p99 []float64
 			for _, r := range runs {
 				rates, p99 = append(rates, r.UnitsPerSec), append(p99, r.P99MS)

@@ -52,6 +52,9 @@ func TestSummarize(t *testing.T) {
 		t.Fatalf("%d points, want 2", len(ps))
 	}
 	clean, lossy := ps[0], ps[1]
+	if clean.Jobs["sctp"] != 3 || clean.Jobs["tcp"] != 1 {
+		t.Errorf("jobs at the clean point: %v, want sctp 3 and tcp 1", clean.Jobs)
+	}
 	if clean.Rates["sctp"] != 10 || clean.P99MS["sctp"] != 1000 {
 		t.Errorf("the median of sctp's three runs: %v units/s, p99 %v", clean.Rates["sctp"], clean.P99MS["sctp"])
 	}

@@ -30,24 +30,17 @@ type Run struct {
 	Results []Result `json:"results"`
 }
 
-// jobCounts says how many jobs each (point, setting) ran: "3", or "3 to
+// jobCounts says how many jobs each point's settings ran: "3", or "3 to
 // 10" when `bench net --min-time` ran more where jobs were short.
-func jobCounts(rs []Result) string {
-	type key struct {
-		rtt, loss float64
-		size      int
-		setting   string
-	}
-	n := map[key]int{}
-	for _, r := range rs {
-		n[key{r.RTTMS, r.LossPct, r.Size, r.Setting}]++
-	}
+func jobCounts(points []Point) string {
 	lo, hi := 0, 0
-	for _, c := range n {
-		if lo == 0 || c < lo {
-			lo = c
+	for _, p := range points {
+		for _, n := range p.Jobs {
+			if lo == 0 || n < lo {
+				lo = n
+			}
+			hi = max(hi, n)
 		}
-		hi = max(hi, c)
 	}
 	if lo == hi {
 		return strconv.Itoa(lo)
@@ -113,7 +106,7 @@ func Markdown(run Run, points []Point, plots []string) string {
 	fmt.Fprintf(&b, "# braid bench net: results\n\nRegenerate with:\n\n```sh\n%s\n```\n\n", run.Command)
 	fmt.Fprintf(&b, "Started %s. Each cell is the median of a setting's `noop` jobs at that point (%s jobs each here), "+
 		"each job's throughput in units/s (units finished ÷ makespan); `*` marks a job cut at the time budget, whose rate counts the units it finished. "+
-		"The default is `%s`.\n\n", run.Started.UTC().Format(time.RFC3339), jobCounts(run.Results), run.Default)
+		"The default is `%s`.\n\n", run.Started.UTC().Format(time.RFC3339), jobCounts(points), run.Default)
 	sizes := sizesOf(points)
 	for _, size := range sizes {
 		fmt.Fprintf(&b, "## Units of %s: units/s\n\n", SizeLabel(size))

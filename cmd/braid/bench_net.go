@@ -61,8 +61,11 @@ func runBenchNet(ctx context.Context, args []string, e *env) error {
 	if *runs < 1 || *minUnits < 1 || *maxUnits < *minUnits || *jobBytes < 1 || *budget <= 0 {
 		return usageErrorf("--runs, --min-units, --bytes and --budget must be positive, and --max-units at least --min-units")
 	}
-	if *minTime < 0 || (*minTime > 0 && *maxRuns < *runs) {
-		return usageErrorf("--min-time must not be negative, and with it --max-runs must be at least --runs")
+	if *minTime < 0 {
+		return usageErrorf("--min-time %s: want a duration of 0 (off) or more", *minTime)
+	}
+	if *minTime > 0 && *maxRuns < *runs {
+		return usageErrorf("--max-runs %d is below --runs %d: --min-time runs jobs after --runs, up to --max-runs", *maxRuns, *runs)
 	}
 	if _, err := netem.Parse(g.conds[0].Spec(*rateFlag)); err != nil {
 		return usageErrorf("--rate: %v", err)

@@ -19,6 +19,8 @@ func TestNetUsage(t *testing.T) {
 		{[]string{"bench", "transport", "--net", "rtt=1ms", "--listen", "127.0.0.1:1"}, "--net runs both sides"},
 		{[]string{"bench", "transport", "--net", "rate=fast"}, "rate=fast"},
 		{[]string{"bench", "transport", "--net", "rtt=1ms", "--net-path", "1"}, "paths 0 to 0"},
+		{[]string{"bench", "net", "--min-time", "-1s"}, "--min-time -1s"},
+		{[]string{"bench", "net", "--runs", "5", "--max-runs", "3", "--min-time", "1s"}, "--max-runs 3 is below --runs 5"},
 	} {
 		code, _, stderr := runCmd(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) {
