@@ -111,10 +111,13 @@ func TestWrite(t *testing.T) {
 			t.Errorf("RESULTS.md lacks %q:\n%s", want, md)
 		}
 	}
-	for _, f := range []string{"results.csv", "size-1MiB-loss-0.svg", "size-1MiB-loss-1.png"} {
+	for _, f := range []string{"results.csv", "size-1MiB-loss-0.svg", "size-1MiB-loss-1.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
 		}
+	}
+	if pngs, _ := filepath.Glob(filepath.Join(dir, "*.png")); len(pngs) > 0 {
+		t.Errorf("plots in a second format: %v", pngs)
 	}
 	back, err := Load(dir)
 	if err != nil || len(back.Results) != len(run.Results) || back.Default != "sctp" {

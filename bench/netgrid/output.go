@@ -49,7 +49,7 @@ func jobCounts(points []Point) string {
 }
 
 // Write writes results.json, results.csv, RESULTS.md and the plots
-// (size-S-loss-L.svg and .png) into dir.
+// (size-S-loss-L.svg) into dir.
 func Write(dir string, run Run) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -151,7 +151,7 @@ func Markdown(run Run, points []Point, plots []string) string {
 	if len(plots) > 0 {
 		b.WriteString("\n## Plots\n\n")
 		for _, p := range plots {
-			fmt.Fprintf(&b, "![%s](%s.svg)\n", p, p)
+			fmt.Fprintf(&b, "![%s](%s%s)\n", p, p, benchout.PlotExt)
 		}
 	}
 	return b.String()
@@ -263,10 +263,5 @@ func draw(base string, run Run, points []Point, size int, loss float64) error {
 		p.Add(l, sc)
 		p.Legend.Add(s, l, sc)
 	}
-	for _, ext := range []string{".svg", ".png"} {
-		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, base+ext); err != nil {
-			return fmt.Errorf("netgrid: save %s%s: %w", base, ext, err)
-		}
-	}
-	return nil
+	return benchout.SavePlot(p, 7*vg.Inch, 4.5*vg.Inch, base)
 }

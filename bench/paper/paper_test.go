@@ -57,7 +57,7 @@ func TestQuick(t *testing.T) {
 		t.Fatalf("%d figures", len(res.Figures))
 	}
 	for _, fr := range res.Figures {
-		for _, ext := range []string{".csv", ".json", ".svg", ".png"} {
+		for _, ext := range []string{".csv", ".json", ".svg"} {
 			if _, err := os.Stat(filepath.Join(out, fr.ID+ext)); err != nil {
 				t.Error(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/braidhq/braid/internal/benchout"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -25,7 +26,7 @@ type errPts struct {
 	plotter.YErrors
 }
 
-// draw writes figN.svg and figN.png.
+// draw writes figN.svg.
 func (fr FigureResult) draw(dir string, units []int) error {
 	p := plot.New()
 	p.Title.Text = fr.Title
@@ -45,10 +46,8 @@ func (fr FigureResult) draw(dir string, units []int) error {
 			return fmt.Errorf("paper: %s: %w", fr.ID, err)
 		}
 	}
-	for _, ext := range []string{".svg", ".png"} {
-		if err := p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, fr.ID+ext)); err != nil {
-			return fmt.Errorf("paper: save %s%s: %w", fr.ID, ext, err)
-		}
+	if err := benchout.SavePlot(p, 8*vg.Inch, 5*vg.Inch, filepath.Join(dir, fr.ID)); err != nil {
+		return fmt.Errorf("paper: %w", err)
 	}
 	return nil
 }

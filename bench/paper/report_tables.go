@@ -3,6 +3,8 @@ package paper
 import (
 	"fmt"
 	"slices"
+
+	"github.com/braidhq/braid/internal/benchout"
 )
 
 // floorSection compares 2 workers × 2 threads at the largest number of
@@ -74,8 +76,8 @@ func pct(a, b float64) float64 { return 100 * (a/b - 1) }
 func (r *Result) figureTables(w func(string, ...any)) {
 	w("## Figures\n\n")
 	for _, fr := range r.Figures {
-		w("### %s\n\n![%s](%s.png) ([svg](%s.svg), [csv](%s.csv), [json](%s.json))\n\n",
-			fr.Title, fr.ID, fr.ID, fr.ID, fr.ID, fr.ID)
+		w("### %s\n\n![%s](%s%s) ([csv](%s.csv), [json](%s.json))\n\n",
+			fr.Title, fr.ID, fr.ID, benchout.PlotExt, fr.ID, fr.ID)
 		if len(fr.Missing) > 0 {
 			w("Not measured: %v\n\n", fr.Missing)
 		}

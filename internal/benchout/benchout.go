@@ -1,5 +1,6 @@
 // Package benchout holds what braid's benchmarks share to report their
-// figures: quantiles, the units/s format, and CSV and JSON files.
+// figures: quantiles, the units/s format, CSV and JSON files, plots, and the
+// provenance every results file records.
 package benchout
 
 import (
@@ -9,6 +10,9 @@ import (
 	"math"
 	"os"
 	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
 )
 
 // Quantile is the q-quantile (0..1) of sorted values, interpolating
@@ -55,4 +59,16 @@ func WriteJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// PlotExt is the one format braid's benchmarks draw their plots in: SVG,
+// which GitHub and browsers show inline and which diffs as text.
+const PlotExt = ".svg"
+
+// SavePlot writes p, w by h, to base+PlotExt.
+func SavePlot(p *plot.Plot, w, h vg.Length, base string) error {
+	if err := p.Save(w, h, base+PlotExt); err != nil {
+		return fmt.Errorf("benchout: save %s%s: %w", base, PlotExt, err)
+	}
+	return nil
 }

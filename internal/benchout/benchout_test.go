@@ -4,7 +4,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
 )
 
 func TestQuantile(t *testing.T) {
@@ -47,5 +51,26 @@ func TestWriteFiles(t *testing.T) {
 	}
 	if err := WriteCSV(filepath.Join(dir, "none", "a.csv"), nil); err == nil {
 		t.Error("WriteCSV into a missing directory succeeded")
+	}
+}
+
+// TestSavePlotOneFormat: a plot is written once, as SVG, and nothing else.
+func TestSavePlotOneFormat(t *testing.T) {
+	dir := t.TempDir()
+	p := plot.New()
+	p.Title.Text = "t"
+	if err := SavePlot(p, 2*vg.Inch, 2*vg.Inch, filepath.Join(dir, "fig")); err != nil {
+		t.Fatal(err)
+	}
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 || files[0].Name() != "fig.svg" {
+		t.Fatalf("files %v, want fig.svg alone", files)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "fig.svg"))
+	if err != nil || !strings.Contains(string(b), "<svg") {
+		t.Fatalf("fig.svg is no SVG (%v): %.80s", err, b)
 	}
 }
