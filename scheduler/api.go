@@ -121,7 +121,8 @@ type UnitReturned struct {
 	Attempt int // as in UnitFinished: zero matches any copy on Worker/Stream
 }
 
-// Feedback is the worker's report of its load (seed 003): queue depth and
+// Feedback is the worker's report of its load (seed 003, Banerjee et al.;
+// docs/seeds.md lists the seed papers): queue depth and
 // measured service rate in units per second, with the transit of the unit
 // whose result carried it. The core shrinks or grows the worker's
 // per-stream window from it ("Flow control" in the package doc).

@@ -37,7 +37,8 @@
 //
 // # Policies
 //
-// Splitting a job into units happens before the core (package split).
+// Splitting a job into units happens before the core, in the server
+// (ops.SplitTiles cuts a tiled job's image).
 // Assignment is a policy, one per file behind the policy interface:
 //
 //   - equal: each capable worker up when the first unit of an operation is
@@ -120,8 +121,8 @@
 // # Byte budgets
 //
 // Windows count units, but for data-intensive work what a worker must
-// absorb is bytes (seed 003: the receiver's end system, its memory, disk
-// and CPU, can be the bottleneck). Every unit may carry its input Size,
+// absorb is bytes (seed 003, Banerjee et al., in docs/seeds.md: the
+// receiver's end system, its memory, disk and CPU, can be the bottleneck). Every unit may carry its input Size,
 // and a worker holds its in-flight copies' bytes against a budget: once
 // the budget is spent it has no room, whatever its windows say, though a
 // worker with nothing in flight always takes one unit. The budget is what

@@ -31,8 +31,8 @@ import (
 // slow. With the compute time alone in the bar, a job of data-heavy units
 // (16 MiB each, 20 µs of compute) put a duplicate of a unit still in
 // flight on each stream that fell idle from its first result on, 16 MiB
-// more through the very link they were all waiting on (README,
-// "Speculation").
+// more through the very link they were all waiting on
+// (docs/architecture.md, "Assignment policies and speculation").
 func (c *Core) speculate(out *Output) {
 	for _, j := range c.live {
 		if !j.speculate || j.pending > 0 {

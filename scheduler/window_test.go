@@ -14,7 +14,7 @@ import (
 // deep queue shrinks it to one.
 func TestWindowGrowsToDefaultMax(t *testing.T) {
 	if scheduler.DefaultMaxWindow != 32 {
-		t.Fatalf("DefaultMaxWindow %d, want 32 (README, \"Windows on long paths\")", scheduler.DefaultMaxWindow)
+		t.Fatalf("DefaultMaxWindow %d, want 32 (docs/experiments/net-window)", scheduler.DefaultMaxWindow)
 	}
 	c := scheduler.New(scheduler.Config{})
 	now := time.Unix(0, 0)

@@ -1,6 +1,6 @@
-// Package server is braid's server: the HTTP control plane, the object
-// store, job splitting and assembly, and the dispatch of units to workers over
-// data-plane associations.
+// Package server is braid's server: the HTTP control plane over the object
+// store (package store), job splitting and assembly, and the dispatch of
+// units to workers over data-plane associations.
 //
 // A Server is configured with a Config, started with Run and stopped by
 // cancelling Run's context: it then drains (no new jobs, no new units, the

@@ -3,8 +3,9 @@
 // worker (the listener).
 //
 // Implementations live in child packages named after what they wrap
-// (transport/tcp, transport/tcpn, transport/sctp, transport/quic) and every one
-// of them runs the conformance suite in transport/transporttest.
+// (transport/tcp, transport/tcpn, transport/ptcp, transport/quic, and SCTP on
+// the userspace stack, transport/sctp, or the kernel's, transport/ksctp) and
+// every one of them runs the conformance suite in transport/transporttest.
 //
 // An association is opened in two steps. The transport connects, then both
 // sides run the braid handshake (handshake.go) on the association's first

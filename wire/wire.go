@@ -14,7 +14,7 @@
 //
 // str8 and str16 are strings prefixed by a uint8 or uint16 length. Every
 // result carries the worker's queue depth and service rate: the receiver
-// feedback of seed 003 rides on the data it describes.
+// feedback of seed 003 (docs/seeds.md) rides on the data it describes.
 package wire
 
 import (

@@ -21,8 +21,8 @@ import (
 // (Config.Routes). The message must arrive whole, with each path having
 // carried a share of it: under pollall in proportion to its rate (the
 // faster path most), under rr about half each. The seed's throughput
-// claims are measured by `braid bench transport --net` (see the README),
-// not here.
+// claims are measured by `braid bench transport --net`
+// (docs/experiments/net-stripes), not here.
 func TestTwoPaths(t *testing.T) {
 	bed := transporttest.UpBed(t, "rtt=4ms,rate=60M; rtt=6ms,rate=15M")
 	a1, _ := netem.PathAddrs(1)

@@ -1,8 +1,8 @@
-// Package ptcp is braid's striping transport, after psockets (seed 002):
-// every association has N TCP connections, and each message is cut into
-// blocks spread over all of them, so that a single stream gets N congestion
-// windows and, through connections routed over different paths, the
-// capacity of several paths.
+// Package ptcp is braid's striping transport, after psockets (seed 002,
+// Ubik and Čížek; docs/seeds.md): every association has N TCP connections,
+// and each message is cut into blocks spread over all of them, so that a
+// single stream gets N congestion windows and, through connections routed
+// over different paths, the capacity of several paths.
 //
 // The first connection carries the braid handshake. Then the listener
 // offers its recommended and maximum stripe counts, the dialer picks N by
@@ -25,8 +25,8 @@
 // follow; transport/internal/mux, stripetune.go). With a floor of one,
 // the queue that a busy host's own delay shows on a short path took it
 // to one or two connections: at 1 ms and 1% loss the floor of four ran
-// jobs 1.12-1.19x as fast as the floor of one (README, "ptcp's stripes,
-// tuned"). An unused connection carries nothing but the odd ping. Where
+// jobs 1.12-1.19x as fast as the floor of one
+// (docs/experiments/net-stripes). An unused connection carries nothing but the odd ping. Where
 // it cannot tune, auto recommends and keeps AutoStartStripes: with a peer
 // at a loopback address, on systems other than Linux, and over MPTCP. The
 // other N-1 connections are opened four at a time.

@@ -11,7 +11,7 @@ import (
 // reno flow carries about MSS/(RTT·√p) whatever the link's rate (Mathis
 // et al.): 2.7 Mbit/s measured at 50 ms and 1% loss on a 100 Mbit/s link. N TCP
 // connections carry N times that, which is why tcpn and ptcp beat one
-// association there (seeds 001 and 002). An association can do the same
+// association there (seeds 001 and 002 in docs/seeds.md). An association can do the same
 // without N sequence spaces: its congestion control stands for N reno
 // flows (pion patch 15, MulTCP), growing its window N MTUs a round trip
 // and giving up 1/(2N) of it on a loss rather than half. Its streams keep
@@ -39,7 +39,7 @@ import (
 // emulator alone delivered packets up to 5 ms late) was as large as any
 // queue, so the tuner hovered at 1 to 3 flows, and a fixed 4 ran jobs
 // 1.14× as fast. On clean links a fixed 4 ran them 0.95-1.19× as fast as
-// the tuner from one (README, "The floor of four").
+// the tuner from one (docs/experiments/net-flows, "The floor of four").
 
 // MaxFlows bounds N (Config.Flows, and the tuner): as many as ptcp's
 // stripes. MinTunedFlows is where the tuner starts, and its floor.

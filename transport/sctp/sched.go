@@ -28,8 +28,8 @@ import (
 // reaches its receiver, who can start on it, as early as the path allows,
 // where turns of one fragment each would finish them all together at the
 // end. A job's units are such messages: jobs of 16 units of 1 MiB ran up
-// to about a tenth faster than with turns through emulated links (README,
-// "Send order"). So that no message waits for ever behind a run of shorter
+// to about a tenth faster than with turns through emulated links
+// (docs/experiments/net-order). So that no message waits for ever behind a run of shorter
 // ones, the stream that has waited longest is given a fragment whatever its
 // message's length once it has waited maxPassed, but only one such fragment
 // per maxPassed (else, with many streams or on a slow path, all would have

@@ -1,5 +1,5 @@
 // Package stripes chooses a stripe count by measurement, the way seed 001
-// asks: for sctp, how many reno flows an association's congestion control
+// (Ogura et al.; docs/seeds.md) asks: for sctp, how many reno flows an association's congestion control
 // stands for (transport/sctp, flows.go); for ptcp, how many of an
 // association's TCP connections carry its blocks (transport/internal/mux,
 // stripe.go).
