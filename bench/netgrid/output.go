@@ -28,6 +28,9 @@ type Run struct {
 	// reach at every point.
 	Floor   float64  `json:"floor"`
 	Results []Result `json:"results"`
+	// Provenance is the commit, kernel, Go and flags of the run: Write
+	// sets it when it is nil, Load keeps what the file says.
+	Provenance *benchout.Provenance `json:"provenance,omitempty"`
 }
 
 // jobCounts says how many jobs each point's settings ran: "3", or "3 to
@@ -53,6 +56,10 @@ func jobCounts(points []Point) string {
 func Write(dir string, run Run) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	if run.Provenance == nil {
+		p := benchout.Here()
+		run.Provenance = &p
 	}
 	if err := benchout.WriteJSON(filepath.Join(dir, "results.json"), run); err != nil {
 		return err
@@ -81,6 +88,9 @@ func Load(dir string) (Run, error) {
 	}
 	if err := json.Unmarshal(b, &run); err != nil {
 		return run, fmt.Errorf("%s: %w", filepath.Join(dir, "results.json"), err)
+	}
+	if run.Provenance == nil {
+		run.Provenance = benchout.Unrecorded() // not this build's: the run is older
 	}
 	return run, nil
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/braidhq/braid/internal/cpucg"
 	"os"
 	"time"
+
+	"github.com/braidhq/braid/internal/benchout"
+	"github.com/braidhq/braid/internal/cpucg"
 )
 
 // Result is what a run measured.
@@ -22,6 +24,9 @@ type Result struct {
 	Elapsed  time.Duration
 	// LoadAvg is /proc/loadavg when the measurements ended.
 	LoadAvg string
+	// Provenance is the commit, kernel, Go and flags of the run; set when
+	// run.json is first written, and kept from it by Render.
+	Provenance *benchout.Provenance
 }
 
 // Run measures every selected figure and writes the outputs into cfg.Out.

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/braidhq/braid/internal/benchout"
 )
 
 // runInfo is run.json: what Render needs besides the figures' JSON.
@@ -27,13 +29,19 @@ type runInfo struct {
 	Started     time.Time     `json:"started"`
 	Elapsed     time.Duration `json:"elapsed_ns"`
 	LoadAvg     string        `json:"load_avg,omitempty"`
+	// Provenance is absent from runs made before it was recorded.
+	Provenance *benchout.Provenance `json:"provenance,omitempty"`
 }
 
 func (r *Result) writeInfo() error {
 	c := r.Config
+	if r.Provenance == nil {
+		p := benchout.Here()
+		r.Provenance = &p
+	}
 	return writeJSON(filepath.Join(c.Out, "run.json"), runInfo{Units: c.Units, Runs: c.Runs, Quick: c.Quick,
 		SlowCPUs: c.SlowCPUs, MachineCPUs: c.MachineCPUs, Cores: c.Cores, Command: c.Command, Floor: r.Floor, Notes: r.Notes,
-		Started: r.Started, Elapsed: r.Elapsed, LoadAvg: r.LoadAvg})
+		Started: r.Started, Elapsed: r.Elapsed, LoadAvg: r.LoadAvg, Provenance: r.Provenance})
 }
 
 // Render redraws the figures and REPORT.md of an earlier run in cfg.Out
@@ -55,7 +63,10 @@ func Render(cfg Config) (*Result, error) {
 		cfg.Command = info.Command
 	}
 	res := &Result{Config: cfg, Floor: info.Floor, Notes: info.Notes, Started: info.Started, Elapsed: info.Elapsed,
-		LoadAvg: info.LoadAvg, Measured: map[string][]Record{}}
+		LoadAvg: info.LoadAvg, Measured: map[string][]Record{}, Provenance: info.Provenance}
+	if res.Provenance == nil {
+		res.Provenance = benchout.Unrecorded() // not this build's: the run is older
+	}
 	figs, err := res.readFigures()
 	if err != nil {
 		return nil, err
