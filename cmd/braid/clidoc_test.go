@@ -12,8 +12,9 @@ const cliDoc = "../../docs/cli.md"
 
 // docRow is one row of docs/cli.md's table of commands.
 type docRow struct {
-	name string // "put", or "bench overhead"
-	what string // the second column
+	synopsis string // the first column
+	name     string // "put", or "bench overhead"
+	what     string // the second column
 }
 
 // docCommands parses the table of commands in docs/cli.md.
@@ -35,7 +36,7 @@ func docCommands(t *testing.T, doc string) []docRow {
 		if !ok {
 			t.Fatalf("%s row %q does not start with `braid COMMAND", cliDoc, line)
 		}
-		rows = append(rows, docRow{name: name, what: cols[1]})
+		rows = append(rows, docRow{synopsis: cols[0], name: name, what: cols[1]})
 	}
 	return rows
 }
@@ -78,8 +79,9 @@ func readCLIDoc(t *testing.T) string {
 }
 
 // docs/cli.md's table of commands and the commands' help agree: every
-// command has a row and every row a command, and each row says what the
-// command's own summary says, word for word.
+// command has a row and every row a command, each row says what the
+// command's own summary says, word for word, and names only flags the
+// command has.
 func TestCLIDocCommandTable(t *testing.T) {
 	want := summaries()
 	seen := map[string]bool{}
@@ -93,6 +95,7 @@ func TestCLIDocCommandTable(t *testing.T) {
 		if r.what != summary {
 			t.Errorf("%s says braid %s: %q\nhelp says: %q", cliDoc, r.name, r.what, summary)
 		}
+		checkFlags(t, r.name, r.synopsis)
 	}
 	for name := range want {
 		if !seen[name] {
