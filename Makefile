@@ -4,7 +4,7 @@ PYTHON  ?= python3
 BIN     := bin/braid
 PKGS    := ./...
 
-.PHONY: all build examples demo test test-deps vet lint fmt-check tidy-check unit test-pion test-python test-api fuzz-api bench fuzz clean
+.PHONY: all build examples demo test test-deps vet lint fmt-check tidy-check pion-sctp-check pion-sctp-apply pion-sctp-patch unit test-pion test-python test-api fuzz-api bench fuzz clean
 
 all: build
 
@@ -25,9 +25,9 @@ examples:
 demo: build
 	./$(BIN) demo
 
-## test: gofmt, vet, lint, go.mod tidiness, every Go test with the race detector, the Python client's tests,
-## a short run of the API fuzzer
-test: test-deps fmt-check vet lint tidy-check unit test-pion test-python test-api
+## test: gofmt, vet, lint, go.mod tidiness, the pion/sctp fork against its patch series, every Go test
+## with the race detector, the Python client's tests, a short run of the API fuzzer
+test: test-deps fmt-check vet lint tidy-check pion-sctp-check unit test-pion test-python test-api
 
 ## test-deps: install the system packages the tests use (promtool), as root, when missing
 test-deps:
@@ -52,6 +52,25 @@ tidy-check:
 
 unit:
 	$(GO) test -race -timeout 20m $(PKGS)
+
+## pion-sctp-check: third_party/pion-sctp is pion/sctp v1.11.3 (from the Go module proxy, or the
+## module cache offline) with the patch series in third_party/pion-sctp-patches applied, byte for
+## byte; then mk/pion-sctp.sh's own tests. A few seconds
+pion-sctp-check:
+	@GO="$(GO)" bash mk/pion-sctp.sh check
+	@GO="$(GO)" bash mk/pion-sctp_test.sh
+
+## pion-sctp-apply: rewrite third_party/pion-sctp from the series (a copy that differed is kept
+## aside, and the script says where)
+pion-sctp-apply:
+	@GO="$(GO)" bash mk/pion-sctp.sh apply
+
+## pion-sctp-patch NAME=short-name [MSG=file]: make what third_party/pion-sctp has and the series
+## does not the series' next patch, NNNN-short-name.patch, its message from MSG (subject, blank
+## line, body: what and why)
+pion-sctp-patch:
+	@test -n "$(NAME)" || { echo "usage: make pion-sctp-patch NAME=short-name [MSG=message-file]" >&2; exit 2; }
+	@GO="$(GO)" bash mk/pion-sctp.sh new-patch "$(NAME)" $(MSG)
 
 ## test-pion: pion/sctp's own tests on braid's patched copy (third_party/pion-sctp is a
 ## module of its own, so the unit target's ./... does not reach it); under a minute, mostly
