@@ -11,6 +11,11 @@
 #                                   turn what third_party/pion-sctp has that the series does
 #                                   not into the next patch, NNNN-NAME.patch, its commit
 #                                   message from MSGFILE (subject, blank line, body)
+#   mk/pion-sctp.sh export DIR      make DIR a git repository of the series: the pristine
+#                                   module (tag pion-sctp-base), then one commit per patch,
+#                                   to reorder, amend or rebase them with git
+#   mk/pion-sctp.sh import DIR      write DIR's commits after pion-sctp-base back as the
+#                                   series (replacing its patches); then `apply`
 #
 # The series file names the upstream module version and its go.sum hash; the
 # module comes from the Go module cache (`go mod download`, which fetches it
@@ -156,7 +161,33 @@ new-patch)
 	echo "pion-sctp: wrote $patches/$file and added it to the series"
 	[ -n "$msg" ] || echo "pion-sctp: its message is a placeholder: edit the Subject line and body in the file" >&2
 	;;
+export)
+	dir=${2:-}
+	[ -n "$dir" ] && [ ! -e "$dir" ] || die "export DIR: DIR must be a path that does not exist yet"
+	mkdir -p "$dir"
+	pristine "$dir"
+	git_ -C "$dir" init -q
+	git_ -C "$dir" add -A
+	git_ -C "$dir" commit -q -m "$(field module) $(field version)"
+	git_ -C "$dir" tag pion-sctp-base
+	while read -r p; do
+		git_ -C "$dir" am -q --keep-cr "$patches/$p" || die "$p does not apply (git am left $dir mid-patch)"
+	done < <(patch_files)
+	echo "pion-sctp: $dir has the series as $(patch_files | wc -l) commits on tag pion-sctp-base"
+	;;
+import)
+	dir=${2:-}
+	[ -n "$dir" ] && git -C "$dir" rev-parse -q --verify pion-sctp-base >/dev/null ||
+		die "import DIR: DIR must be a repository made by export (it has no tag pion-sctp-base)"
+	git_ -C "$dir" format-patch -q --no-numbered --zero-commit --no-signature -o "$work/new" pion-sctp-base..HEAD
+	[ -n "$(ls "$work/new")" ] || die "$dir has no commits after pion-sctp-base"
+	while read -r p; do rm -f "$patches/$p"; done < <(patch_files)
+	cp "$work/new"/*.patch "$patches/"
+	{ grep -E '^[[:space:]]*(#|$)|^(module|version|tag|commit|sum)[[:space:]]' "$series"; (cd "$work/new" && ls -- *.patch); } >"$work/series"
+	cp "$work/series" "$series"
+	echo "pion-sctp: wrote $(ls "$work/new" | wc -l) patches to $patches; mk/pion-sctp.sh apply writes the tree from them"
+	;;
 *)
-	die "unknown command $1 (check, apply, new-patch NAME)"
+	die "unknown command $1 (check, apply, new-patch NAME, export DIR, import DIR)"
 	;;
 esac

@@ -58,4 +58,12 @@ TMPDIR=$t bash "$script" --tree "$t/tree" --patches "$t/patches" apply >"$t/out"
 ls "$t"/pion-sctp-before-apply.*/stray.txt >/dev/null 2>&1 || fail "apply did not keep the copy that differed"
 check || { cat "$t/out"; fail "check failed after apply"; }
 
+# export then import gives back the same patch files, byte for byte.
+fresh
+bash "$script" --patches "$t/patches" export "$t/repo" >"$t/out" 2>&1 || { cat "$t/out"; fail "export failed"; }
+[ "$(git -C "$t/repo" rev-list --count pion-sctp-base..HEAD)" = "$(grep -c '\.patch$' "$t/patches/series")" ] ||
+	fail "export made a commit count other than the series' patch count"
+bash "$script" --patches "$t/patches" import "$t/repo" >"$t/out" 2>&1 || { cat "$t/out"; fail "import failed"; }
+diff -r "$root/third_party/pion-sctp-patches" "$t/patches" >"$t/out" || { cat "$t/out"; fail "export and import changed the series"; }
+
 echo "pion-sctp_test: ok"
