@@ -69,8 +69,8 @@ var (
 )
 
 const (
-	receiveMTU            uint32 = 65536 // MTU for inbound packet (from DTLS); braid patch 11: was 8192
-	sackEveryPacketAbove  uint32 = 16384 // braid patch 11: see SetMTU
+	receiveMTU            uint32 = 65536 // MTU for inbound packet (from DTLS)
+	sackEveryPacketAbove  uint32 = 16384 // see SetMTU
 	initialMTU            uint32 = 1191  // initial MTU for outgoing packets (to DTLS)
 	initialRecvBufSize    uint32 = 1024 * 1024
 	commonHeaderSize      uint32 = packetHeaderSize
@@ -306,7 +306,7 @@ type Association struct {
 	// Congestion control parameters
 	maxReceiveBufferSize uint32
 	// advertisedRWND is the a_rwnd of the last SACK sent, and readSinceSACK
-	// the bytes the application read since (braid patch 13); both atomic.
+	// the bytes the application read since; both atomic.
 	advertisedRWND            uint32
 	readSinceSACK             uint32
 	maxMessageSize            uint32
@@ -321,13 +321,12 @@ type Association struct {
 	fastRtxWnd                uint32 // Send window for fast retransmit
 	cwndCAStep                uint32 // Step of congestion window increase at Congestion Avoidance
 	// flows is how many reno flows the congestion control stands for
-	// (braid patch 15, MulTCP); 0 and 1 mean one. Atomic.
+	// (MulTCP); 0 and 1 mean one. Atomic.
 	flows uint32
 	// recoveryCwnd is cwnd when Fast Recovery began, recoveryFlows the
-	// flow count then, recoveryCuts the flows' shares given up since
-	// (braid patch 15).
+	// flow count then, recoveryCuts the flows' shares given up since.
 	recoveryCwnd, recoveryCuts, recoveryFlows uint32
-	// pacing (braid patch 25; atomic, 0 or 1) spreads new DATA over the
+	// pacing (atomic, 0 or 1) spreads new DATA over the
 	// round trip: paceTokens bytes may leave now, refilled since paceAt;
 	// paceTimer wakes the write loop when enough have come, and paceArmed
 	// says it is set.
@@ -336,23 +335,21 @@ type Association struct {
 	paceAt     time.Time
 	paceTimer  *time.Timer
 	paceArmed  bool
-	// hystartOn (braid patch 26; atomic, 0 or 1) turns on HyStart++, whose
+	// hystartOn (atomic, 0 or 1) turns on HyStart++, whose
 	// state hs is.
 	hystartOn uint32
 	hs        hystart
 	// ackedBytes counts the bytes acknowledged, limitedBytes those
-	// acknowledged while data waited for cwnd (braid patch 15). Atomic.
+	// acknowledged while data waited for cwnd. Atomic.
 	ackedBytes, limitedBytes uint64
 	// heldByCwnd reports that the last pass of the write loop left data
 	// pending because cwnd was full, not because the pending queue ran
-	// dry, rwnd was short or Tail Loss Recovery's burst budget was spent
-	// (braid patch 19). A pass the pace held (patch 25) leaves it as the
-	// pass before set it.
+	// dry, rwnd was short or Tail Loss Recovery's burst budget was spent.
+	// A pass the pace held leaves it as the pass before set it.
 	heldByCwnd bool
 	// maxFlight is the largest flight (bytes) of the current round, which
-	// ends once the cumulative TSN reaches maxFlightTSN (braid patch 21;
-	// Linux's max_packets_out). sentData: a DATA chunk has been sent
-	// (braid patch 23).
+	// ends once the cumulative TSN reaches maxFlightTSN (Linux's
+	// max_packets_out). sentData: a DATA chunk has been sent.
 	maxFlight    uint32
 	maxFlightTSN uint32
 	sentData     bool
@@ -925,7 +922,7 @@ func createAssociationFromConfigWithTsn(cfg *Config, tsn uint32) *Association {
 		assoc.name = fmt.Sprintf("%p", assoc)
 	}
 
-	assoc.setCWND(initialCwnd(assoc.MTU())) // braid patch 16
+	assoc.setCWND(initialCwnd(assoc.MTU()))
 	assoc.log.Tracef("[%s] updated cwnd=%d ssthresh=%d inflight=%d (INI)",
 		assoc.name, assoc.CWND(), assoc.ssthresh, assoc.inflightQueue.getNumBytes())
 
@@ -1249,7 +1246,7 @@ func (a *Association) readLoop() {
 			// read from the underlying transport. We do this because the
 			// user data is passed to the reassembly queue without
 			// copying.
-			// braid patch: append copies without zeroing the new buffer first.
+			// append, unlike make and copy, does not zero the buffer first.
 			inbound = append([]byte(nil), buffer[:n]...)
 		}
 		atomic.AddUint64(&a.bytesReceived, uint64(len(inbound)))
@@ -1265,7 +1262,7 @@ func (a *Association) readLoop() {
 
 // packetReader is an optional interface of the net.Conn: ReadPacket returns
 // the next packet in a buffer that the caller then owns, which saves
-// readLoop a copy. (braid patch, see BRAID-PATCHES.md.)
+// readLoop a copy.
 type packetReader interface {
 	ReadPacket() ([]byte, error)
 }
@@ -1275,7 +1272,6 @@ type packetReader interface {
 // release(p) once it no longer needs it, on success or failure; it may hold
 // p until Flush, which writeLoop calls after the last packet of each round
 // of writes (and after an ABORT), so that a round can leave in one batch.
-// (braid patch, see BRAID-PATCHES.md.)
 type ownedWriter interface {
 	WriteOwned(p []byte, release func([]byte)) (int, error)
 	Flush() error
@@ -1996,8 +1992,7 @@ func (a *Association) MTU() uint32 {
 // SetMTU changes the association's MTU, for a caller that has probed the
 // path (RFC 8899): packets bundled from now on may be up to mtu bytes and
 // messages written from now on are cut into DATA chunks that fill them;
-// chunks already queued keep their size. (braid patch, see
-// BRAID-PATCHES.md.)
+// chunks already queued keep their size.
 func (a *Association) SetMTU(mtu uint32) error {
 	if err := validateMTU(mtu); err != nil {
 		return err
@@ -2045,15 +2040,15 @@ func (a *Association) SRTT() float64 {
 }
 
 // MinRTT returns the smallest round-trip time sample so far in msec, 0
-// until one has been taken (braid patch). Unlike SRTT, which the peer's
+// until one has been taken. Unlike SRTT, which the peer's
 // delayed SACKs inflate (up to 200 ms for a lone packet), it tracks the
 // path itself once any packet has been acknowledged at once.
 func (a *Association) MinRTT() float64 {
 	return a.rtoMgr.getMinRTT()
 }
 
-// initialCwnd is the congestion window an association starts with (braid
-// patch 16): ten packets, up to 14600 bytes, as TCP's (RFC 6928) and
+// initialCwnd is the congestion window an association starts with:
+// ten packets, up to 14600 bytes, as TCP's (RFC 6928) and
 // QUIC's (RFC 9002) initial windows, and never less than RFC 9260's
 // min(4*MTU, max(2*MTU, 4380)). RFC 9260's three packets of 1452 bytes
 // took a fresh association five round trips of slow start to carry six
@@ -2063,8 +2058,8 @@ func initialCwnd(mtu uint32) uint32 {
 	return max32(min32(4*mtu, max32(2*mtu, 4380)), min32(10*mtu, max32(2*mtu, 14600)))
 }
 
-// SetFlows makes the congestion control stand for n reno flows (braid
-// patch 15; MulTCP, Crowcroft and Oechslin 1998): congestion avoidance
+// SetFlows makes the congestion control stand for n reno flows
+// (MulTCP, Crowcroft and Oechslin 1998): congestion avoidance
 // grows cwnd by n MTUs a round trip, each of the first n losses in a
 // window cuts it by 1/(2n) (at most by half in all, as when each of n
 // flows lost a packet), and a retransmission timeout takes away 1/n of it
@@ -2074,13 +2069,13 @@ func initialCwnd(mtu uint32) uint32 {
 // [1, 64]; the default is 1, RFC 9260's congestion control.
 //
 // Set before the association sends its first DATA chunk, n also multiplies
-// its initial window (braid patch 23), as n TCP connections start with n
+// its initial window, as n TCP connections start with n
 // initial windows.
 func (a *Association) SetFlows(n int) {
 	atomic.StoreUint32(&a.flows, uint32(min(max(n, 1), 64))) //nolint:gosec // G115
 }
 
-// SetPacing turns pacing of new DATA on or off (braid patch 25; off by
+// SetPacing turns pacing of new DATA on or off (off by
 // default). Paced, the association sends new data at most at the rate
 // gain·cwnd/minRTT, gain 2 while cwnd is below ssthresh and 1.25 once it
 // is not (a window just cut to ssthresh is paced at 1.25), in bursts of
@@ -2100,10 +2095,10 @@ func (a *Association) SetPacing(on bool) {
 	atomic.StoreUint32(&a.pacing, v)
 }
 
-// Pacing reports whether SetPacing turned pacing on (braid patch 25).
+// Pacing reports whether SetPacing turned pacing on.
 func (a *Association) Pacing() bool { return atomic.LoadUint32(&a.pacing) == 1 }
 
-// Pacing constants (braid patch 25): the gains over cwnd/minRTT in
+// Pacing constants: the gains over cwnd/minRTT in
 // slow start and after, the least burst in time, and the divisor of a
 // burst that gives what a held sender waits for before the timer wakes
 // it (a quarter of a burst).
@@ -2176,16 +2171,16 @@ func (a *Association) flowCount() uint32 { return max(atomic.LoadUint32(&a.flows
 // The caller should hold the lock.
 func (a *Association) beginFastRecovery() {
 	a.inFastRecovery = true
-	// braid patch: RFC 9260 sec 7.2.4 rule 2 marks the highest
+	// RFC 9260 sec 7.2.4 rule 2 marks the highest
 	// outstanding TSN as the exit point, so that the losses of
-	// one window halve cwnd once. Upstream used the highest TSN
-	// newly acknowledged (htna), left recovery while chunks
-	// sent before the loss were still in flight, and halved
+	// one window halve cwnd once. The highest TSN newly
+	// acknowledged (htna) would leave recovery while chunks
+	// sent before the loss were still in flight, and halve
 	// cwnd again when they were found lost too.
 	a.fastRecoverExitPoint = a.myNextTSN - 1
-	a.recoveryCwnd, a.recoveryCuts, a.recoveryFlows = a.CWND(), 0, a.flowCount() // braid patch 15
+	a.recoveryCwnd, a.recoveryCuts, a.recoveryFlows = a.CWND(), 0, a.flowCount()
 	a.recoveryCut()
-	a.hystartReset() // braid patch 26
+	a.hystartReset()
 	a.willRetransmitFast = true
 }
 
@@ -2204,7 +2199,7 @@ func (a *Association) recoveryCut() {
 		return
 	}
 	a.recoveryCuts++
-	// braid patch 19: the flow that lost a packet starts its count of
+	// The flow that lost a packet starts its count of
 	// partial bytes anew, the others keep theirs, so that after k cuts
 	// (n-k)/n of the count is left. Zeroed on the first, as RFC 9260 has
 	// it for one flow, the count of n flows that lose a packet every round
@@ -2212,7 +2207,7 @@ func (a *Association) recoveryCut() {
 	a.partialBytesAcked -= a.partialBytesAcked / (n - a.recoveryCuts + 1)
 	cut := a.recoveryCwnd / 2
 	if n > 1 {
-		// braid patch 20: from the window now, so that what the flows that
+		// From the window now, so that what the flows that
 		// lost nothing grew since recovery began (onBytesAcked) stays.
 		cut = a.CWND() - min(a.recoveryCwnd/(2*n), a.CWND())
 	}
@@ -2230,12 +2225,11 @@ func (a *Association) lossCut(n uint32) uint32 {
 	return cwnd - cwnd/(2*n)
 }
 
-// CongestionSample is what the association's congestion control saw
-// (braid patch 15).
+// CongestionSample is what the association's congestion control saw.
 type CongestionSample struct {
 	// AckedBytes counts the bytes acknowledged since the association
 	// began; LimitedBytes those acknowledged while data waited and the
-	// write loop had last stopped because cwnd was full (braid patch 19).
+	// write loop had last stopped because cwnd was full.
 	AckedBytes, LimitedBytes uint64
 	// EpochMinRTT is the smallest RTT sample, in msec, since the last
 	// TakeCongestionSample; 0 if none was taken.
@@ -2449,7 +2443,7 @@ func (a *Association) handleInit(pkt *packet, initChunk *chunkInit) ([]*packet, 
 
 	a.setRWND(initChunk.advertisedReceiverWindowCredit)
 	a.log.Debugf("[%s] initial rwnd=%d", a.name, a.RWND())
-	// braid patch 17: the side that answers an INIT starts in slow start
+	// The side that answers an INIT starts in slow start
 	// too (RFC 9260 §7.2.1), as handleInitAck does for the side that sent
 	// it. Left at zero, ssthresh put the passive side in congestion
 	// avoidance from its first byte: its cwnd grew one MTU per round trip.
@@ -2819,7 +2813,7 @@ func (a *Association) handleData(chunkPayload *chunkPayloadData) []*packet {
 	expectedTSN := a.peerLastTSN() + 1
 	gapDetected := sna32GT(chunkPayload.tsn, expectedTSN)
 
-	// braid patch 22: ackModeAlwaysDelay, a mode for tests of the delayed
+	// ackModeAlwaysDelay, a mode for tests of the delayed
 	// SACK, delays one the I bit asks for too (braid's sender sets it).
 	sackNow := (chunkPayload.immediateSack && a.ackMode != ackModeAlwaysDelay) || gapDetected
 	if state == shutdownSent {
@@ -2929,7 +2923,7 @@ func (a *Association) handlePeerLastTSNAndAcknowledgement(sackImmediately bool) 
 	return reply
 }
 
-// onStreamRead sends a window update (braid patch 13): after the
+// onStreamRead sends a window update: after the
 // application read n bytes from a stream, if the window this side last
 // advertised was under half its receive buffer and reading has opened it
 // by a quarter of the buffer since, a SACK tells the peer at once (RFC 9260
@@ -3066,7 +3060,7 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 ) {
 	bytesAckedPerStream = map[*Stream]int{}
 	now := time.Now() // capture the time for this SACK
-	a.hs.sample = 0   // braid patch 26
+	a.hs.sample = 0
 	hsOn := a.HyStart()
 
 	// Validate that full range exists in the inflight queue to prevent partial pops
@@ -3137,7 +3131,7 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 				bytesAckedPerStream[stream] += nBytesAcked
 			}
 			if hsOn && chunkPayload.nSent == 1 {
-				a.hystartSample(now.Sub(chunkPayload.since)) // braid patch 26
+				a.hystartSample(now.Sub(chunkPayload.since))
 			}
 
 			// RFC 4960 sec 6.3.1.  RTO Calculation
@@ -3169,7 +3163,7 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 
 			// RFC 8985 (RACK) sec 5.2: RACK.segment is the most recently sent
 			// segment that has been delivered, including retransmissions.
-			// braid patch 18: but not a retransmission acknowledged sooner
+			// But not a retransmission acknowledged sooner
 			// than the path's minimum RTT after it left (RFC 8985 sec 6.2
 			// step 2): that acknowledges an earlier transmission.
 			if chunkPayload.since.After(newestDeliveredSendTime) && !a.rackAckedTooSoon(chunkPayload, now) {
@@ -3208,7 +3202,7 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 					bytesAckedPerStream[stream] += nBytesAcked
 				}
 				if hsOn && chunkPayload.nSent == 1 {
-					a.hystartSample(now.Sub(chunkPayload.since)) // braid patch 26
+					a.hystartSample(now.Sub(chunkPayload.since))
 				}
 
 				a.log.Tracef("[%s] tsn=%d has been sacked", a.name, chunkPayload.tsn)
@@ -3229,7 +3223,7 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 					}
 				}
 
-				if chunkPayload.since.After(newestDeliveredSendTime) && !a.rackAckedTooSoon(chunkPayload, now) { // braid patch 18
+				if chunkPayload.since.After(newestDeliveredSendTime) && !a.rackAckedTooSoon(chunkPayload, now) {
 					newestDeliveredSendTime = chunkPayload.since
 					newestDeliveredOrigTSN = chunkPayload.tsn
 					deliveredFound = true
@@ -3273,22 +3267,21 @@ func (a *Association) onCumulativeTSNAckPointAdvanced(totalBytesAcked int) {
 
 // onBytesAcked is the congestion control's part of a SACK that
 // acknowledged new bytes, whether or not it advanced the cumulative TSN
-// (cumAdvanced). braid patch 20: pion counted bytes only on SACKs that
-// advanced it, so bytes acknowledged by gap blocks behind a hole never
-// counted toward congestion avoidance (RFC 9260 sec 7.2.2 counts them on
-// each SACK; bytes reported as Duplicate TSNs, which it counts too, still
-// are not). Slow start still grows only on a SACK that advances the
+// (cumAdvanced): bytes acknowledged by gap blocks behind a hole count
+// toward congestion avoidance too, as RFC 9260 sec 7.2.2 counts them on
+// each SACK (bytes reported as Duplicate TSNs, which it counts too, do
+// not). Slow start still grows only on a SACK that advances the
 // cumulative TSN, as RFC 4960 sec 7.2.1 had it (RFC 9260 dropped that
 // condition). The caller should hold the lock.
 func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
-	// braid patches 15 and 19: what the flow tuner reads. Held by cwnd:
+	// What the flow tuner reads. Held by cwnd:
 	// data waits, and the write loop last stopped because cwnd was full.
 	atomic.AddUint64(&a.ackedBytes, uint64(totalBytesAcked)) //nolint:gosec // G115
 	if a.pendingQueue.size() > 0 && a.heldByCwnd {
 		atomic.AddUint64(&a.limitedBytes, uint64(totalBytesAcked)) //nolint:gosec // G115
 	}
 
-	// Update congestion control parameters. braid patch 20: in Fast
+	// Update congestion control parameters. In Fast
 	// Recovery an association of several flows is in congestion avoidance,
 	// though each cut leaves cwnd equal to ssthresh, which would read as
 	// slow start, where recovery stops growth: the flows that lost nothing
@@ -3307,7 +3300,7 @@ func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
 		//      outstanding DATA chunk(s) acknowledged, and 2) the destination's
 		//      path MTU.
 		//
-		// braid patch 21: "fully utilized" is data waiting, as pion had it,
+		// "Fully utilized" is data waiting, as pion had it,
 		// or a flight in this round of more than half of cwnd, as Linux
 		// judges a slow-starting TCP sender cwnd-limited
 		// (tcp_is_cwnd_limited, max_packets_out). A sender that hands over
@@ -3317,7 +3310,7 @@ func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
 		// trip instead of doubling. Growth stops once cwnd is twice the
 		// round's flight.
 		//
-		// braid patch 26: HyStart++ (hystart.go) divides the growth in
+		// HyStart++ (hystart.go) divides the growth in
 		// Conservative Slow Start, and may end slow start here.
 		div := uint32(1)
 		if !a.inFastRecovery {
@@ -3334,15 +3327,15 @@ func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
 				a.name, a.CWND(), a.ssthresh, totalBytesAcked, a.inFastRecovery, a.pendingQueue.size())
 		}
 	} else {
-		a.hs.inRound = false // braid patch 26: no rounds out of slow start
+		a.hs.inRound = false // no rounds out of slow start
 
 		// RFC 9260, sec 7.2.2.  Congestion Avoidance: whenever cwnd is
 		// greater than ssthresh, upon each SACK arrival, increase
 		// partial_bytes_acked by the total number of bytes of all new
 		// chunks acknowledged in that SACK, including chunks acknowledged
-		// by the new Cumulative TSN Ack and by Gap Ack Blocks (braid patch
-		// 20: on SACKs that leave the Cumulative TSN too, as the RFC says;
-		// RFC 4960's text and pion counted only those that advanced it).
+		// by the new Cumulative TSN Ack and by Gap Ack Blocks (on SACKs
+		// that leave the Cumulative TSN too, as the RFC says; RFC 4960's
+		// text counted only those that advanced it).
 		a.partialBytesAcked += uint32(totalBytesAcked) //nolint:gosec // G115
 
 		//   o  When partial_bytes_acked is equal to or greater than cwnd and
@@ -3352,22 +3345,22 @@ func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
 		//      reset partial_bytes_acked to (partial_bytes_acked - cwnd).
 		if a.partialBytesAcked >= a.CWND() && a.pendingQueue.size() > 0 {
 			a.partialBytesAcked -= a.CWND()
-			step := max(a.MTU()*a.flowCount(), a.cwndCAStep) // braid patch 15
+			step := max(a.MTU()*a.flowCount(), a.cwndCAStep)
 			if a.inFastRecovery && a.recoveryFlows > 1 {
-				// braid patch 20: the flows that lost nothing in this recovery.
+				// The flows that lost nothing in this recovery.
 				step = a.MTU() * (a.recoveryFlows - min(a.recoveryCuts, a.recoveryFlows))
 			}
 			a.setCWND(a.CWND() + step)
 			a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d acked=%d (CA)",
 				a.name, a.CWND(), a.ssthresh, totalBytesAcked)
 		}
-		// braid patch 19: the count holds no more than cwnd, so that bytes
+		// The count holds no more than cwnd, so that bytes
 		// acknowledged while no data waited earn at most one step later,
 		// now that Fast Recovery no longer zeroes it.
 		a.partialBytesAcked = min(a.partialBytesAcked, a.CWND())
 	}
 
-	// braid patch 19: the count starts anew once all data sent has been
+	// The count starts anew once all data sent has been
 	// acknowledged (RFC 9260 sec 7.2.2), in slow start too.
 	if a.inflightQueue.size() == 0 {
 		a.partialBytesAcked = 0
@@ -3428,7 +3421,7 @@ func (a *Association) processFastRetransmission( //nolint:gocognit
 						a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d inflight=%d (FR)",
 							a.name, a.CWND(), a.ssthresh, a.inflightQueue.getNumBytes())
 					} else {
-						a.recoveryCut() // braid patch 15: another flow's loss
+						a.recoveryCut() // another flow's loss
 					}
 				}
 			}
@@ -3497,7 +3490,7 @@ func (a *Association) processAcknowledgement(
 		cumTSNAckPointAdvanced = true
 		a.onCumulativeTSNAckPointAdvanced(totalBytesAcked)
 	} else if totalBytesAcked > 0 {
-		a.onBytesAcked(totalBytesAcked, false) // braid patch 20
+		a.onBytesAcked(totalBytesAcked, false)
 	}
 
 	for stream, nBytesAcked := range bytesAckedPerStream {
@@ -3922,7 +3915,6 @@ func (a *Association) createIForwardTSN() *chunkIForwardTSN {
 // traceHot enables the trace logs on the per-chunk paths. Their arguments
 // are boxed into interfaces (one allocation each) even when tracing is off,
 // which made them a large share of the stack's allocations.
-// (braid patch, see BRAID-PATCHES.md.)
 const traceHot = false
 
 // createPacket wraps chunks in a packet.
@@ -4260,14 +4252,14 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 	// track current packet size for MTU bundling so budgeting is accurate.
 	bytesInPacket := 0
 
-	// braid patch 23: before its first DATA chunk an association of n
+	// Before its first DATA chunk an association of n
 	// flows takes n initial windows (SetFlows).
 	if !a.sentData && a.flowCount() > 1 {
 		a.setCWND(max32(a.CWND(), a.flowCount()*initialCwnd(a.MTU())))
 	}
 
-	paceRate, paceBurst := a.paceRefill() // braid patch 25
-	if a.pendingQueue.size() > 0 {        //nolint:nestif
+	paceRate, paceBurst := a.paceRefill()
+	if a.pendingQueue.size() > 0 { //nolint:nestif
 		// RFC 4960 sec 6.1.  Transmission of DATA Chunks
 		//   A) At any given time, the data sender MUST NOT transmit new data to
 		//      any destination transport address if its peer's rwnd indicates
@@ -4279,7 +4271,7 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 		for {
 			chunkPayload := a.pendingQueue.peek()
 			if chunkPayload == nil {
-				a.heldByCwnd = false // braid patch 19
+				a.heldByCwnd = false
 
 				break // no more pending data
 			}
@@ -4296,20 +4288,20 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 			}
 
 			if uint32(a.inflightQueue.getNumBytes())+dataLen > a.CWND() { //nolint:gosec // G115
-				a.heldByCwnd = true // braid patch 19
+				a.heldByCwnd = true
 
 				break // would exceeds cwnd
 			}
 
 			if dataLen > a.RWND() {
-				a.heldByCwnd = false // braid patch 19
+				a.heldByCwnd = false
 
 				break // no more rwnd
 			}
 
 			chunkBytes := chunkPayload.chunkSizeInPacket()
 
-			// braid patch 25: paced, the chunk waits for its bytes' time
+			// Paced, the chunk waits for its bytes' time
 			// (heldByCwnd stays as cwnd last left it: the tuner asks
 			// whether the window, not the pace, holds the sender back).
 			if paceRate > 0 && a.paceTokens < float64(chunkBytes) && a.inflightQueue.size() > 0 {
@@ -4324,14 +4316,14 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 			if bytesInPacket == 0 {
 				addBytes += int(commonHeaderSize)
 				if addBytes > int(a.MTU()) {
-					a.heldByCwnd = false // braid patch 19
+					a.heldByCwnd = false
 
 					break
 				}
 
 				// reserve budget for common header + first chunk.
 				if !a.tlrAllowSendLocked(budgetScaled, consumed, addBytes) {
-					a.heldByCwnd = false // braid patch 19: held by the burst budget
+					a.heldByCwnd = false // held by the burst budget
 
 					break
 				}
@@ -4347,7 +4339,7 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 
 				// reserve budget for the additional chunk bytes.
 				if !a.tlrAllowSendLocked(budgetScaled, consumed, chunkBytes) {
-					a.heldByCwnd = false // braid patch 19: held by the burst budget
+					a.heldByCwnd = false // held by the burst budget
 
 					break
 				}
@@ -4378,7 +4370,7 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 		}
 	}
 
-	// braid patches 21 and 23: after the round's new chunks, its largest
+	// After the round's new chunks, its largest
 	// flight (a new round once the last one's is acknowledged); and that
 	// DATA has been sent.
 	if len(chunks) > 0 {
@@ -4390,9 +4382,9 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 	}
 
 	if a.pendingQueue.size() == 0 {
-		a.heldByCwnd = false // braid patch 19
+		a.heldByCwnd = false
 
-		// braid patch 22: the last chunk of a round that empties the
+		// The last chunk of a round that empties the
 		// queue asks for its SACK at once (RFC 7053's I bit). The peer
 		// acknowledges every second packet and delays a lone one by up to
 		// 200 ms; a sender with nothing more to send gains nothing from
@@ -4848,7 +4840,7 @@ func (a *Association) onRetransmissionTimeout(id int, nRtos uint) { //nolint:cyc
 		//      ssthresh = max(cwnd/2, 4*MTU)
 		//      cwnd = 1*MTU
 
-		// braid patch 15: with n flows, the first timeout is one of them
+		// With n flows, the first timeout is one of them
 		// timing out; a timeout after that (nothing acknowledged since)
 		// means the path itself is out, and all of them start over.
 		n := a.flowCount()
@@ -4857,7 +4849,7 @@ func (a *Association) onRetransmissionTimeout(id int, nRtos uint) { //nolint:cyc
 		}
 		a.ssthresh = max32(a.lossCut(n), 4*a.MTU())
 		a.setCWND(max32(a.CWND()/n*(n-1), a.MTU()))
-		a.hystartReset() // braid patch 26
+		a.hystartReset()
 		a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d inflight=%d (RTO)",
 			a.name, a.CWND(), a.ssthresh, a.inflightQueue.getNumBytes())
 		// If not in Fast Recovery, enter Fast Recovery and mark the highest outstanding TSN as the Fast Recovery exit point.
@@ -5157,7 +5149,7 @@ func (a *Association) timerLoop() { //nolint:gocognit,cyclop
 
 // rackAckedTooSoon reports whether c, a retransmission, was acknowledged
 // less than the minimum RTT after it was last sent, so that the SACK must
-// be for an earlier transmission (braid patch 18; RFC 8985 sec 6.2 step 2).
+// be for an earlier transmission (RFC 8985 sec 6.2 step 2).
 func (a *Association) rackAckedTooSoon(c *chunkPayloadData, now time.Time) bool {
 	return c.nSent > 1 && a.rackMinRTT > 0 && now.Sub(c.since) < a.rackMinRTT
 }
@@ -5244,7 +5236,7 @@ func (a *Association) onRackAfterSACK( // nolint:gocognit,cyclop,gocyclo
 
 			if chunk.retransmit {
 				// Already scheduled for retransmit: skip but keep in list in
-				// case it's still outstanding. braid patch 18: a retransmission
+				// case it's still outstanding. A retransmission
 				// is judged like an original (RFC 8985 detects lost
 				// retransmissions), by the time it was last sent.
 				chunk = next
@@ -5365,7 +5357,7 @@ func (a *Association) onRackTimeoutLocked() { //nolint:cyclop
 
 			continue
 		}
-		if chunk.retransmit { // braid patch 18: retransmissions too
+		if chunk.retransmit { // retransmissions are judged too (RFC 8985)
 			chunk = next
 
 			continue
@@ -5444,7 +5436,7 @@ func (a *Association) onPTOTimerLocked() {
 
 	if latest != nil && !latest.retransmit {
 		latest.retransmit = true
-		a.stats.incPTOProbes() // braid patch 24
+		a.stats.incPTOProbes()
 		a.log.Tracef("[%s] PTO fired: probe tsn=%d", a.name, latest.tsn)
 		a.awakeWriteLoop()
 	}

@@ -16,10 +16,10 @@ type associationStats struct {
 	nT3Timeouts      uint64
 	nAckTimeouts     uint64
 	nFastRetrans     uint64
-	nPTOProbes       uint64 // braid patch 24: tail-loss probes marked
-	nPaceWakeups     uint64 // braid patch 25: write loop woken by the pace timer
-	nHyStartCSS      uint64 // braid patch 26: HyStart++ entered CSS
-	nHyStartExits    uint64 // braid patch 26: HyStart++ ended slow start
+	nPTOProbes       uint64 // tail-loss probes marked
+	nPaceWakeups     uint64 // write loop woken by the pace timer
+	nHyStartCSS      uint64 // HyStart++ entered CSS
+	nHyStartExits    uint64 // HyStart++ ended slow start
 }
 
 func (s *associationStats) incPacketsReceived() {
@@ -87,8 +87,8 @@ func (s *associationStats) getNumFastRetrans() uint64 {
 }
 
 // incPTOProbes counts a tail-loss probe: a DATA chunk marked to be sent
-// again because the probe timeout fired, not because it was found lost
-// (braid patch 24). A SACK that comes before the write loop runs can make
+// again because the probe timeout fired, not because it was found lost.
+// A SACK that comes before the write loop runs can make
 // the resend unneeded, so this counts at least the probes sent.
 func (s *associationStats) incPTOProbes() {
 	atomic.AddUint64(&s.nPTOProbes, 1)
@@ -98,8 +98,7 @@ func (s *associationStats) getNumPTOProbes() uint64 {
 	return atomic.LoadUint64(&s.nPTOProbes)
 }
 
-// incPaceWakeups counts a wakeup of the write loop by the pace timer
-// (braid patch 25).
+// incPaceWakeups counts a wakeup of the write loop by the pace timer.
 func (s *associationStats) incPaceWakeups() {
 	atomic.AddUint64(&s.nPaceWakeups, 1)
 }
@@ -108,8 +107,7 @@ func (s *associationStats) getNumPaceWakeups() uint64 {
 	return atomic.LoadUint64(&s.nPaceWakeups)
 }
 
-// incHyStartCSS counts HyStart++ entering Conservative Slow Start (braid
-// patch 26).
+// incHyStartCSS counts HyStart++ entering Conservative Slow Start.
 func (s *associationStats) incHyStartCSS() {
 	atomic.AddUint64(&s.nHyStartCSS, 1)
 }
@@ -118,7 +116,7 @@ func (s *associationStats) getNumHyStartCSS() uint64 {
 	return atomic.LoadUint64(&s.nHyStartCSS)
 }
 
-// incHyStartExits counts HyStart++ ending slow start (braid patch 26).
+// incHyStartExits counts HyStart++ ending slow start.
 func (s *associationStats) incHyStartExits() {
 	atomic.AddUint64(&s.nHyStartExits, 1)
 }

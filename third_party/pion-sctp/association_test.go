@@ -4198,7 +4198,7 @@ func TestAssocCongestionControl(t *testing.T) { //nolint:cyclop,maintidx
 		t.Logf("nPTOProbes  : %d\n", a0.stats.getNumPTOProbes())
 		t.Logf("nFastRetrans: %d\n", a0.stats.getNumFastRetrans())
 
-		// braid patch 24: a tail-loss probe sends a chunk again when the
+		// A tail-loss probe sends a chunk again when the
 		// probe timeout (2*SRTT + 2 ms, a few ms on this bridge) fires before
 		// the SACK is processed, which a starved machine makes likely. Those
 		// are timing, not loss. Fast retransmissions and T3 timeouts are
@@ -4212,7 +4212,7 @@ func TestAssocCongestionControl(t *testing.T) { //nolint:cyclop,maintidx
 			"packet count mismatch: %d DATA chunks for %d messages and %d probes", nDATAs, nPacketsToSend, nProbes)
 		assert.True(t, a0.stats.getNumSACKsReceived() <= nPacketsToSend/2, "too many sacks")
 		assert.Equal(t, uint64(0), a0.stats.getNumT3Timeouts(), "should be no retransmit")
-		assert.Equal(t, uint64(0), a0.stats.getNumFastRetrans(), "should be no fast retransmit") // braid patch 24
+		assert.Equal(t, uint64(0), a0.stats.getNumFastRetrans(), "should be no fast retransmit")
 
 		closeAssociationPair(br, a0, a1)
 	})
@@ -4738,7 +4738,7 @@ func newFakeEchoConn(errClose error) *fakeEchoConn {
 		done:     make(chan struct{}),
 		closed:   make(chan struct{}),
 		mtu:      initialMTU,
-		cwnd:     initialCwnd(initialMTU), // braid patch 16
+		cwnd:     initialCwnd(initialMTU),
 		rwnd:     initialRecvBufSize,
 		errClose: errClose,
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBraidFlows (braid patch 15): an association standing for n flows
+// TestBraidFlows: an association standing for n flows
 // grows its window n MTUs a round trip in congestion avoidance, gives up
 // 1/(2n) of it for each of the first n losses in a window and 1/n on a
 // retransmission timeout (all of it but one MTU on the next, as RFC 9260
@@ -92,7 +92,7 @@ func TestBraidFlows(t *testing.T) {
 	}
 }
 
-// TestBraidInitialCwnd (braid patch 16): ten packets up to 14600 bytes,
+// TestBraidInitialCwnd: ten packets up to 14600 bytes,
 // never below RFC 9260's initial window.
 func TestBraidInitialCwnd(t *testing.T) {
 	for mtu, want := range map[uint32]uint32{1200: 12000, 1452: 14520, 1500: 14600, 8192: 16384, 65507: 131014} {
@@ -100,7 +100,7 @@ func TestBraidInitialCwnd(t *testing.T) {
 	}
 }
 
-// TestBraidBothSidesSlowStart (braid patch 17): the side that answered the
+// TestBraidBothSidesSlowStart: the side that answered the
 // INIT starts in slow start as the side that sent it does, with ssthresh
 // at the window the peer advertised. Left at zero it sent its first bytes
 // in congestion avoidance, one MTU more a round trip.

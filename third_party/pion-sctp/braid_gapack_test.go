@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBraidGapAcksGrowCwnd (braid patch 20): in congestion avoidance the
+// TestBraidGapAcksGrowCwnd: in congestion avoidance the
 // bytes a SACK acknowledges by gap blocks count toward growth though the
 // cumulative TSN stays put (RFC 9260 sec 7.2.2), and in Fast Recovery an
 // association of several flows keeps growing: pion counted bytes only on

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBraidHeldByCwnd (braid patch 19): bytes count as held by cwnd when
+// TestBraidHeldByCwnd: bytes count as held by cwnd when
 // data waits and the write loop last stopped at cwnd, however many SACKs
-// arrive before it runs again. Patch 15 judged each SACK by the flight
-// before it; when a burst of SACKs came in one read, only the first
+// arrive before it runs again. Judged SACK by SACK from the flight
+// before each, when a burst of SACKs came in one read, only the first
 // showed a full window, and a sender held by cwnd throughout read as
 // held for a third of its bytes, so the tuner added no flows.
 func TestBraidHeldByCwnd(t *testing.T) {
@@ -88,7 +88,7 @@ func TestBraidHeldByCwnd(t *testing.T) {
 	assert.False(t, a0.heldByCwnd, "a writer held by the burst budget counted as held by cwnd")
 }
 
-// TestBraidRecoveryKeepsPartialBytes (braid patch 19): each loss of a
+// TestBraidRecoveryKeepsPartialBytes: each loss of a
 // window takes one of n flows' share of the bytes counted toward the next
 // growth step, so that after k losses (n-k)/n of the count is left; one
 // flow (RFC 9260) starts from zero. The count holds no more than cwnd, and

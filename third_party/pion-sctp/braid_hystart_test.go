@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBraidHyStart (braid patch 26): SACKs whose RTT samples rise by the
+// TestBraidHyStart: SACKs whose RTT samples rise by the
 // threshold from one round to the next put slow start in CSS, where cwnd
 // grows a quarter as fast; samples back below the CSS baseline in a later
 // round return it to slow start; five rounds of CSS end slow start; a

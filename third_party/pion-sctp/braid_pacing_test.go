@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBraidPacing (braid patch 25): paced, a sender whose window is open
+// TestBraidPacing: paced, a sender whose window is open
 // sends a burst's worth of new data, then what the rate gives as time
 // passes, never more than a burst after a pause; the rate is higher in
 // slow start; the pace timer alone, with no SACK, sends the rest; unpaced,

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBraidRACKLostRetransmission (braid patch 18): RACK judges a
+// TestBraidRACKLostRetransmission: RACK judges a
 // retransmission as it judges an original, by when it was last sent. When
 // a chunk sent after it is delivered (beyond the reordering window), the
 // retransmission is lost and is sent again, rather than waiting for T3-rtx
@@ -63,7 +63,7 @@ func newRackPair(t *testing.T, older, newer *chunkPayloadData) *Association {
 	return assoc
 }
 
-// TestBraidRACKAckedTooSoon (braid patch 18): a SACK for a retransmitted
+// TestBraidRACKAckedTooSoon: a SACK for a retransmitted
 // chunk that comes sooner than the minimum RTT after the retransmission
 // left acknowledges an earlier transmission, and does not move RACK's
 // delivered time (RFC 8985 sec 6.2 step 2).

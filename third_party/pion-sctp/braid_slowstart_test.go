@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBraidSlowStartFlight (braid patch 21): in slow start a SACK grows cwnd
+// TestBraidSlowStartFlight: in slow start a SACK grows cwnd
 // when data waits, or when the round's flight was more than half of cwnd.
 // A sender that sends a full window and then waits doubles it in the round
 // trip, as a TCP sender does; one whose round's flight was small does not
@@ -74,7 +74,7 @@ func TestBraidSlowStartFlight(t *testing.T) {
 	require.NoError(t, a0.pendingQueue.pop(waiting))
 }
 
-// TestBraidImmediateSack (braid patch 22): the chunk that empties the
+// TestBraidImmediateSack: the chunk that empties the
 // pending queue carries the I bit, and only that one; a round that leaves
 // data waiting sets none.
 func TestBraidImmediateSack(t *testing.T) {
@@ -124,7 +124,7 @@ func TestBraidImmediateSack(t *testing.T) {
 	}
 }
 
-// TestBraidInitialFlowsWindow (braid patch 23): an association set to n
+// TestBraidInitialFlowsWindow: an association set to n
 // flows before its first DATA chunk starts with n initial windows; set
 // after it, the count leaves cwnd alone.
 func TestBraidInitialFlowsWindow(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBraidWindowUpdate (braid patch 13): a sender stopped by a full
+// TestBraidWindowUpdate: a sender stopped by a full
 // receive window resumes as soon as the application reads, because the
 // read sends a SACK with the opened window. Without it the sender waits
 // for its T3-rtx timer (at least a second) and retransmits the zero-window

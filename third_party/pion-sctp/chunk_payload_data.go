@@ -51,7 +51,7 @@ type chunkPayloadData struct {
 	stream *Stream
 
 	// wfqFinish is the chunk's finish time in the weighted fair queueing
-	// pending queue policy. (braid patch, see BRAID-PATCHES.md.)
+	// pending queue policy.
 	wfqFinish float64
 
 	unordered         bool
@@ -201,7 +201,6 @@ func (p *chunkPayloadData) marshal() ([]byte, error) {
 }
 
 // marshalSize is the chunk's size on the wire without padding.
-// (braid patch: marshal in one allocation, see BRAID-PATCHES.md.)
 func (p *chunkPayloadData) marshalSize() int {
 	if p.isIData() {
 		return chunkHeaderSize + iDataHeaderSize + len(p.userData)

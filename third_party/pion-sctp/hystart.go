@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// HyStart++ (RFC 9406; braid patch 26): slow start that leaves before the
+// HyStart++ (RFC 9406): slow start that leaves before the
 // bottleneck's queue overflows. Each round trip (a round ends when the
 // cumulative TSN reaches the highest TSN sent when it began) keeps the
 // smallest RTT sample of its SACKs; once a round has eight samples and its
@@ -45,7 +45,7 @@ type hystart struct {
 	sample       time.Duration // the SACK being processed's sample, 0 if none
 }
 
-// SetHyStart turns HyStart++ on or off (braid patch 26; off by default):
+// SetHyStart turns HyStart++ on or off (off by default):
 // see hystart.go.
 func (a *Association) SetHyStart(on bool) {
 	var v uint32
@@ -55,11 +55,11 @@ func (a *Association) SetHyStart(on bool) {
 	atomic.StoreUint32(&a.hystartOn, v)
 }
 
-// HyStart reports whether SetHyStart turned it on (braid patch 26).
+// HyStart reports whether SetHyStart turned it on.
 func (a *Association) HyStart() bool { return atomic.LoadUint32(&a.hystartOn) == 1 }
 
 // HyStartCSS returns how many times HyStart++ has found the RTT rising and
-// entered Conservative Slow Start (braid patch 26).
+// entered Conservative Slow Start.
 func (a *Association) HyStartCSS() uint64 { return a.stats.getNumHyStartCSS() }
 
 // hystartSample notes an RTT sample of the SACK being processed (the

@@ -173,8 +173,8 @@ func (p *packet) unmarshal(doChecksum bool, raw []byte) error { //nolint:cyclop
 }
 
 func (p *packet) marshal(doChecksum bool) ([]byte, error) {
-	// braid patch: one allocation per packet; DATA chunks are appended in
-	// place (see BRAID-PATCHES.md).
+	// One allocation per packet; DATA chunks are appended in
+	// place.
 	size := packetHeaderSize
 	for _, c := range p.chunks {
 		if d, ok := c.(*chunkPayloadData); ok {
@@ -222,9 +222,9 @@ func (p *packet) marshal(doChecksum bool) ([]byte, error) {
 	return raw, nil
 }
 
-// packetBuffers recycles marshaled packets once writeLoop has written them
-// (io.Writer implementations must not retain the slice).
-// (braid patch, see BRAID-PATCHES.md.)
+// packetBuffers recycles marshaled packets that a conn's WriteOwned has
+// released; a packet given to a plain Write is left to the garbage
+// collector, since some conns retain what they are given.
 var packetBuffers sync.Pool //nolint:gochecknoglobals
 
 func getPacketBuffer(size int) []byte {

@@ -305,8 +305,8 @@ func (q *weightedFairQueueingPendingQueuePolicy) Push(chunk StreamSchedulerChunk
 	start := math.Max(q.virtualTime, q.streamFinish[streamID])
 	finish := start + (float64(chunk.UserDataLen()) / weight)
 	q.streamFinish[streamID] = finish
-	// braid patch: the finish time lives in the chunk, not in a map keyed
-	// by chunk (see BRAID-PATCHES.md).
+	// The finish time lives in the chunk, not in a map keyed
+	// by chunk.
 	chunk.chunkPayloadData().wfqFinish = finish
 	streamQueue.push(chunk.chunkPayloadData())
 }

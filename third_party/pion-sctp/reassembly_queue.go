@@ -12,7 +12,7 @@ import (
 )
 
 func sortChunksByTSN(a []*chunkPayloadData) {
-	// braid patch: slices.SortFunc allocates nothing (see BRAID-PATCHES.md).
+	// slices.SortFunc allocates nothing (sort.Slice allocates a swapper).
 	slices.SortFunc(a, func(x, y *chunkPayloadData) int {
 		switch {
 		case sna32LT(x.tsn, y.tsn):
@@ -32,7 +32,7 @@ func sortChunksBySSN(a []*chunkSet) {
 }
 
 func sortChunksByFSN(a []*chunkPayloadData) {
-	// braid patch: slices.SortFunc allocates nothing (see BRAID-PATCHES.md).
+	// slices.SortFunc allocates nothing (sort.Slice allocates a swapper).
 	slices.SortFunc(a, func(x, y *chunkPayloadData) int {
 		switch {
 		case sna32LT(x.fragmentSequenceNumber, y.fragmentSequenceNumber):
@@ -73,9 +73,8 @@ func newChunkSet(ssn uint16, ppi PayloadProtocolIdentifier) *chunkSet {
 }
 
 func (set *chunkSet) push(chunk *chunkPayloadData) bool {
-	// braid patch: a chunk that follows the last one (the usual case) is
-	// appended without the duplicate scan and the sort (see
-	// BRAID-PATCHES.md).
+	// A chunk that follows the last one (the usual case) is
+	// appended without the duplicate scan and the sort.
 	if n := len(set.chunks); n > 0 && sna32GT(chunk.tsn, set.chunks[n-1].tsn) {
 		set.chunks = append(set.chunks, chunk)
 
@@ -176,9 +175,9 @@ func (set *chunkSetMID) pushAndCheck(chunk *chunkPayloadData) (complete bool, ac
 		return false, false
 	}
 
-	// braid patch: a chunk that follows the last one (the usual case) is
+	// A chunk that follows the last one (the usual case) is
 	// appended without the duplicate scan and the sort, which made a
-	// message of n chunks cost O(n²) (see BRAID-PATCHES.md).
+	// message of n chunks cost O(n²).
 	if n := len(set.chunks); n > 0 && sna32GT(chunk.fragmentSequenceNumber, set.chunks[n-1].fragmentSequenceNumber) {
 		set.chunks = append(set.chunks, chunk)
 		if chunk.beginningFragment {

@@ -43,8 +43,8 @@ type rtoManager struct {
 	noUpdate bool
 	mutex    sync.RWMutex
 	rtoMax   float64
-	minRTT   float64 // braid patch: the smallest sample, 0 until one
-	epochMin float64 // braid patch 15: the smallest since takeEpochMin
+	minRTT   float64 // the smallest sample, 0 until one
+	epochMin float64 // the smallest since takeEpochMin
 }
 
 // newRTOManager creates a new rtoManager.
@@ -65,10 +65,10 @@ func (m *rtoManager) setNewRTT(rtt float64) float64 {
 	m.mutex.Lock()
 	defer m.mutex.Unlock()
 
-	if rtt > 0 && (m.minRTT == 0 || rtt < m.minRTT) { // braid patch
+	if rtt > 0 && (m.minRTT == 0 || rtt < m.minRTT) {
 		m.minRTT = rtt
 	}
-	if rtt > 0 && (m.epochMin == 0 || rtt < m.epochMin) { // braid patch 15
+	if rtt > 0 && (m.epochMin == 0 || rtt < m.epochMin) {
 		m.epochMin = rtt
 	}
 	if m.noUpdate {
@@ -99,7 +99,7 @@ func (m *rtoManager) getMinRTT() float64 {
 }
 
 // takeEpochMin returns the smallest RTT sample in msec since the last
-// call, 0 if none, and starts over (braid patch 15).
+// call, 0 if none, and starts over.
 func (m *rtoManager) takeEpochMin() float64 {
 	m.mutex.Lock()
 	defer m.mutex.Unlock()

@@ -129,7 +129,7 @@ func (s *Stream) Read(p []byte) (int, error) {
 func (s *Stream) ReadSCTP(payload []byte) (int, PayloadProtocolIdentifier, error) {
 	n, ppi, err := s.readSCTP(payload)
 	if err == nil && s.association != nil {
-		s.association.onStreamRead(n) // braid patch 13: window update
+		s.association.onStreamRead(n) // may send a window update
 	}
 
 	return n, ppi, err
@@ -323,7 +323,7 @@ func (s *Stream) WriteSCTP(payload []byte, ppi PayloadProtocolIdentifier) (int, 
 
 // WriteSCTPOwned is WriteSCTP for a caller that hands payload over: the
 // stream keeps it until it is acknowledged instead of copying it, and the
-// caller must not touch it again. (braid patch, see BRAID-PATCHES.md.)
+// caller must not touch it again.
 func (s *Stream) WriteSCTPOwned(payload []byte, ppi PayloadProtocolIdentifier) (int, error) {
 	return s.writeSCTP(payload, ppi, true)
 }
@@ -416,7 +416,7 @@ func (s *Stream) packetize(raw []byte, ppi PayloadProtocolIdentifier, owned bool
 	fsn := uint32(0)
 	// Copy the userdata since we'll have to store it until acked
 	// and the caller may re-use the buffer in the mean time.
-	// braid patch: one copy per message, not per chunk (see BRAID-PATCHES.md).
+	// One copy per message, not per chunk.
 	data := raw
 	if !owned {
 		data = append([]byte(nil), raw...)
