@@ -6,7 +6,7 @@
 # bridge) fires before the SACK is processed and sends a DATA chunk twice, and
 # TestAssocCongestionControl saw 2001 DATA chunks where it expected 2000
 # (stock pion too, 1 run in 60 with the CPU saturated; the copy now counts
-# its probes and the test allows for them, BRAID-PATCHES.md 24). That is
+# its probes and the test allows for them: third_party/pion-sctp-patches, 0012). That is
 # pion's timing, not a defect of the copy, and other tests may have the
 # like. So a test that fails is run again, alone, up to twice; it fails the
 # build only if it fails every time. Anything that is not a test failure (a

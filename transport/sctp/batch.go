@@ -24,7 +24,7 @@ import (
 // segment size, so that on loopback such a run crosses the stack once.
 // pion's writeLoop (third_party/pion-sctp) hands each round of packets over
 // with WriteOwned and then calls Flush, which sends the round from its own
-// goroutine (txRound). A plain Write (an unpatched pion) is queued (copied)
+// goroutine (txRound). A plain Write (a writer without WriteOwned) is queued (copied)
 // and sent by a flusher goroutine, which sends whatever accumulated while
 // its previous system call ran.
 

@@ -78,7 +78,7 @@ type Config struct {
 	// associations with a peer on this host then keep one.
 	Flows int
 	// Unpaced sends new data as soon as the congestion window opens. By
-	// default an association paces it (pion patch 25): at most the rate
+	// default an association paces it (the fork's SetPacing): at most the rate
 	// 1.25·cwnd/minRTT (twice cwnd/minRTT in slow start), in bursts of a
 	// few milliseconds' worth, so that a burst of SACKs, which a queue on
 	// the return path bunches up, does not release a burst of data that
@@ -87,7 +87,7 @@ type Config struct {
 	Unpaced bool
 	// NoHyStart leaves slow start to run until a loss. By default an
 	// association's slow start watches the round trip time (HyStart++,
-	// RFC 9406; pion patch 26): once a round's smallest RTT is above the
+	// RFC 9406, the fork's SetHyStart): once a round's smallest RTT is above the
 	// last round's by an eighth of it (4 to 16 ms), the bottleneck's queue
 	// is filling, and the window grows a quarter as fast for up to five
 	// rounds, then as in congestion avoidance. Associations with a peer

@@ -156,7 +156,7 @@ func (c *pconn) checks() *checker {
 }
 
 // WriteOwned is Write without the copy: p waits for Flush. pion's
-// writeLoop uses both (see third_party/pion-sctp/BRAID-PATCHES.md).
+// writeLoop uses both (the fork's optional ownedWriter, third_party/pion-sctp).
 func (c *pconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 	select {
 	case <-c.closed:

@@ -12,11 +12,16 @@
 // each round of packets pion's write loop produces is sent with one sendmmsg
 // from that loop, runs of equal-sized packets to one peer as one UDP GSO
 // buffer; sockets ask for UDP GRO, so on loopback such a run crosses the
-// kernel once. The pion/sctp in use is a copy with allocation and copy fixes
-// and the two conn hooks this needs (third_party/pion-sctp, see its
-// BRAID-PATCHES.md), pending upstream; with an unpatched pion, writes are
-// queued and sent by a flusher goroutine instead. Closing a conn sends what
-// is queued (for at most a second) before the socket closes.
+// kernel once. The pion/sctp in use is braid's fork, third_party/pion-sctp:
+// v1.11.3 with the patch series in third_party/pion-sctp-patches, fixes
+// meant for upstream and braid's additions. This package does not build
+// with an unpatched pion: it calls what the fork adds to pion's API
+// (Association.SetMTU, MinRTT, SetFlows, Flows, TakeCongestionSample,
+// SetPacing, SetHyStart; Stream.WriteSCTPOwned), and its conns implement
+// the fork's two optional conn hooks (ReadPacket; WriteOwned with Flush),
+// through which pion's loops read and write without a copy. A plain Write
+// is queued and sent by a flusher goroutine. Closing a conn sends what is
+// queued (for at most a second) before the socket closes.
 // On a long path reads are coalesced (coalesce.go): a socket busy with a
 // paced flow waits up to a sixteenth of the round-trip time between reads,
 // so that packets are handled and acknowledged in rounds, not one by one.
@@ -83,14 +88,14 @@
 //
 // Pacing: to a peer on another host, pion sends new data at most at
 // 1.25·cwnd/minRTT (twice cwnd/minRTT in slow start), in bursts of a few
-// milliseconds' worth (pion patch 25; Config.Unpaced turns it off). When
+// milliseconds' worth (the fork's SetPacing; Config.Unpaced turns it off). When
 // both directions carry bulk data, as a job's inputs and results do, each
 // side's SACKs queue behind the other's data and arrive in bunches;
 // unpaced, each bunch released a burst that overflowed the bottleneck's
 // queue while it was half empty.
 //
 // Slow start: to a peer on another host, pion's slow start watches the
-// round trip time (HyStart++, RFC 9406; pion patch 26; Config.NoHyStart
+// round trip time (HyStart++, RFC 9406, the fork's SetHyStart; Config.NoHyStart
 // turns it off). A round whose smallest RTT sample is above the last
 // round's by an eighth of it (4 to 16 ms) means the bottleneck's queue is
 // filling: the window then grows a quarter as fast for up to five rounds

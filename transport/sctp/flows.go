@@ -13,7 +13,7 @@ import (
 // connections carry N times that, which is why tcpn and ptcp beat one
 // association there (seeds 001 and 002 in docs/seeds.md). An association can do the same
 // without N sequence spaces: its congestion control stands for N reno
-// flows (pion patch 15, MulTCP), growing its window N MTUs a round trip
+// flows (MulTCP, the fork's Association.SetFlows), growing its window N MTUs a round trip
 // and giving up 1/(2N) of it on a loss rather than half. Its streams keep
 // their order and their mapping to worker threads; the receiver sees one
 // association.
@@ -25,7 +25,7 @@ import (
 // gives 1, and the measurement decides: transport/internal/stripes tunes N
 // each epoch from pion's congestion sample (bytes acknowledged, those
 // acknowledged while the write loop was held by cwnd, the epoch's smallest
-// RTT; pion patches 15 and 19) and the path's smallest
+// RTT: the fork's TakeCongestionSample) and the path's smallest
 // RTT, dropping a flow on a standing queue and adding one while the window
 // holds the sender back. It starts at MinTunedFlows and never goes below:
 // with loss, N grows until the link is full or MaxFlows is reached; on a

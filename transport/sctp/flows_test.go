@@ -32,7 +32,7 @@ func TestFixedFlows(t *testing.T) {
 			t.Errorf("%s: %d flows, want 5", a.LocalAddr(), got)
 		}
 		// Set before the handshake sent its first DATA chunk, the count
-		// gave the association five initial windows (pion patch 23).
+		// gave the association five initial windows (the fork's SetFlows).
 		one := []transport.Association{d1, l1}[i].(*Association).pa.CWND()
 		if got := a.(*Association).pa.CWND(); got < 4*one {
 			t.Errorf("%s: congestion window %d after the handshake, want five initial windows (one flow's: %d)", a.LocalAddr(), got, one)

@@ -142,7 +142,7 @@ func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn as
 	hook.set(func(error) { go pa.Abort("malformed packet during handshake") })
 	stop := context.AfterFunc(ctx, func() { pa.Abort("handshake timed out") })
 	// Before the handshake's first DATA chunk, so that the association
-	// starts with one initial window per flow (pion patch 23).
+	// starts with one initial window per flow (the fork's SetFlows).
 	local := isLocal(conn.RemoteAddr())
 	pa.SetFlows(initialFlows(&t.cfg, local))
 	pa.SetPacing(!t.cfg.Unpaced && !local)
