@@ -6,7 +6,7 @@
 #   mk/pion-sctp.sh check           regenerate the copy in a temporary directory and
 #                                   compare it with third_party/pion-sctp, byte for byte
 #   mk/pion-sctp.sh apply           regenerate third_party/pion-sctp from the series
-#                                   (a copy that differed is moved aside first)
+#                                   (a copy that differed is kept aside, and the script says where)
 #   mk/pion-sctp.sh new-patch NAME [MSGFILE]
 #                                   turn what third_party/pion-sctp has that the series does
 #                                   not into the next patch, NNNN-NAME.patch, its commit
@@ -33,12 +33,12 @@ die() { echo "pion-sctp: $*" >&2; exit 1; }
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--tree) tree=$(cd "$2" && pwd); shift 2 ;;
+	--tree) tree=$(realpath -m "$2"); shift 2 ;;
 	--patches) patches=$(cd "$2" && pwd); shift 2 ;;
 	*) break ;;
 	esac
 done
-[ $# -ge 1 ] || die "usage: $0 [--tree DIR] [--patches DIR] check|apply|new-patch NAME [MSGFILE]"
+[ $# -ge 1 ] || die "usage: $0 [--tree DIR] [--patches DIR] check|apply|new-patch NAME [MSGFILE]|export DIR|import DIR"
 series=$patches/series
 [ -f "$series" ] || die "no series file at $series"
 
@@ -93,7 +93,7 @@ build() {
 		die "the series does not apply"
 	fi
 	if [ "${2:-}" = commit ]; then
-		git_ -C "$out" add -A
+		git_ -C "$out" add -A --force
 		git_ -C "$out" commit -q -m "$(field module) $(field version) with the series"
 	fi
 }
@@ -142,7 +142,7 @@ new-patch)
 	# The copy's files over the series result: additions, changes and removals.
 	find "$work/out" -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} +
 	cp -R "$tree/." "$work/out/"
-	git_ -C "$work/out" add -A
+	git_ -C "$work/out" add -A --force
 	git_ -C "$work/out" diff --cached --quiet && die "$tree has nothing the series does not"
 	# The patch's author is whoever runs this, as git knows them.
 	who=(-c user.name="$(git -C "$root" config user.name || echo braid)"
@@ -167,7 +167,7 @@ export)
 	mkdir -p "$dir"
 	pristine "$dir"
 	git_ -C "$dir" init -q
-	git_ -C "$dir" add -A
+	git_ -C "$dir" add -A --force
 	git_ -C "$dir" commit -q -m "$(field module) $(field version)"
 	git_ -C "$dir" tag pion-sctp-base
 	while read -r p; do
