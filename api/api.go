@@ -150,6 +150,11 @@ type OpLimits struct {
 	// MaxOutput caps a unit's output in bytes (default and most: a
 	// data-plane message, 64 MiB).
 	MaxOutput int64 `json:"max_output,omitempty"`
+	// Network (scripts only) gives a unit the worker's network; its units
+	// run only on workers whose owners allow that (braid worker
+	// --exec-network). Without it a script has a loopback of its own and
+	// nothing else.
+	Network bool `json:"network,omitempty"`
 }
 
 // JobSpec is what a client submits. Exactly one of Repeat and Tiles may be

@@ -21,6 +21,8 @@ type Invocation struct {
 	Timeout     time.Duration
 	MemoryMiB   int
 	MaxOutput   int64
+	// Network (ABIExec) gives the unit the worker's network.
+	Network bool
 	// Params are the operation's parameters, defaults filled in.
 	Params map[string]string
 }
@@ -32,12 +34,13 @@ const (
 	keyMemory    = "braid.memory_mib"
 	keyMaxOutput = "braid.max_output"
 	keyInterp    = "braid.interpreter"
+	keyNetwork   = "braid.network"
 )
 
 // NewExecInvocation is NewInvocation for a script run by interpreter.
 func NewExecInvocation(interpreter string, l api.OpLimits, jobTimeoutMS int64, values [][2]string) Invocation {
 	inv := NewInvocation(api.ABIExec, l, jobTimeoutMS, values)
-	inv.Interpreter = interpreter
+	inv.Interpreter, inv.Network = interpreter, l.Network
 	return inv
 }
 
@@ -84,6 +87,9 @@ func (inv Invocation) UnitParams() map[string]string {
 	if inv.Interpreter != "" {
 		p[keyInterp] = inv.Interpreter
 	}
+	if inv.Network {
+		p[keyNetwork] = "true"
+	}
 	return p
 }
 
@@ -105,7 +111,10 @@ func ParseInvocation(p map[string]string) (Invocation, error) {
 		return inv, fmt.Errorf("%w: unit memory %q", ErrBadParam, p[keyMemory])
 	case err3 != nil || out <= 0 || out > MaxOutput:
 		return inv, fmt.Errorf("%w: unit output limit %q", ErrBadParam, p[keyMaxOutput])
+	case p[keyNetwork] != "" && (p[keyNetwork] != "true" || inv.ABI != api.ABIExec):
+		return inv, fmt.Errorf("%w: unit network %q for ABI %s", ErrBadParam, p[keyNetwork], inv.ABI)
 	}
+	inv.Network = p[keyNetwork] == "true"
 	inv.Timeout, inv.MemoryMiB, inv.MaxOutput = time.Duration(ms)*time.Millisecond, mem, out
 	for k, v := range p {
 		if strings.HasPrefix(k, "braid.") {

@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/userop/sandbox"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"golang.org/x/sync/singleflight"
@@ -40,13 +40,18 @@ type Config struct {
 	Logger *slog.Logger
 	// Exec maps the interpreters the worker's owner allows for script
 	// operations (ABI exec) to their paths; nil refuses every script.
+	// With Exec, each script unit runs in a sandbox of its own
+	// (userop/sandbox: Linux, root), and NewRuntime fails, saying why,
+	// where there can be none.
 	Exec map[string]string
-	// RunAs, when set, is the user scripts run as (a worker running as
-	// root runs them as nobody).
-	RunAs *syscall.Credential
-	// ScratchDir holds each script unit's own directory (default: the
-	// system's temporary directory).
-	ScratchDir string
+	// ExecNetwork gives the worker's network to the script units whose
+	// operation asks for it; without it, those units fail, and every
+	// other unit has only a loopback of its own.
+	ExecNetwork bool
+	// Sandbox configures the scripts' sandbox (default: its defaults, and
+	// the install prefix of each interpreter outside the system's
+	// directories added to what units see).
+	Sandbox sandbox.Config
 }
 
 // Runtime runs user operations' units in wazero sandboxes: no filesystem,
@@ -65,6 +70,8 @@ type Runtime struct {
 	closed  bool
 
 	diskMu sync.Mutex // serialises pruning of CacheDir
+
+	sandbox *sandbox.Sandbox // runs script units; nil without Config.Exec
 }
 
 // moduleKey names a compiled module: its code, and the memory limit of
@@ -96,7 +103,20 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 			return nil, fmt.Errorf("userop: code cache: %w", err)
 		}
 	}
-	return &Runtime{cfg: cfg, log: cfg.Logger, loaded: map[moduleKey]*module{}, scripts: map[[32]byte][]byte{}}, nil
+	r := &Runtime{cfg: cfg, log: cfg.Logger, loaded: map[moduleKey]*module{}, scripts: map[[32]byte][]byte{}}
+	if len(cfg.Exec) > 0 {
+		sc := cfg.Sandbox
+		sc.ReadOnly = append(slices.Clone(sc.ReadOnly), interpreterRoots(cfg.Exec)...)
+		if sc.Logger == nil {
+			sc.Logger = cfg.Logger.With("component", "sandbox")
+		}
+		sb, err := sandbox.New(sc)
+		if err != nil {
+			return nil, fmt.Errorf("userop: scripts cannot be sandboxed here: %w", err)
+		}
+		r.sandbox = sb
+	}
+	return r, nil
 }
 
 // Close closes every compiled module; units running now fail.

@@ -73,6 +73,8 @@ func CheckSpec(spec *api.OperationSpec, builtin func(string) bool) error {
 		return badSpec("interpreter %q: want a program's name, e.g. python3 or sh (letters, digits, '.', '_', '+', '-'; no path: each worker finds it on its own PATH)", spec.Interpreter)
 	case spec.ABI != api.ABIExec && spec.Interpreter != "":
 		return badSpec("an interpreter is for scripts (abi exec); a WebAssembly module needs none")
+	case spec.ABI != api.ABIExec && spec.Limits.Network:
+		return badSpec("network is for scripts (abi exec); a WebAssembly module has none")
 	}
 	if len(spec.Summary) > MaxSummary {
 		return badSpec("summary is %d bytes, at most %d", len(spec.Summary), MaxSummary)

@@ -26,7 +26,7 @@ func TestInterpreterPath(t *testing.T) {
 		forOthers bool
 		want      string
 	}{
-		{"python3=" + shim, true, "cannot be run by nobody"},
+		{"python3=" + shim, true, "cannot be run by other users"},
 		{"python3=relative/python3", false, "not an absolute path"},
 		{"/usr/bin/python3", false, "want a program's name"},
 		{"no-such-interpreter-here", false, "not found"},

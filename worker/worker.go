@@ -27,14 +27,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -114,10 +111,13 @@ type Config struct {
 	HoldBytes int64
 	// AllowExec names the interpreters ("python3", "sh") whose script
 	// operations this worker runs, found on PATH, or NAME=/PATH; none by
-	// default. It needs the worker to run as root, which runs scripts as
-	// nobody. Scripts are confined (an empty directory, limits, killed at
-	// their time) but not sandboxed.
+	// default. Each unit runs in a sandbox of its own (userop/sandbox: a
+	// user id, namespaces, a cgroup and a filesystem of its own), which
+	// needs Linux and root: New fails, saying why, where it cannot be had.
 	AllowExec []string
+	// ExecNetwork gives the worker's network to script units whose
+	// operation asks for it (api.OpLimits.Network); others have none.
+	ExecNetwork bool
 }
 
 func (c *Config) validate() error {
@@ -342,36 +342,28 @@ func (w *Worker) allowsExec(interpreter string) bool {
 
 // newRuntime makes the runtime of user operations: WebAssembly unless
 // cfg.NoWasm, and the interpreters cfg.AllowExec names, which must be on
-// PATH. Scripts need the worker to run as root, and run as nobody.
+// PATH, each unit of theirs in a sandbox of its own.
 func newRuntime(cfg Config, fetch userop.Fetcher) (*userop.Runtime, error) {
 	rc := userop.Config{CacheDir: cfg.WasmCache, MaxCache: cfg.WasmCacheMax, Fetch: fetch,
-		Logger: cfg.Logger.With("component", "userop"), Exec: map[string]string{}}
-	if len(cfg.AllowExec) > 0 && os.Geteuid() != 0 {
-		return nil, errors.New("--allow-exec needs the worker to run as root, which runs scripts as the user nobody: as the worker's own user a script could read the cluster secret or rewrite the compiled code in --wasm-cache")
-	}
-	if len(cfg.AllowExec) > 0 {
-		u, err := user.Lookup("nobody")
-		if err != nil {
-			return nil, fmt.Errorf("--allow-exec as root runs scripts as the user nobody: %w", err)
-		}
-		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-		rc.RunAs = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	}
+		Logger: cfg.Logger.With("component", "userop"), Exec: map[string]string{}, ExecNetwork: cfg.ExecNetwork}
 	for _, entry := range cfg.AllowExec {
-		path, err := interpreterPath(entry, rc.RunAs != nil)
+		path, err := interpreterPath(entry, true)
 		if err != nil {
 			return nil, fmt.Errorf("--allow-exec %s: %w", entry, err)
 		}
 		name, _, _ := strings.Cut(entry, "=")
 		rc.Exec[name] = path
 	}
-	return userop.NewRuntime(rc)
+	r, err := userop.NewRuntime(rc)
+	if err != nil && len(cfg.AllowExec) > 0 {
+		return nil, fmt.Errorf("--allow-exec: %w", err)
+	}
+	return r, err
 }
 
 // interpreterPath finds an interpreter: on PATH, or as AllowExec gives
-// it, NAME=/ABSOLUTE/PATH. forOthers: scripts run as another user (nobody),
-// who must be able to run it, as a shim in /root cannot be.
+// it, NAME=/ABSOLUTE/PATH. forOthers: scripts run as other users (each
+// unit its own), who must be able to run it, as a shim in /root cannot be.
 func interpreterPath(name string, forOthers bool) (string, error) {
 	path := name
 	if n, p, ok := strings.Cut(name, "="); ok {
@@ -388,7 +380,7 @@ func interpreterPath(name string, forOthers bool) (string, error) {
 		return "", err
 	}
 	if forOthers && !othersCanRun(path) {
-		return "", fmt.Errorf("%s cannot be run by nobody, whom scripts run as; give one that can: --allow-exec %s=/usr/bin/%s", path, name, name)
+		return "", fmt.Errorf("%s cannot be run by other users, as scripts run; give one that can: --allow-exec %s=/usr/bin/%s", path, name, name)
 	}
 	return path, nil
 }
