@@ -87,7 +87,7 @@ const (
 	OpBuiltin = "builtin"
 	OpWasm    = "wasm"
 	// OpExec: a script run by an interpreter on workers whose owners allow
-	// it (braid worker --allow-exec); not sandboxed, only confined.
+	// it (braid worker --allow-exec), each unit in a sandbox of its own.
 	OpExec = "exec"
 )
 

@@ -21,6 +21,9 @@ import (
 // badRuntime reports a runtime a worker cannot advertise.
 func badRuntime(r string) bool {
 	name, ok := strings.CutPrefix(r, "exec:")
+	if !ok {
+		name, ok = strings.CutPrefix(r, "exec-net:")
+	}
 	return r != api.OpWasm && (!ok || !userop.ValidInterpreter(name))
 }
 
@@ -35,7 +38,7 @@ func validateWorker(info *api.WorkerInfo) error {
 	case len(info.Ops) == 0:
 		return badRequest(api.CodeBadParameter, "worker %s lists no operations", info.Name)
 	case len(info.Runtimes) > 16 || slices.ContainsFunc(info.Runtimes, badRuntime):
-		return badRequest(api.CodeBadParameter, "runtimes %q: want %q and \"exec:NAME\" entries, at most 16", info.Runtimes, api.OpWasm)
+		return badRequest(api.CodeBadParameter, "runtimes %q: want %q, \"exec:NAME\" and \"exec-net:NAME\" entries, at most 16", info.Runtimes, api.OpWasm)
 	case info.HoldBytes < 0:
 		return badRequest(api.CodeBadParameter, "hold_bytes %d: want the bytes of unit inputs the worker can hold, or 0 to say nothing", info.HoldBytes)
 	}

@@ -33,7 +33,8 @@ type opRecord struct {
 // wasmCapability is the scheduler's name for "runs user operations in
 // WebAssembly": a worker that advertises the wasm runtime can run every
 // such operation (it fetches the code), so their units all ask for it.
-// A script's units ask for "@exec:" and their interpreter.
+// A script's units ask for "@exec:" and their interpreter, or
+// "@exec-net:" if the operation asks for the network.
 const wasmCapability = "@wasm"
 
 // capability is what a worker must have to run the user operation name at
@@ -43,6 +44,9 @@ func (s *Server) capability(name string, version int) string {
 		return name
 	}
 	if rec := s.userOps.version(name, version); rec != nil && rec.Op.ABI == api.ABIExec {
+		if rec.Op.Limits != nil && rec.Op.Limits.Network {
+			return "@exec-net:" + rec.Op.Interpreter
+		}
 		return "@exec:" + rec.Op.Interpreter
 	}
 	return wasmCapability
@@ -84,13 +88,18 @@ func waitingText(waiting string) string {
 		out.WriteString(rest[:i+1])
 		var parts []string
 		for c := range strings.SplitSeq(rest[i+1:i+1+j], "+") {
-			switch interp, exec := strings.CutPrefix(c, "@exec:"); {
+			interp, exec := strings.CutPrefix(c, "@exec:")
+			netInterp, execNet := strings.CutPrefix(c, "@exec-net:")
+			switch {
 			case c == wasmCapability:
 				parts = append(parts, "WebAssembly user operations")
 				hints = append(hints, "workers run WebAssembly unless started with --no-wasm")
 			case exec:
 				parts = append(parts, interp+" scripts")
 				hints = append(hints, "only workers started with --allow-exec "+interp+" run "+interp+" scripts")
+			case execNet:
+				parts = append(parts, netInterp+" scripts with network")
+				hints = append(hints, "only workers started with --allow-exec "+netInterp+" --exec-network run "+netInterp+" scripts that use the network")
 			default:
 				parts = append(parts, c)
 			}

@@ -149,7 +149,8 @@ func TestUserOpRejections(t *testing.T) {
 }
 
 // TestUserOpWaitsForWasmWorker: a job of a user operation waits, saying
-// why, while only workers started without WebAssembly are up.
+// why, while only workers started without WebAssembly (or scripts, or
+// the network for scripts) are up.
 func TestUserOpWaitsForWasmWorker(t *testing.T) {
 	ctx := testCtx(t)
 	cl, err := cluster.Start(ctx, cluster.Config{DataDir: t.TempDir(), Workers: []cluster.WorkerSpec{{Name: "plain", Threads: 1, NoWasm: true}}})
@@ -159,6 +160,7 @@ func TestUserOpWaitsForWasmWorker(t *testing.T) {
 	defer cl.Close()
 	addOp(t, cl.Client, wasmtest.Module(), api.OperationSpec{Name: "nothing"})
 	addOp(t, cl.Client, []byte("cat\n"), api.OperationSpec{Name: "cat", ABI: api.ABIExec, Interpreter: "sh"})
+	addOp(t, cl.Client, []byte("wget -qO- \"$1\"\n"), api.OperationSpec{Name: "fetch", ABI: api.ABIExec, Interpreter: "sh", Limits: api.OpLimits{Network: true}})
 	in := put(t, cl.Client, []byte("x"))
 	waitForReason(t, cl.Client, api.JobSpec{Op: "nothing", Input: in},
 		`no registered worker can run operation "WebAssembly user operations" (workers run WebAssembly unless started with --no-wasm)`)
@@ -166,6 +168,8 @@ func TestUserOpWaitsForWasmWorker(t *testing.T) {
 		`operation "sh scripts" (only workers started with --allow-exec sh run sh scripts)`)
 	waitForReason(t, cl.Client, api.JobSpec{Op: "nothing,cat", Input: in},
 		`operation "sh scripts and WebAssembly user operations" (only workers started with --allow-exec sh run sh scripts; workers run WebAssembly unless started with --no-wasm)`)
+	waitForReason(t, cl.Client, api.JobSpec{Op: "fetch", Input: in},
+		`operation "sh scripts with network" (only workers started with --allow-exec sh --exec-network run sh scripts that use the network)`)
 }
 
 // waitForReason submits spec and waits until the job says it waits for want.

@@ -87,12 +87,18 @@ func TestInvocationRoundTrip(t *testing.T) {
 	if a := strings.Join(out.Args("op"), "|"); a != "op|--a=x y|--b=2" {
 		t.Fatalf("args %s", a)
 	}
+	script := userop.NewExecInvocation("sh", api.OpLimits{Network: true}, 0, nil)
+	if out, err := userop.ParseInvocation(script.UnitParams()); err != nil || !out.Network || out.Interpreter != "sh" {
+		t.Fatalf("a script asking for the network: %+v, %v", out, err)
+	}
 	for _, bad := range []map[string]string{
 		{},
 		{"braid.abi": "command", "braid.timeout_ms": "0", "braid.memory_mib": "1", "braid.max_output": "1"},
 		{"braid.abi": "command", "braid.timeout_ms": "1", "braid.memory_mib": "99999", "braid.max_output": "1"},
 		{"braid.abi": "command", "braid.timeout_ms": "1", "braid.memory_mib": "1", "braid.max_output": "999999999999"},
 		{"braid.abi": "exec", "braid.timeout_ms": "1", "braid.memory_mib": "1", "braid.max_output": "1"},
+		{"braid.abi": "command", "braid.timeout_ms": "1", "braid.memory_mib": "1", "braid.max_output": "1", "braid.network": "true"},
+		{"braid.abi": "exec", "braid.interpreter": "sh", "braid.timeout_ms": "1", "braid.memory_mib": "1", "braid.max_output": "1", "braid.network": "1"},
 	} {
 		if _, err := userop.ParseInvocation(bad); err == nil {
 			t.Errorf("%v accepted", bad)
@@ -112,6 +118,7 @@ func TestCheckSpec(t *testing.T) {
 		{api.OperationSpec{Name: "wc", ABI: api.ABIExec}, `interpreter ""`},
 		{api.OperationSpec{Name: "wc", ABI: api.ABIExec, Interpreter: "/usr/bin/python3"}, "no path"},
 		{api.OperationSpec{Name: "wc", Interpreter: "python3"}, "needs none"},
+		{api.OperationSpec{Name: "wc", Limits: api.OpLimits{Network: true}}, "network is for scripts"},
 		{api.OperationSpec{Name: "wc", Reach: new(-1)}, "reach -1"},
 		{api.OperationSpec{Name: "wc", Limits: api.OpLimits{TimeoutMS: 1 << 40}}, "timeout"},
 		{api.OperationSpec{Name: "wc", Limits: api.OpLimits{TimeoutMS: 10_000_000_000_000}}, "timeout"}, // overflows a Duration

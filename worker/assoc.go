@@ -392,6 +392,9 @@ func (s *session) userRefusal(params map[string]string) string {
 		if interp := params["braid.interpreter"]; !s.w.allowsExec(interp) {
 			return fmt.Sprintf("worker %s does not allow %s scripts (braid worker --allow-exec)", s.w.cfg.Name, interp)
 		}
+		if params["braid.network"] == "true" && !s.w.cfg.ExecNetwork {
+			return fmt.Sprintf("worker %s gives scripts no network (braid worker --exec-network)", s.w.cfg.Name)
+		}
 		return ""
 	}
 	if s.w.cfg.NoWasm {

@@ -328,6 +328,9 @@ func (w *Worker) runtimes() []string {
 	for _, name := range w.cfg.AllowExec {
 		name, _, _ = strings.Cut(name, "=")
 		out = append(out, "exec:"+name)
+		if w.cfg.ExecNetwork {
+			out = append(out, "exec-net:"+name)
+		}
 	}
 	return out
 }

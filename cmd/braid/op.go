@@ -13,14 +13,14 @@ import (
 
 const opSynopsis = `add NAME (--wasm FILE [--abi command|reactor] | --exec SCRIPT --interpreter PROGRAM)
       [--param NAME:TYPE[=DEFAULT][@MIN..MAX] ...] [--summary TEXT] [--reach N]
-      [--unit-timeout D] [--memory MiB] [--max-output BYTES]
+      [--unit-timeout D] [--memory MiB] [--max-output BYTES] [--network]
   braid op rm NAME...
 
 Registers a user operation: a WebAssembly module (WASI preview 1) that workers
 download and run sandboxed, one unit at a time; or a script that workers whose
-owners allow its interpreter (braid worker --allow-exec) run confined. See
-docs/user-ops.md. Adding a name again makes a new version; jobs keep the
-version they started with.`
+owners allow its interpreter (braid worker --allow-exec) run, each unit in a
+sandbox of its own. See docs/user-ops.md. Adding a name again makes a new
+version; jobs keep the version they started with.`
 
 // runOp manages user operations: braid op add, braid op rm.
 func runOp(ctx context.Context, args []string, e *env) error {
@@ -54,6 +54,7 @@ func runOpAdd(ctx context.Context, args []string, e *env) error {
 	timeout := fs.Duration("unit-timeout", 0, fmt.Sprintf("wall-time limit per unit (default %v; a job's --unit-timeout overrides it)", userop.DefaultTimeout))
 	memory := fs.Int("memory", 0, fmt.Sprintf("memory limit in `MiB` (default %d)", userop.DefaultMemory))
 	maxOutput := fs.Int64("max-output", 0, "limit on a unit's output in `BYTES` (default and most: 64 MiB)")
+	network := fs.Bool("network", false, "give a script's units the worker's network, on workers started with --exec-network (default: none)")
 	if err := parseArgs(fs, args, 1); err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func runOpAdd(ctx context.Context, args []string, e *env) error {
 		file, *abi = *script, api.ABIExec
 	}
 	spec := api.OperationSpec{Name: fs.Arg(0), ABI: *abi, Interpreter: *interpreter, Summary: *summary,
-		Limits: api.OpLimits{TimeoutMS: timeout.Milliseconds(), MemoryMiB: *memory, MaxOutput: *maxOutput}}
+		Limits: api.OpLimits{TimeoutMS: timeout.Milliseconds(), MemoryMiB: *memory, MaxOutput: *maxOutput, Network: *network}}
 	if *timeout < 0 || *timeout > 0 && *timeout < time.Millisecond {
 		return usageErrorf("--unit-timeout %v: want a positive duration", *timeout)
 	}

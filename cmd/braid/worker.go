@@ -33,7 +33,8 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	leaseIdle := fs.Duration("lease-idle", time.Second, "a server that stops asking for threads keeps them this long before they go to other servers")
 	noWasm := fs.Bool("no-wasm", false, "do not run WebAssembly user operations (modules fetched from servers, run sandboxed)")
 	wasmCache := fs.String("wasm-cache", defaultWasmCache(), "`DIR` keeping user operations' compiled code across restarts (empty: compile in memory)")
-	allowExec := fs.String("allow-exec", "", "run script operations of these interpreters, comma-separated (python3,sh), found on PATH, or NAME=/PATH;\nconfined, not sandboxed: the worker must run as root and runs them as nobody (docs/user-ops.md). Default: none")
+	allowExec := fs.String("allow-exec", "", "run script operations of these interpreters, comma-separated (python3,sh), found on PATH, or NAME=/PATH;\neach unit in a sandbox of its own (a user id, namespaces, a cgroup; Linux, root; docs/user-ops.md). Default: none")
+	execNetwork := fs.Bool("exec-network", false, "give the worker's network to script units whose operation asks for it (braid op add --network); others have none")
 	wasmCacheMax := fs.Int64("wasm-cache-max", 1<<30, "bound on --wasm-cache in `BYTES`; the least recently loaded code goes first")
 	hold := fs.Int64("hold", 0, "`BYTES` of unit inputs this worker can hold at once, shared equally by its servers, which send no more (0: a quarter of the memory the process could have, at least 64 MiB, re-read every 30 s; -1: no limit beyond unit windows)")
 	liveness := fs.Duration("liveness", 3*time.Second, "a server silent this long on an association is taken for dead and its units are dropped (the smaller of the two ends' values applies)")
@@ -101,7 +102,7 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	w, err := worker.New(worker.Config{Name: *name, Servers: servers, Threads: *threads, Transport: t,
 		Listen: *listen, Advertise: *advertise, Routes: splitList(*routes), InfoListen: *infoListen, MetricsListen: *metricsAddr, Secret: secret, Ops: opNames, Logger: log,
 		DrainTimeout: *drain, LeaseIdle: *leaseIdle, Liveness: *liveness, HTTPClient: hc,
-		NoWasm: *noWasm, WasmCache: *wasmCache, WasmCacheMax: *wasmCacheMax, AllowExec: splitList(*allowExec), HoldBytes: *hold})
+		NoWasm: *noWasm, WasmCache: *wasmCache, WasmCacheMax: *wasmCacheMax, AllowExec: splitList(*allowExec), ExecNetwork: *execNetwork, HoldBytes: *hold})
 	if err != nil {
 		return err
 	}
