@@ -2,6 +2,7 @@ package userop_test
 
 import (
 	"bytes"
+	"os"
 	"testing"
 
 	"github.com/braidhq/braid/api"
@@ -84,5 +85,30 @@ func BenchmarkBlur(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkExecUnit is the cost per unit of a script that copies one
+// byte: each unit starts its sandbox (a user id, namespaces, a cgroup,
+// a root filesystem) and sh in it.
+//
+//	go test ./userop -run '^$' -bench ExecUnit
+func BenchmarkExecUnit(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("scripts run in a sandbox, which needs root")
+	}
+	var st store
+	d := st.add([]byte("cat"))
+	r, err := userop.NewRuntime(userop.Config{Fetch: st.fetch, Exec: map[string]string{"sh": "/bin/sh"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	in := userop.NewExecInvocation("sh", api.OpLimits{}, 0, nil)
+	input := []byte("x")
+	for b.Loop() {
+		if out, err := r.Run(b.Context(), "cat", d, in, input); err != nil || !bytes.Equal(out, input) {
+			b.Fatalf("%q, %v", out, err)
+		}
 	}
 }
