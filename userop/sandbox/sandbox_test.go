@@ -229,6 +229,12 @@ func TestUIDsExclusive(t *testing.T) {
 	if l, err := b.acquire(); err != nil || l.uid != leases[2].uid {
 		t.Fatalf("after a release: %+v, %v", l, err)
 	}
+	for _, l := range leases {
+		l.release()
+	}
+	if l, err := a.acquire(); err != nil || l.uid != 5000 {
+		t.Fatalf("the lowest free id is not the first: %+v, %v", l, err)
+	}
 }
 
 // TestConcurrentUnits: units at once get ids and cgroups of their own,

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,9 +17,6 @@ import (
 type uids struct {
 	dir      string
 	first, n uint32
-
-	mu   sync.Mutex // guards next
-	next uint32     // the offset the next search starts at
 }
 
 // lease is a user id held until release.
@@ -39,20 +35,16 @@ func newUIDs(dir string, first, n uint32) (*uids, error) {
 // errNoUID says every id of the range is in use.
 var errNoUID = errors.New("sandbox: every user id of the range is in use")
 
-// acquire takes a free id, starting after the last one handed out so that
-// an id just released is not reused at once.
+// acquire takes the lowest free id, so that the lock files are no more
+// than the units ever run at once. An id is free again as soon as its
+// unit has ended: nothing of the unit is left to find (its processes,
+// files, IPC objects and network are gone with its namespaces, and the
+// keyring is out of its reach).
 func (u *uids) acquire() (*lease, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	for i := range u.n {
-		off := (u.next + i) % u.n
-		l, err := u.try(u.first + off)
-		if err != nil {
-			return nil, err
-		}
-		if l != nil {
-			u.next = off + 1
-			return l, nil
+	for uid := u.first; uid-u.first < u.n; uid++ {
+		l, err := u.try(uid)
+		if l != nil || err != nil {
+			return l, err
 		}
 	}
 	return nil, errNoUID
