@@ -15,5 +15,10 @@
 // parameters as --name=value arguments, exit status, stderr as the
 // reason) and a reactor (an instance per thread, braid_run per unit).
 //
+// A third, exec, runs a script with an interpreter the worker's owner
+// allows (Config.Exec), the command ABI's way, each unit in a sandbox of
+// its own (package sandbox: a user id, namespaces, a cgroup and a
+// filesystem of its own; Linux and root).
+//
 // The package never touches the network itself.
 package userop
