@@ -16,6 +16,10 @@ import (
 // v2Controllers are the controllers a unit's cgroup v2 enables.
 var v2Controllers = []string{"memory", "pids", "cpu"}
 
+// workerLeaf is the cgroup v2 leaf the worker moves itself into so that
+// its own cgroup may have children with controllers.
+const workerLeaf = "braid-worker"
+
 // v2 is the unified hierarchy: units' cgroups are children of the
 // worker's cgroup, which must delegate the controllers to them. A cgroup
 // with children cannot hold processes, so where the worker's holds only
@@ -32,6 +36,9 @@ func newV2(mounts []mount, paths map[string]string) (*v2, error) {
 		return nil, errors.New("no cgroup2 mounted")
 	}
 	dir := dirOf(mounts[i], path)
+	if filepath.Base(dir) == workerLeaf { // moved there by an earlier Sandbox of this process
+		dir = filepath.Dir(dir)
+	}
 	have, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
 	if err != nil {
 		return nil, err
@@ -58,7 +65,7 @@ func delegate(dir string) error {
 	if err == nil || !errors.Is(err, unix.EBUSY) {
 		return err
 	}
-	leaf := filepath.Join(dir, "braid-worker")
+	leaf := filepath.Join(dir, workerLeaf)
 	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("sandbox: make cgroup: %w", err)
 	}

@@ -267,3 +267,46 @@ func TestUnescape(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// TestV2Files: on the unified hierarchy (this test fakes its files; the
+// machines the tests ran on have v1) the sandbox delegates the memory,
+// pids and cpu controllers and writes each unit's limits in the kernel's
+// cgroup v2 format.
+func TestV2Files(t *testing.T) {
+	root := t.TempDir()
+	w := filepath.Join(root, "w")
+	os.Mkdir(w, 0o755)
+	mounts := []mount{{point: root, root: "/", fstype: "cgroup2"}}
+	paths := map[string]string{"": "/w"}
+	os.WriteFile(filepath.Join(w, "cgroup.controllers"), []byte("cpuset io memory\n"), 0o644)
+	if _, err := newV2(mounts, paths); err == nil || !strings.Contains(err.Error(), "the pids controller is not available") {
+		t.Fatalf("without pids: %v", err)
+	}
+	os.WriteFile(filepath.Join(w, "cgroup.controllers"), []byte("cpuset cpu io memory hugetlb pids\n"), 0o644)
+	c, err := newV2(mounts, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w, "cgroup.subtree_control")); string(b) != "+memory +pids +cpu" {
+		t.Errorf("subtree_control %q", b)
+	}
+	g, err := c.create("braid-unit-7", limits{memory: 128 << 20, pids: 64, cpus: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{"memory.max": "134217728", "pids.max": "64", "cpu.max": "50000 100000"} {
+		if b, _ := os.ReadFile(filepath.Join(w, "braid-unit-7", file)); string(b) != want {
+			t.Errorf("%s: %q, want %q", file, b, want)
+		}
+	}
+	var attr syscall.SysProcAttr
+	started, err := g.prepare(&attr)
+	if err != nil || !attr.UseCgroupFD || attr.CgroupFD < 0 {
+		t.Fatalf("prepare: %+v, %v", attr, err)
+	}
+	started()
+	os.WriteFile(filepath.Join(w, "braid-unit-7", "memory.events"), []byte("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n"), 0o644)
+	if oom, pidsMax := g.events(); !oom || pidsMax {
+		t.Errorf("events: oom %v, pids max %v", oom, pidsMax)
+	}
+}
