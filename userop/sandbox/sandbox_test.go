@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -31,43 +32,71 @@ func newSandbox(t *testing.T) *Sandbox {
 	return s
 }
 
-// checkClean fails t if a process runs as a unit's user, or a unit's
-// cgroup is left, and removes them.
+// checkClean fails t if a process runs as a user id, or a cgroup is left
+// for a user id, that no unit holds (other processes' units, running at
+// once, hold theirs), and removes them.
 func checkClean(t *testing.T, s *Sandbox) {
 	t.Helper()
-	if pids := unitProcs(s); len(pids) > 0 {
-		t.Errorf("processes %v run as units' users after the units ended", pids)
-		for _, pid := range pids {
-			syscall.Kill(pid, syscall.SIGKILL)
+	for uid, pids := range unitProcs(s) {
+		if free(s, uid) {
+			t.Errorf("processes %v run as user %d, whose unit has ended", pids, uid)
+			for _, pid := range pids {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
 		}
 	}
 	for _, dir := range unitCgroups(s) {
-		if !strings.Contains(filepath.Base(dir), "braid-unit-") {
-			continue
+		uid, err := strconv.ParseUint(strings.TrimPrefix(filepath.Base(dir), "braid-unit-"), 10, 32)
+		if err == nil && free(s, uint32(uid)) {
+			t.Errorf("cgroup %s is left after its unit ended", dir)
+			killAll(dir)
+			rmdir(dir)
 		}
-		t.Errorf("cgroup %s is left after the units ended", dir)
-		killAll(dir)
-		rmdir(dir)
 	}
 }
 
-// unitProcs are the host's processes whose real user id is in s's range.
-func unitProcs(s *Sandbox) []int {
-	var out []int
+// free reports whether no unit holds uid.
+func free(s *Sandbox, uid uint32) bool {
+	l, err := s.ids.try(uid)
+	if l != nil {
+		l.release()
+	}
+	return l != nil || err != nil
+}
+
+// unitProcs maps the user ids of s's range to the host's live processes
+// that run as them.
+func unitProcs(s *Sandbox) map[uint32][]int {
+	out := map[uint32][]int{}
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
 		b, err := os.ReadFile(d + "/status")
-		if err != nil {
+		if err != nil || bytes.Contains(b, []byte("State:\tZ")) {
 			continue
 		}
 		for line := range strings.Lines(string(b)) {
 			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
 				uid, _ := strconv.ParseUint(f[1], 10, 32)
-				if uid >= uint64(s.cfg.FirstUID) && uid < uint64(s.cfg.FirstUID)+uint64(s.cfg.UIDs) && !bytes.Contains(b, []byte("State:\tZ")) {
+				if uid >= uint64(s.cfg.FirstUID) && uid < uint64(s.cfg.FirstUID)+uint64(s.cfg.UIDs) {
 					pid, _ := strconv.Atoi(filepath.Base(d))
-					out = append(out, pid)
+					out[uint32(uid)] = append(out[uint32(uid)], pid)
 				}
 			}
+		}
+	}
+	return out
+}
+
+// withArg are the host's live processes whose command line holds s.
+func withArg(s string) []int {
+	var out []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		cmd, err := os.ReadFile(d + "/cmdline")
+		stat, _ := os.ReadFile(d + "/status")
+		if err == nil && bytes.Contains(cmd, []byte(s)) && !bytes.Contains(stat, []byte("State:\tZ")) {
+			pid, _ := strconv.Atoi(filepath.Base(d))
+			out = append(out, pid)
 		}
 	}
 	return out
@@ -147,19 +176,26 @@ func TestForkBombStopped(t *testing.T) {
 	}
 }
 
-// TestKilled: a unit whose context ends is killed, every process of it.
+// TestKilled: a unit whose context ends is killed, every process of it,
+// a setsid one too.
 func TestKilled(t *testing.T) {
 	s := newSandbox(t)
+	m := fmt.Sprintf("braid-killed-%d-%d", os.Getpid(), time.Now().UnixNano())
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
-		for len(unitProcs(s)) < 3 && ctx.Err() == nil {
+		for len(withArg(m+"-d"))+len(withArg(m+"-c")) < 2 && ctx.Err() == nil {
 			time.Sleep(10 * time.Millisecond)
 		}
 		cancel()
 	}()
-	_, _, err := sh(ctx, s, `setsid sleep 1000 & sleep 1000 & wait`, Spec{})
+	var out bytes.Buffer
+	_, err := s.Run(ctx, Spec{Path: "/bin/sh", Args: []string{"sh", "-c", `setsid sh -c 'sleep 1000; exit 0' "$0-d" & sh -c 'sleep 1000; exit 0' "$0-c" & wait`, m},
+		MemoryBytes: 64 << 20, Stdout: &out})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("%v, want the unit killed", err)
+	}
+	if pids := withArg(m); len(pids) > 0 {
+		t.Fatalf("processes %v of the killed unit run on", pids)
 	}
 }
 
