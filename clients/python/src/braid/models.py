@@ -79,6 +79,7 @@ class OpLimits:
     timeout_ms: Optional[int] = None
     memory_mib: Optional[int] = None
     max_output: Optional[int] = None
+    network: Optional[bool] = None  # scripts only: the worker's network, where it allows (--exec-network)
 
 
 @dataclass
