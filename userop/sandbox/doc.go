@@ -22,8 +22,8 @@
 //     keyring, io_uring, bpf and perf events, and the rlimits of Spec.
 //
 // It needs Linux and root. [New] tries all of that once and says what is
-// missing. Because the init is the calling binary itself, a program that
-// uses this package must not change os.Args[0] handling: the package's
-// init function takes over a process started as the sandbox's init
-// (os.Args[0] == "braid-sandbox-init") before main runs.
+// missing. The init is the calling binary itself: the package's init
+// function takes over a process started as a sandbox's init (os.Args
+// being just "braid-sandbox-init") before main runs, so a binary that
+// links the package needs nothing more.
 package sandbox
