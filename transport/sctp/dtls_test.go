@@ -22,7 +22,8 @@ import (
 // those cases skip; TestDTLSRequired covers the refusal.
 func TestConformanceDTLS(t *testing.T) {
 	transporttest.Run(t, func(t *testing.T) transport.Transport { return sctp.New(sctp.Config{TLS: transport.TLSOn}) },
-		"127.0.0.1:0", transporttest.Options{Garbage: udpGarbage, Timeout: 60 * time.Second, Encrypted: true})
+		"127.0.0.1:0", transporttest.Options{Garbage: udpGarbage, Timeout: 60 * time.Second, Encrypted: true,
+			Intercept: dtlsIntercept})
 }
 
 var dtlsSecret = []byte("sctp dtls test secret")

@@ -28,6 +28,7 @@ func TestConformanceTLS(t *testing.T) {
 		Garbage:   transporttest.TCPGarbage,
 		Attacks:   transporttest.TCPAttacks,
 		Encrypted: true,
+		Intercept: transporttest.TLSIntercept,
 	})
 }
 

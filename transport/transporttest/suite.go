@@ -46,11 +46,23 @@
 //
 // # Confidentiality
 //
-// The Confidentiality case sends a message each way over a path that shows
+// Confidentiality/Tap sends a message each way over a path that shows
 // every byte it carries (Path.Tap: internal/relay's), as a capture would.
 // Options.Encrypted says whether the transport as built encrypts; the case
 // then requires the message's bytes never to cross in clear, and otherwise
 // that they do, so that a tap that saw nothing cannot pass it.
+//
+// Confidentiality/Relay puts an active attacker on the path: a man in the
+// middle (Options.Intercept) that terminates the transport's cryptography
+// with credentials of its own, towards the dialer and towards the listener,
+// and relays what it decrypts (relay_cases.go). Through a stranger's relay
+// the association must fail with transport.ErrAuth at the dialer, the
+// listener must refuse the relay with ErrAuth too, Admit must never run, and
+// the relay must see none of a unit's bytes; through an insider's relay (one
+// holding the cluster secret) the association must come up and the relay
+// must read the unit, which shows the relay works. A transport that does not
+// encrypt skips it (the tap reads it already); one that does must supply
+// Options.Intercept (TLSIntercept for the TCP transports over TLS).
 //
 // # Strangers
 //
@@ -64,6 +76,7 @@
 package transporttest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -103,13 +116,21 @@ type Options struct {
 	// (dos_cases.go); a nil one makes its case skip, saying so.
 	Attacks Attacks
 	// Encrypted says the transport as built encrypts on loopback too:
-	// the Confidentiality case then requires that no message crosses the
-	// path in clear; without it, that every one does (which shows the
-	// path's tap saw the traffic).
+	// Confidentiality/Tap then requires that no message crosses the path
+	// in clear; without it, that every one does (which shows the path's
+	// tap saw the traffic). An encrypting transport must supply Intercept.
 	Encrypted bool
+	// Intercept starts the man in the middle Confidentiality/Relay
+	// dials through (see Interceptor).
+	Intercept Interceptor
 }
 
 var testSecret = []byte("transporttest cluster secret")
+
+// Secret returns the cluster secret the suite's ends share, for hooks
+// that need the cluster's credentials (an Options.Channel over TLS keyed to
+// the secret, say).
+func Secret() []byte { return bytes.Clone(testSecret) }
 
 // errTestDone is the reason given when a test tears an association down.
 var errTestDone = errors.New("transporttest: test finished")
@@ -148,7 +169,8 @@ func cases() []testCase {
 		{"MessageTooLarge", testTooLarge},
 		{"BadStream", testBadStream},
 		{"Garbage", testGarbage},
-		{"Confidentiality", testConfidentiality},
+		{"Confidentiality/Tap", testConfidentiality},
+		{"Confidentiality/Relay", testRelay},
 		{"Liveness/BlackHole", testBlackHole},
 		{"Liveness/Frozen", testFrozen},
 		{"Liveness/IdleIsAlive", testIdleIsAlive},
@@ -180,6 +202,9 @@ func Run(t *testing.T, newT func(t *testing.T) transport.Transport, addr string,
 		}
 		o.Attacks = o.Attacks.merge(x.Attacks)
 		o.Encrypted = o.Encrypted || x.Encrypted
+		if x.Intercept != nil {
+			o.Intercept = x.Intercept
+		}
 	}
 	if o.Timeout == 0 {
 		o.Timeout = 20 * time.Second
