@@ -82,7 +82,11 @@ func badPeer(t *testing.T, tr *Transport, addr string, index, data []byte) *quic
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	qc, err := quicgo.DialAddr(ctx, addr, tr.clientTLS(addr), tr.cfg.quicConfig(0))
+	tc, err := tr.clientTLS(addr, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qc, err := quicgo.DialAddr(ctx, addr, tc, tr.cfg.quicConfig(0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,11 +18,16 @@ const alpn = "braid/1"
 // transport.DialConfig.Liveness and ListenConfig.Liveness, which set QUIC's
 // keep-alive period and idle timeout (see the package comment).
 type Config struct {
-	// Certificate is presented by listeners. Default: an ephemeral
-	// self-signed certificate made at Listen.
+	// Certificate is presented by listeners. Default: the certificate
+	// the cluster secret (ListenConfig.Secret) gives this process
+	// (transport/internal/clustertls). A listener requires the dialer's
+	// cluster certificate either way.
 	Certificate *tls.Certificate
-	// RootCAs, if set, makes the dialer verify the listener's certificate
-	// (with ServerName, default the host in the dial address).
+	// RootCAs, if set, makes dialers verify the listener's certificate
+	// against these authorities, under ServerName (default the host in
+	// the dial address), instead of against the cluster's: set it with a
+	// Certificate that they issued on the listeners. The dialer presents
+	// its cluster certificate either way.
 	RootCAs    *x509.CertPool
 	ServerName string
 	// StreamWindow is the largest QUIC receive window of one stream.

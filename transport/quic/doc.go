@@ -11,25 +11,49 @@
 // connection window may grow large enough that a few unread streams cannot
 // use it up.
 //
-// Before the braid handshake has authenticated the dialer, the listener
-// grants it only the control stream (a stream opened earlier ends the
+// Before the braid handshake has authenticated the dialer (which needs
+// the TLS handshake to have done so first, see TLS), the listener grants
+// it only the control stream (a stream opened earlier ends the
 // connection), with a 512 KiB window; the windows grow (quic-go's
 // auto-tuning, up to Config.StreamWindow and Config.ConnWindow) only
-// afterwards; and it holds at
-// most 256 such connections, 32 per source address, evicting the oldest
-// first and any that sends no handshake message within a second.
+// afterwards; and it holds at most 256 such connections, TLS handshakes
+// under way included, 32 per source address, evicting the oldest first
+// and any that sends no braid handshake message within a second of its
+// first packet.
 //
 // # TLS
 //
-// QUIC requires TLS 1.3. A Listener presents Config.Certificate or, by
-// default, an ephemeral self-signed certificate generated at Listen. The
-// dialer does not verify it unless Config.RootCAs is set: peers are
-// authenticated by the braid handshake (an HMAC over fresh nonces with the
-// cluster secret), not by a PKI that a batch cluster does not have. TLS
-// still encrypts the traffic. The handshake is not bound to the TLS
-// session, so without RootCAs an active on-path attacker who can relay the
-// handshake could read the association; set RootCAs (and a Certificate on
-// the listeners) where that matters.
+// QUIC requires TLS 1.3, and the transport keys it to the cluster secret
+// as tcp, tcpn and sctp over DTLS do (transport/internal/clustertls):
+// every holder of the secret derives the same certificate authority;
+// each end presents a certificate that authority signed and accepts only
+// one that chains to it. Mutual authentication and encryption are one
+// step: a listener requires the dialer's certificate, and quic-go
+// completes the handshake, the only way to an encrypted stream, only
+// once both certificates have checked out. So a peer without the secret
+// fails in TLS, before it can open a stream and long before the braid
+// handshake or Admit reserves a worker's thread; and a man in the middle
+// who terminates TLS with a key of its own is refused by both ends (the
+// conformance case Confidentiality/Relay). Such refusals are
+// transport.ErrAuth. A listener takes connections as their handshake
+// starts (quic-go's early listener) so that its preauth gate bounds the
+// handshakes strangers hold open and it can log each refusal.
+//
+// Why certificates and not a MAC over the TLS exporter in the braid
+// handshake, which would also bind that handshake to the TLS session:
+// with the exporter a stranger still completes TLS and reaches the braid
+// handshake, where only the preauth gate bounds it; with the cluster's
+// certificates it gets no further than TLS, as on the other transports,
+// and one derivation (clustertls) serves them all. The braid handshake
+// still runs inside: it negotiates streams and liveness and proves the
+// secret a second time.
+//
+// Config.RootCAs composes with this: dialers then verify the listener's
+// certificate (Config.Certificate, issued by the operator's authority)
+// against RootCAs instead of the cluster's authority, while every
+// listener still requires the dialer's cluster certificate. An operator
+// who sets RootCAs sets Certificate on every listener those dialers
+// reach.
 //
 // # Liveness
 //

@@ -2,7 +2,6 @@ package quic
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -21,16 +20,20 @@ var _ transport.Listener = (*Listener)(nil)
 
 // Listener accepts QUIC associations.
 //
-// Until a peer has passed the braid handshake it may use only the control
-// stream: a stream opened before that ends the connection, the control
-// stream's receive window is small (quicConfig), and the connection's
-// window grows only once the peer is in authed. Such connections are bounded by
-// a preauth.Gate, in total and per source, the oldest evicted first and the
-// silent ones after a second.
+// It takes connections from quic-go as soon as their TLS handshake starts
+// (an early listener), so that a handshake a stranger holds open counts
+// against the gate and a refused one is logged. Until a peer's
+// certificate has checked out (mutual TLS keyed to the cluster secret) it
+// can open no stream; until it has also passed the braid handshake it may
+// use only the control stream: a stream opened before that ends the
+// connection, the control stream's receive window is small (quicConfig),
+// and the connection's window grows only once the peer is in authed. Such
+// connections are bounded by a preauth.Gate, in total and per source, the
+// oldest evicted first and the silent ones after a second.
 type Listener struct {
 	t         *Transport
 	cfg       transport.ListenConfig
-	ql        *quicgo.Listener
+	ql        *quicgo.EarlyListener
 	ready     chan *Association
 	gate      preauth.Gate
 	evictions preauth.Tally // logged as a summary, not a line per peer
@@ -43,22 +46,17 @@ type Listener struct {
 
 // Listen implements transport.Transport.
 func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
-	cert := t.cfg.Certificate
-	if cert == nil {
-		c, err := selfSigned()
-		if err != nil {
-			return nil, fmt.Errorf("quic: listen: certificate: %w", err)
-		}
-		cert = &c
+	tc, err := t.serverTLS(cfg.Secret)
+	if err != nil {
+		return nil, fmt.Errorf("quic: listen %s: %w", addr, err)
 	}
-	tc := &tls.Config{Certificates: []tls.Certificate{*cert}, NextProtos: []string{alpn}, MinVersion: tls.VersionTLS13}
 	l := &Listener{t: t, cfg: cfg, ready: make(chan *Association)}
 	qcfg := t.cfg.quicConfig(cfg.Liveness)
 	qcfg.AllowConnectionWindowIncrease = func(qc *quicgo.Conn, _ uint64) bool {
 		_, ok := l.authed.Load(qc)
 		return ok
 	}
-	ql, err := quicgo.ListenAddr(addr, tc, qcfg)
+	ql, err := quicgo.ListenAddrEarly(addr, tc, qcfg)
 	if err != nil {
 		return nil, fmt.Errorf("quic: listen %s: %w", addr, err)
 	}
@@ -148,6 +146,9 @@ func (l *Listener) serve(ctx context.Context, qc *quicgo.Conn, slot *preauth.Slo
 
 // establish runs the listener's handshake and accepts the data streams.
 func (l *Listener) establish(ctx context.Context, qc *quicgo.Conn, slot *preauth.Slot) (*Association, error) {
+	if err := handshakeTLS(ctx, qc); err != nil {
+		return nil, ctxErr(ctx, err)
+	}
 	ctl, err := qc.AcceptStream(ctx)
 	if err != nil {
 		return nil, ctxErr(ctx, peerErr(err))

@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/clustertls"
 	"github.com/braidhq/braid/transport/quic"
 	"github.com/braidhq/braid/transport/transporttest"
 	quicgo "github.com/quic-go/quic-go"
@@ -23,6 +26,7 @@ func TestConformance(t *testing.T) {
 			Garbage: udpGarbage, Timeout: 60 * time.Second,
 			Channel: quicChannel, Attacks: quicAttacks,
 			Encrypted: true, // always: QUIC has no plaintext mode
+			Intercept: quicIntercept,
 		})
 }
 
@@ -47,14 +51,21 @@ func udpGarbage(addr string) error {
 	return nil
 }
 
-// quicAttacks are the DoS attackers: QUIC connections that finish TLS but
-// not the braid handshake.
+// quicAttacks are the DoS attackers: strangers, whom a listener refuses at
+// their certificate. None can open a stream.
 var quicAttacks = transporttest.Attacks{Silent: quicSilent, Unauthenticated: quicUnauthenticated}
 
 // quicChannel opens a connection and its first stream, the control stream,
-// without the braid handshake.
+// without the braid handshake. It presents the cluster's certificate: only
+// a holder of the secret gets as far as the braid handshake.
 func quicChannel(ctx context.Context, addr string) (transport.HandshakeConn, func(), error) {
-	qc, err := quicgo.DialAddr(ctx, addr, attackerTLS(), &quicgo.Config{})
+	cfgs, err := clustertls.For(transporttest.Secret())
+	if err != nil {
+		return nil, nil, err
+	}
+	tc := cfgs.Client.Clone()
+	tc.NextProtos = []string{"braid/1"}
+	qc, err := quicgo.DialAddr(ctx, addr, tc, &quicgo.Config{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,33 +77,101 @@ func quicChannel(ctx context.Context, addr string) (transport.HandshakeConn, fun
 	return transporttest.PrefixConn(st), func() { _ = qc.CloseWithError(1, "") }, nil
 }
 
-func attackerTLS() *tls.Config {
-	return &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"braid/1"}, MinVersion: tls.VersionTLS13}
+// strangerTLS is an attacker's TLS: a certificate as well formed as a
+// member's, from a secret of its own, and trust in any listener.
+func strangerTLS() (*tls.Config, error) {
+	cfgs, err := clustertls.For([]byte("an attacker's own secret"))
+	if err != nil {
+		return nil, err
+	}
+	tc := cfgs.Client.Clone()
+	tc.InsecureSkipVerify = true
+	tc.NextProtos = []string{"braid/1"}
+	return tc, nil
 }
 
-// quicSilent opens n connections that finish TLS and send nothing more.
+// quicSilent starts n handshakes from one UDP socket and holds each where
+// the listener has answered and waits for the dialer's certificate: the
+// furthest a stranger gets. It returns once the listener has answered or
+// dropped each.
 func quicSilent(ctx context.Context, addr string, n int) (func(), error) {
-	return quicPeers(ctx, addr, n, nil)
+	tc, err := strangerTLS()
+	if err != nil {
+		return nil, err
+	}
+	release := make(chan struct{})
+	// settled gets one value per handshake before stop: from the
+	// callback, which then blocks until stop, or from a Dial that failed.
+	settled := make(chan bool, 2*n)
+	tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		settled <- true
+		<-release
+		return nil, errors.New("attacker: done")
+	}
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	qt := &quicgo.Transport{Conn: pc}
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		pc.Close()
+		return nil, err
+	}
+	dctx, cancel := context.WithCancel(context.Background())
+	var dials sync.WaitGroup
+	for range n {
+		dials.Go(func() {
+			qc, err := qt.Dial(dctx, ua, tc, &quicgo.Config{HandshakeIdleTimeout: time.Minute})
+			if err == nil {
+				_ = qc.CloseWithError(1, "")
+			}
+			settled <- false
+		})
+	}
+	stop := func() {
+		close(release)
+		cancel()
+		dials.Wait()
+		qt.Close()
+		pc.Close()
+	}
+	answered := 0
+	for i := range n {
+		select {
+		case ok := <-settled:
+			if ok {
+				answered++
+			}
+		case <-ctx.Done():
+			stop()
+			return nil, fmt.Errorf("%d of %d handshakes settled (%d answered): %w", i, n, answered, ctx.Err())
+		}
+	}
+	if answered == 0 {
+		stop()
+		return nil, errors.New("the listener answered none of the handshakes")
+	}
+	return stop, nil
 }
 
-// quicUnauthenticated opens n connections that send a well-formed hello on
-// the control stream (and never answer the challenge), then open 16 more
-// streams and write on each until flow control stops them.
+// quicUnauthenticated opens n connections that finish the handshake with
+// a stranger's certificate (the listener refuses it), and at once send a
+// well-formed hello on the control stream and open 16 more streams, writing
+// on each until the connection ends.
 func quicUnauthenticated(ctx context.Context, addr string, n int) (func(), error) {
 	junk := make([]byte, 1<<20)
 	var writers sync.WaitGroup
-	stop, err := quicPeers(ctx, addr, n, func(qc *quicgo.Conn) error {
+	stop, err := quicPeers(ctx, addr, n, func(qc *quicgo.Conn) {
 		ctl, err := qc.OpenStreamSync(ctx)
 		if err != nil {
-			return err
+			return // the listener cut us off: it should
 		}
-		if _, err := ctl.Write(transporttest.Hello()); err != nil {
-			return err
-		}
+		_, _ = ctl.Write(transporttest.Hello())
 		for range 16 {
 			st, err := qc.OpenStream()
 			if err != nil {
-				return nil // the listener cut us off: fine
+				return
 			}
 			writers.Go(func() {
 				for {
@@ -102,7 +181,6 @@ func quicUnauthenticated(ctx context.Context, addr string, n int) (func(), error
 				}
 			})
 		}
-		return nil
 	})
 	if err != nil {
 		writers.Wait()
@@ -111,9 +189,14 @@ func quicUnauthenticated(ctx context.Context, addr string, n int) (func(), error
 	return func() { stop(); writers.Wait() }, nil
 }
 
-// quicPeers opens n connections from one UDP socket and runs act on each;
-// stop closes them.
-func quicPeers(ctx context.Context, addr string, n int, act func(*quicgo.Conn) error) (func(), error) {
+// quicPeers opens n connections with a stranger's certificate from one
+// UDP socket and runs act on each the listener has not refused before the
+// handshake ended on this side; stop closes them.
+func quicPeers(ctx context.Context, addr string, n int, act func(*quicgo.Conn)) (func(), error) {
+	tc, err := strangerTLS()
+	if err != nil {
+		return nil, err
+	}
 	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return nil, err
@@ -126,13 +209,15 @@ func quicPeers(ctx context.Context, addr string, n int, act func(*quicgo.Conn) e
 		return nil, err
 	}
 	for range n {
-		qc, err := qt.Dial(ctx, ua, attackerTLS(), &quicgo.Config{MaxIdleTimeout: 30 * time.Second})
-		if err == nil && act != nil {
-			err = act(qc)
-		}
-		if err != nil {
+		qc, err := qt.Dial(ctx, ua, tc, &quicgo.Config{MaxIdleTimeout: 30 * time.Second})
+		var refused *quicgo.TransportError
+		switch {
+		case errors.As(err, &refused):
+		case err != nil:
 			stop()
 			return nil, err
+		default:
+			act(qc)
 		}
 	}
 	return stop, nil

@@ -2,10 +2,8 @@ package quic
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/binary"
 	"fmt"
-	"net"
 
 	"github.com/braidhq/braid/transport"
 	quicgo "github.com/quic-go/quic-go"
@@ -24,33 +22,22 @@ func New(cfg Config) *Transport { return &Transport{cfg: cfg.withDefaults()} }
 // Name implements transport.Transport.
 func (*Transport) Name() string { return "quic" }
 
-// clientTLS verifies the listener only when RootCAs is set; see the package
-// comment for why the braid handshake is the authentication otherwise.
-func (t *Transport) clientTLS(addr string) *tls.Config {
-	c := &tls.Config{NextProtos: []string{alpn}, MinVersion: tls.VersionTLS13}
-	if t.cfg.RootCAs == nil {
-		c.InsecureSkipVerify = true // authenticated by the HMAC handshake
-		return c
-	}
-	c.RootCAs, c.ServerName = t.cfg.RootCAs, t.cfg.ServerName
-	if c.ServerName == "" {
-		c.ServerName, _, _ = net.SplitHostPort(addr)
-	}
-	return c
-}
-
 // Dial implements transport.Transport.
 func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
-	qc, err := quicgo.DialAddr(ctx, addr, t.clientTLS(addr), t.cfg.quicConfig(cfg.Liveness))
+	tc, err := t.clientTLS(addr, cfg.Secret)
 	if err != nil {
 		return nil, fmt.Errorf("quic: dial %s: %w", addr, err)
+	}
+	qc, err := quicgo.DialAddr(ctx, addr, tc, t.cfg.quicConfig(cfg.Liveness))
+	if err != nil {
+		return nil, fmt.Errorf("quic: dial %s: %w", addr, authErr(err))
 	}
 	a, err := t.dialAssoc(ctx, qc, cfg)
 	if err != nil {
 		_ = qc.CloseWithError(codeAbort, err.Error())
-		return nil, fmt.Errorf("quic: dial %s: %w", addr, err)
+		return nil, fmt.Errorf("quic: dial %s: %w", addr, authErr(err))
 	}
 	return a, nil
 }
