@@ -19,13 +19,15 @@ type Attack func(ctx context.Context, addr string, n int) (stop func(), err erro
 // the DoS cases run. Each must leave its peers in place until stop (it
 // need not reconnect those the listener drops).
 type Attacks struct {
-	// Silent: connections that complete the transport's own setup (TCP's
-	// three-way handshake, QUIC's TLS handshake) and then send nothing.
+	// Silent: connections that go as far into the transport's own setup
+	// as a stranger can and then send nothing: TCP's three-way handshake;
+	// over QUIC, whose TLS a stranger cannot complete, the first flight.
 	Silent Attack
 	// Unauthenticated: peers that go as far as a peer without the secret
 	// can and then push what they can: over TCP, a well-formed hello and
-	// then silence; over QUIC, TLS, a control stream, and more streams
-	// filled as far as flow control allows.
+	// then silence; over QUIC, a handshake finished with a stranger's
+	// certificate, then a control stream and more streams, written to
+	// until the listener's refusal arrives.
 	Unauthenticated Attack
 }
 
