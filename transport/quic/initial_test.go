@@ -54,14 +54,20 @@ func quicSilent(ctx context.Context, addr string, n int) (func(), error) {
 }
 
 // sendInitials sends n Initials, at most wave unanswered at once, and
-// sends an unanswered one again every resend until it is answered.
+// sends one again if it has had no answer for resend (the listener's
+// socket may have overflowed; resending sooner would only add to a busy
+// listener's work).
 func sendInitials(ctx context.Context, pc *net.UDPConn, to *net.UDPAddr, tc *tls.Config, n int, answers <-chan string) error {
 	const (
 		wave   = 32
-		resend = 500 * time.Millisecond
+		resend = 2 * time.Second
 	)
-	pending := map[string][]byte{} // by source connection ID: the packet
-	tick := time.NewTicker(resend)
+	type initial struct {
+		packet []byte
+		sent   time.Time
+	}
+	pending := map[string]*initial{} // by source connection ID
+	tick := time.NewTicker(resend / 4)
 	defer tick.Stop()
 	for sent, done := 0, 0; done < n; {
 		for ; sent < n && len(pending) < wave; sent++ {
@@ -69,7 +75,7 @@ func sendInitials(ctx context.Context, pc *net.UDPConn, to *net.UDPAddr, tc *tls
 			if err != nil {
 				return err
 			}
-			pending[scid] = p
+			pending[scid] = &initial{p, time.Now()}
 			if _, err := pc.WriteToUDP(p, to); err != nil {
 				return err
 			}
@@ -80,9 +86,12 @@ func sendInitials(ctx context.Context, pc *net.UDPConn, to *net.UDPAddr, tc *tls
 				delete(pending, id)
 				done++
 			}
-		case <-tick.C:
-			for _, p := range pending {
-				_, _ = pc.WriteToUDP(p, to)
+		case now := <-tick.C:
+			for _, in := range pending {
+				if now.Sub(in.sent) >= resend {
+					in.sent = now
+					_, _ = pc.WriteToUDP(in.packet, to)
+				}
 			}
 		case <-ctx.Done():
 			return fmt.Errorf("%d of %d handshakes answered: %w", done, n, ctx.Err())
