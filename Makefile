@@ -11,7 +11,7 @@ all: build
 # build stamps the binary with `git describe` (braid --version); outside git
 # it falls back to the version Go records.
 build:
-	$(GO) build -ldflags "-X github.com/braidhq/braid/internal/version.Version=$$(git describe --always --dirty 2>/dev/null)" -o $(BIN) ./cmd/braid
+	$(GO) build -ldflags "-X github.com/braidhq/braid/version.Version=$$(git describe --always --dirty 2>/dev/null)" -o $(BIN) ./cmd/braid
 
 ## examples: build the example user operations (examples/ops) into bin/ops/*.wasm with the Go
 ## toolchain's wasip1 port; `braid op add` registers them (docs/user-ops.md)

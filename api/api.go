@@ -351,7 +351,7 @@ type WorkerInfo struct {
 	// Epoch changes when the worker process restarts, so that a server
 	// drops an association with the previous process at once.
 	Epoch uint64 `json:"epoch,omitempty"`
-	// Version is the worker's braid build (internal/version).
+	// Version is the worker's braid build (package version).
 	Version string `json:"version,omitempty"`
 	// HoldBytes is how many bytes of unit inputs the worker can hold at
 	// once for this server (a worker of several servers tells each its

@@ -14,7 +14,7 @@ import (
 	"syscall"
 
 	"github.com/braidhq/braid/api"
-	"github.com/braidhq/braid/internal/version"
+	"github.com/braidhq/braid/version"
 )
 
 // request is one API call, which the client makes as often as its Retry

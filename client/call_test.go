@@ -10,7 +10,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
-	"github.com/braidhq/braid/internal/version"
+	"github.com/braidhq/braid/version"
 )
 
 // Every request names the client and its version.

@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/braidhq/braid/api"
-	"github.com/braidhq/braid/internal/version"
+	"github.com/braidhq/braid/version"
 )
 
 // maxJSONBody bounds JSON request bodies.

@@ -15,10 +15,10 @@ import (
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/testlog"
-	"github.com/braidhq/braid/internal/version"
 	"github.com/braidhq/braid/server"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/tcpn"
+	"github.com/braidhq/braid/version"
 )
 
 var registrySecret = []byte("registry test secret")

@@ -41,9 +41,9 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/internal/metrics"
-	"github.com/braidhq/braid/internal/version"
 	"github.com/braidhq/braid/store"
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/version"
 )
 
 // ErrServerClosed is returned by calls made after the server stopped.

@@ -18,10 +18,10 @@ import (
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/testlog"
-	"github.com/braidhq/braid/internal/version"
 	"github.com/braidhq/braid/ops/samples"
 	"github.com/braidhq/braid/server"
 	"github.com/braidhq/braid/transport/tcpn"
+	"github.com/braidhq/braid/version"
 	"github.com/braidhq/braid/worker"
 )
 

@@ -36,10 +36,10 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
-	"github.com/braidhq/braid/internal/version"
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/userop"
+	"github.com/braidhq/braid/version"
 )
 
 // Config configures a Worker. Zero values mean the documented defaults.

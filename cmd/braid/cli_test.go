@@ -21,8 +21,8 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/internal/cluster"
-	"github.com/braidhq/braid/internal/version"
 	"github.com/braidhq/braid/ops/samples"
+	"github.com/braidhq/braid/version"
 )
 
 // startCluster starts a real server with workers one-thread workers on

@@ -21,7 +21,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
-	"github.com/braidhq/braid/internal/version"
+	"github.com/braidhq/braid/version"
 )
 
 // command is one subcommand; run gets the arguments after its name.

@@ -6,7 +6,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/braidhq/braid/internal/version"
+	"github.com/braidhq/braid/version"
 )
 
 // Provenance says what produced a results file: the code, the kernel and

@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// Version is set at link time: -ldflags "-X github.com/braidhq/braid/internal/version.Version=v1.2.3".
+// Version is set at link time: -ldflags "-X github.com/braidhq/braid/version.Version=v1.2.3".
 var Version string
 
 var computed = sync.OnceValue(compute)
