@@ -10,7 +10,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
-	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/cluster"
 	"github.com/braidhq/braid/ops/samples"
 )
 

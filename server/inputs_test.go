@@ -8,7 +8,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
-	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/cluster"
 )
 
 // manifestOf reads a job's result manifest.

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
-	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/cluster"
 	"github.com/braidhq/braid/internal/transports"
 	"github.com/braidhq/braid/ops/samples"
 	dto "github.com/prometheus/client_model/go"

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/braidhq/braid/api"
-	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/cluster"
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/ops/samples"
 )

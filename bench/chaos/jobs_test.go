@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
-	inproc "github.com/braidhq/braid/internal/cluster"
+	inproc "github.com/braidhq/braid/cluster"
 )
 
 // The checker passes the fault-free results of repeat jobs of one unit

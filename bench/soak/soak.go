@@ -1,7 +1,7 @@
 // Package soak feeds a braid server jobs for a long time and watches its
 // memory and state database: the instrument behind `braid bench soak`.
 //
-// Run starts a cluster in this process (internal/cluster: real HTTP, real
+// Run starts a cluster in this process (package cluster: real HTTP, real
 // associations, real files) whose server keeps few finished jobs
 // (Config.RetainJobs) and collects unreferenced objects quickly
 // (Config.GCGrace). It submits jobs at a steady rate, cycling through three
@@ -35,7 +35,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
-	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/cluster"
 	"github.com/braidhq/braid/ops/samples"
 )
 

@@ -22,7 +22,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
-	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/cluster"
 	"github.com/braidhq/braid/internal/cpucg"
 	"github.com/braidhq/braid/internal/transports"
 	"github.com/braidhq/braid/server"

@@ -14,8 +14,8 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/cluster"
 	"github.com/braidhq/braid/internal/benchout"
-	"github.com/braidhq/braid/internal/cluster"
 	"github.com/braidhq/braid/internal/netem"
 	"github.com/braidhq/braid/internal/transports"
 )

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/client"
-	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/cluster"
 	"github.com/braidhq/braid/internal/netem"
 	"github.com/braidhq/braid/internal/transports"
 )

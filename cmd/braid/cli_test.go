@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
-	"github.com/braidhq/braid/internal/cluster"
+	"github.com/braidhq/braid/cluster"
 	"github.com/braidhq/braid/ops/samples"
 	"github.com/braidhq/braid/version"
 )
