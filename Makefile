@@ -114,7 +114,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzFragment -fuzztime 30s ./transport/internal/sctpwire/
 	$(GO) test -run '^$$' -fuzz FuzzControl -fuzztime 30s ./transport/internal/sctpwire/
 	$(GO) test -run '^$$' -fuzz FuzzStripInitParams -fuzztime 30s ./transport/sctp/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./internal/netem/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./netem/
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 30s ./cmd/braid/
 	$(GO) test -run '^$$' -fuzz FuzzCheck -fuzztime 30s ./userop/
 	$(GO) test -run '^$$' -fuzz FuzzParseInputList -fuzztime 30s ./server/

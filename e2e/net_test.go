@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidhq/braid/internal/netem"
+	"github.com/braidhq/braid/netem"
 )
 
 // TestJobsOverEmulatedLink runs `braid bench overhead --net`: a server

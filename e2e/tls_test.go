@@ -16,7 +16,7 @@ import (
 
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/pki"
-	"github.com/braidhq/braid/internal/relay"
+	"github.com/braidhq/braid/netem/relay"
 	"github.com/braidhq/braid/ops/samples"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
-	"github.com/braidhq/braid/internal/relay"
+	"github.com/braidhq/braid/netem/relay"
 )
 
 // cluster is the server and the workers under test, each worker behind a

@@ -1,5 +1,5 @@
 // Package netgrid is the data and the report of `braid bench net`: whole
-// jobs through the emulated WAN (internal/netem) over a grid of round-trip
+// jobs through the emulated WAN (package netem) over a grid of round-trip
 // times, loss rates and unit sizes, for each of several transport
 // settings, and how braid's default setting fares against the best of
 // them at each point (issue 10, parts 6 and 7).

@@ -13,8 +13,8 @@ import (
 	"github.com/braidhq/braid/bench/netgrid"
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/benchout"
-	"github.com/braidhq/braid/internal/netem"
 	"github.com/braidhq/braid/internal/transports"
+	"github.com/braidhq/braid/netem"
 )
 
 // runBenchNet is `braid bench net`: whole jobs through the emulated WAN

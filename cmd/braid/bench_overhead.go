@@ -16,8 +16,8 @@ import (
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/cluster"
 	"github.com/braidhq/braid/internal/benchout"
-	"github.com/braidhq/braid/internal/netem"
 	"github.com/braidhq/braid/internal/transports"
+	"github.com/braidhq/braid/netem"
 )
 
 // overheadResult is one run of the overhead benchmark.

@@ -18,8 +18,8 @@ import (
 
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/cluster"
-	"github.com/braidhq/braid/internal/netem"
 	"github.com/braidhq/braid/internal/transports"
+	"github.com/braidhq/braid/netem"
 )
 
 // netCluster runs the overhead benchmark's cluster through an emulated

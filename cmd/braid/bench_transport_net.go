@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/bench/tperf"
-	"github.com/braidhq/braid/internal/netem"
 	"github.com/braidhq/braid/internal/transports"
+	"github.com/braidhq/braid/netem"
 )
 
 // netBench runs `bench transport` tests through an emulated network: this

@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/braidhq/braid/internal/netem"
+	"github.com/braidhq/braid/netem"
 )
 
 const netHelp = `Usage: braid net up SPEC | down | status      (root, Linux)

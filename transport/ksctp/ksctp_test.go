@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/braidhq/braid/internal/relay"
+	"github.com/braidhq/braid/netem/relay"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/ksctp"
 	"github.com/braidhq/braid/transport/transporttest"

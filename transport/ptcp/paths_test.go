@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidhq/braid/internal/netem"
+	"github.com/braidhq/braid/netem"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/ptcp"
 	"github.com/braidhq/braid/transport/transporttest"

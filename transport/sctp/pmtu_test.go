@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidhq/braid/internal/relay"
+	"github.com/braidhq/braid/netem/relay"
 )
 
 // settledMTU waits until a's probe has finished and returns its MTU.

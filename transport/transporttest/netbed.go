@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidhq/braid/internal/netem"
+	"github.com/braidhq/braid/netem"
 	"github.com/braidhq/braid/transport"
 )
 
-// UpBed brings up the WAN test bed of spec (internal/netem) for a test that
+// UpBed brings up the WAN test bed of spec (package netem) for a test that
 // needs it, and takes it down when t ends; while another test holds the
 // bed, it waits its turn (up to 5 minutes). Without root, on another OS, or
 // if the turn never comes, t skips, saying why.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/braidhq/braid/internal/relay"
+	"github.com/braidhq/braid/netem/relay"
 	"github.com/braidhq/braid/transport"
 )
 
@@ -22,7 +22,7 @@ type Path struct {
 	Tap func(fn func(p []byte))
 }
 
-// RelayPath is the default Options.BlackHole: an internal/relay forwarding
+// RelayPath is the default Options.BlackHole: a netem/relay forwarding
 // TCP and UDP to listenAddr, dialed with tr. It is closed when t ends.
 func RelayPath(t testing.TB, tr transport.Transport, listenAddr string) Path {
 	t.Helper()

@@ -32,7 +32,7 @@
 // The Liveness cases check that a peer that vanishes without a word is
 // noticed on both ends within the liveness bound (Options.Liveness, 1 s by
 // default), and that alive peers are not: Liveness/BlackHole cuts the path
-// between the ends (through internal/relay, or Options.BlackHole);
+// between the ends (through netem/relay, or Options.BlackHole);
 // Liveness/Frozen freezes the peer with SIGSTOP, the peer being a second
 // process: the suite re-executes the test binary (os.Args[0]) with -test.run
 // set to exactly the current subtest and the environment variable
@@ -47,7 +47,7 @@
 // # Confidentiality
 //
 // Confidentiality/Tap sends a message each way over a path that shows
-// every byte it carries (Path.Tap: internal/relay's), as a capture would.
+// every byte it carries (Path.Tap: netem/relay's), as a capture would.
 // Options.Encrypted says whether the transport as built encrypts; the case
 // then requires the message's bytes never to cross in clear, and otherwise
 // that they do, so that a tap that saw nothing cannot pass it.
@@ -103,7 +103,7 @@ type Options struct {
 	// ends. Zero means 1 s.
 	Liveness time.Duration
 	// BlackHole, if set, builds the path Liveness/BlackHole dials through
-	// and then cuts. Zero means RelayPath: internal/relay between the
+	// and then cuts. Zero means RelayPath: netem/relay between the
 	// ends, which carries transports over TCP or UDP.
 	BlackHole func(t testing.TB, tr transport.Transport, listenAddr string) Path
 	// Channel, if set, opens the transport's first channel to a listener
