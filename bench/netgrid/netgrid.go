@@ -4,11 +4,11 @@
 // settings, and how braid's default setting fares against the best of
 // them at each point (issue 10, parts 6 and 7).
 //
-// The runner (cmd/braid) starts a server in one namespace and the workers
-// in the other for each condition and setting, submits one `noop` repeat
-// job per unit size and records the job's throughput and its units'
-// latencies here. Summarize picks each point's best setting; Write lays
-// the results out as CSV, JSON, plots and RESULTS.md.
+// Run starts a server in one namespace and the workers in the other for
+// each condition and setting (package netcluster), submits one `noop`
+// repeat job per unit size (or more, as Job says) and records the job's
+// throughput and its units' latencies. Summarize picks each point's best
+// setting; Write lays the results out as CSV, JSON, plots and RESULTS.md.
 package netgrid
 
 import (

@@ -18,8 +18,8 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// Run describes a grid run for its files.
-type Run struct {
+// Record is a grid run as its files keep it (results.json).
+type Record struct {
 	Command  string    `json:"command"`
 	Started  time.Time `json:"started"`
 	Settings []string  `json:"settings"`
@@ -53,7 +53,7 @@ func jobCounts(points []Point) string {
 
 // Write writes results.json, results.csv, RESULTS.md and the plots
 // (size-S-loss-L.svg) into dir.
-func Write(dir string, run Run) error {
+func Write(dir string, run Record) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -80,8 +80,8 @@ func Write(dir string, run Run) error {
 }
 
 // Load reads a run's results.json.
-func Load(dir string) (Run, error) {
-	var run Run
+func Load(dir string) (Record, error) {
+	var run Record
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
 	if err != nil {
 		return run, err
@@ -111,7 +111,7 @@ func writeCSV(path string, rs []Result) error {
 // Markdown is RESULTS.md: per unit size, the rate of every setting at
 // every condition, the best, and the default's share of it; then the
 // units' p99 latencies; then where the default falls below the floor.
-func Markdown(run Run, points []Point, plots []string) string {
+func Markdown(run Record, points []Point, plots []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# braid bench net: results\n\nRegenerate with:\n\n```sh\n%s\n```\n\n", run.Command)
 	fmt.Fprintf(&b, "Started %s. Each cell is the median of a setting's `noop` jobs at that point (%s jobs each here), "+
@@ -167,7 +167,7 @@ func Markdown(run Run, points []Point, plots []string) string {
 	return b.String()
 }
 
-func writeTable(b *strings.Builder, run Run, points []Point, size int, cell func(Point, string) string, ratio bool) {
+func writeTable(b *strings.Builder, run Record, points []Point, size int, cell func(Point, string) string, ratio bool) {
 	b.WriteString("| condition |")
 	for _, s := range run.Settings {
 		fmt.Fprintf(b, " %s |", s)
@@ -226,7 +226,7 @@ func sizesOf(points []Point) []int {
 
 // drawAll draws, for each unit size and loss rate, units/s against RTT,
 // one line per setting; it returns the plots' names.
-func drawAll(dir string, run Run, points []Point) ([]string, error) {
+func drawAll(dir string, run Record, points []Point) ([]string, error) {
 	var names []string
 	for _, size := range sizesOf(points) {
 		var losses []float64
@@ -247,7 +247,7 @@ func drawAll(dir string, run Run, points []Point) ([]string, error) {
 	return names, nil
 }
 
-func draw(base string, run Run, points []Point, size int, loss float64) error {
+func draw(base string, run Record, points []Point, size int, loss float64) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("units of %s, %s%% loss", SizeLabel(size), strconv.FormatFloat(loss, 'f', -1, 64))
 	p.X.Label.Text = "round-trip time (ms)"

@@ -32,7 +32,7 @@ func readProvenance(t *testing.T, dir string) *benchout.Provenance {
 // --render`) keeps that, not the redrawing build's.
 func TestWriteRecordsProvenance(t *testing.T) {
 	dir := t.TempDir()
-	run := Run{Command: "braid bench net --rtt 20ms,50ms", Started: time.Now(), Settings: []string{"sctp", "tcp", "ptcp:8"},
+	run := Record{Command: "braid bench net --rtt 20ms,50ms", Started: time.Now(), Settings: []string{"sctp", "tcp", "ptcp:8"},
 		Default: "sctp", Floor: 0.9, Results: results()}
 	if err := Write(dir, run); err != nil {
 		t.Fatal(err)

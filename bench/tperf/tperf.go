@@ -15,6 +15,10 @@
 // stream 1 sends 100-byte requests the listener echoes, one at a time; the
 // result carries the round trips' latency percentiles. A transport whose
 // small messages wait behind bulk data shows it as a high p99.
+//
+// RunSweep runs the command's matrix of transports, modes and stream
+// counts; with a Net, each test runs as two processes across the emulated
+// WAN (package netem).
 package tperf
 
 import (

@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/bench/netgrid"
-	"github.com/braidhq/braid/client"
-	"github.com/braidhq/braid/internal/benchout"
 	"github.com/braidhq/braid/internal/transports"
 	"github.com/braidhq/braid/netem"
 )
@@ -70,33 +68,17 @@ func runBenchNet(ctx context.Context, args []string, e *env) error {
 	if _, err := netem.Parse(g.conds[0].Spec(*rateFlag)); err != nil {
 		return usageErrorf("--rate: %v", err)
 	}
-	run := netgrid.Run{Command: "braid bench " + strings.Join(append([]string{"net"}, args...), " "), Started: time.Now(),
-		Default: netgrid.Default.String(), Floor: *floor}
-	for _, s := range g.settings {
-		run.Settings = append(run.Settings, s.String())
+	exe, err := os.Executable()
+	if err != nil {
+		return err
 	}
-	for _, c := range g.conds {
-		nc, err := newNetCluster(c.Spec(*rateFlag), e)
-		if err != nil {
-			return err
-		}
-		for _, s := range g.settings {
-			rs, err := gridSetting(ctx, nc, c, s, topts, g.sizes, gridJob{workers: *nWorkers, threads: *threads,
-				bytes: *jobBytes, minUnits: *minUnits, maxUnits: *maxUnits, budget: *budget, runs: *runs,
-				minTime: *minTime, maxRuns: *maxRuns})
-			run.Results = append(run.Results, rs...)
-			if err != nil {
-				nc.Close()
-				if werr := netgrid.Write(*out, run); werr != nil { // keep what was measured
-					fmt.Fprintf(e.stderr, "net: %v\n", werr)
-				}
-				return fmt.Errorf("%s, %s: %w", c, s, err)
-			}
-		}
-		nc.Close()
-		if err := netgrid.Write(*out, run); err != nil {
-			return err
-		}
+	_, err = netgrid.Run(ctx, netgrid.Config{Conditions: g.conds, Sizes: g.sizes, Settings: g.settings, Rate: *rateFlag,
+		Job: netgrid.Job{Workers: *nWorkers, Threads: *threads, Bytes: *jobBytes, MinUnits: *minUnits, MaxUnits: *maxUnits,
+			Budget: *budget, Runs: *runs, MinTime: *minTime, MaxRuns: *maxRuns},
+		Options: topts, Exe: exe, Out: *out, Command: "braid bench " + strings.Join(append([]string{"net"}, args...), " "),
+		Floor: *floor, Log: e.stderr})
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(e.stdout, "wrote %s/RESULTS.md\n", *out)
 	return nil
@@ -152,131 +134,4 @@ func parseGrid(rtts, losses, sizes, settings string) (grid, error) {
 		return g, errors.New("--rtt, --loss, --size and --settings each need a value")
 	}
 	return g, nil
-}
-
-// gridJob is how each job of the grid is sized and bounded, and how many
-// run at each point.
-type gridJob struct {
-	workers, threads, bytes, minUnits, maxUnits, runs, maxRuns int
-	budget, minTime                                            time.Duration
-}
-
-// more reports whether a setting runs another job at a point where it ran
-// r whose makespans (a cut job's budget) add up to spent: until runs, then
-// until minTime or maxRuns.
-func (j gridJob) more(r int, spent time.Duration) bool {
-	return r < j.runs || (spent < j.minTime && r < j.maxRuns)
-}
-
-// gridSetting runs setting s's jobs at condition c, one cluster for all
-// the unit sizes unless a job is cut (its units may still be on the
-// wire, so the next job gets a fresh cluster).
-func gridSetting(ctx context.Context, nc *netCluster, c netgrid.Condition, s netgrid.Setting, topts transports.Options, sizes []int, j gridJob) ([]netgrid.Result, error) {
-	switch s.Transport {
-	case "sctp":
-		topts.SCTPFlows = s.Count // over --sctp-flows: the setting says
-	case "ptcp":
-		if s.Count > 0 {
-			topts.PTCP.RecStripes = s.Count
-		}
-	}
-	var out []netgrid.Result
-	var cl *client.Client
-	stop := func() {}
-	defer func() { stop() }()
-	for _, size := range sizes {
-		units := min(max(j.bytes/size, j.minUnits), j.maxUnits)
-		var spent time.Duration
-		for r := 0; j.more(r, spent); r++ {
-			if cl == nil {
-				fresh, st, err := startGridCluster(ctx, nc, s.Transport, topts, j)
-				if err != nil {
-					return out, err
-				}
-				cl, stop = fresh, st
-			}
-			res, err := gridRun(ctx, cl, units, size, j.budget)
-			if err != nil {
-				return out, err
-			}
-			res.RTTMS, res.LossPct, res.Setting, res.Run = float64(c.RTT)/float64(time.Millisecond), c.Loss, s.String(), r
-			out = append(out, res)
-			spent += time.Duration(res.Seconds * float64(time.Second))
-			cut := ""
-			if res.Cut {
-				cut = fmt.Sprintf(" (cut at %s: %d of %d units)", j.budget, res.Done, res.Units)
-				stop()
-				cl, stop = nil, func() {}
-			}
-			fmt.Fprintf(nc.e.stderr, "net: %s, %s units, %s: %s units/s, p99 %.0f ms%s\n",
-				c, netgrid.SizeLabel(size), s, benchout.UnitRate(res.UnitsPerSec), res.P99MS, cut)
-		}
-	}
-	return out, nil
-}
-
-// startGridCluster starts a cluster for the grid, trying twice: a cluster
-// started just after a cut job's was stopped has failed to come up once.
-func startGridCluster(ctx context.Context, nc *netCluster, tname string, topts transports.Options, j gridJob) (*client.Client, func(), error) {
-	cl, stop, err := nc.start(ctx, tname, topts, j.workers, j.threads, 0)
-	if err != nil && ctx.Err() == nil {
-		fmt.Fprintf(nc.e.stderr, "net: the %s cluster did not start (%v); once more\n", tname, err)
-		cl, stop, err = nc.start(ctx, tname, topts, j.workers, j.threads, 0)
-	}
-	return cl, stop, err
-}
-
-// gridRun runs one noop job of units repeats of a random object of size
-// bytes, cancelling it at the budget.
-func gridRun(ctx context.Context, cl *client.Client, units, size int, budget time.Duration) (netgrid.Result, error) {
-	res := netgrid.Result{Units: units, Size: size}
-	spec, err := overheadSpec(ctx, cl, overheadOp{name: "noop"}, units, size)
-	if err != nil {
-		return res, err
-	}
-	j, err := cl.Submit(ctx, spec)
-	if err != nil {
-		return res, err
-	}
-	wctx, cancel := context.WithTimeout(ctx, budget)
-	_, err = cl.Wait(wctx, j.ID, nil)
-	cancel()
-	switch {
-	case err != nil && ctx.Err() == nil && wctx.Err() != nil:
-		res.Cut = true
-		res.Seconds = budget.Seconds()
-		if _, err := cl.Cancel(ctx, j.ID); err != nil {
-			return res, fmt.Errorf("cancel job %s at the budget: %w", j.ID, err)
-		}
-	case err != nil:
-		return res, err
-	}
-	if j, err = cl.Job(ctx, j.ID, true); err != nil {
-		return res, err
-	}
-	if !res.Cut {
-		if j.State != api.JobDone {
-			return res, fmt.Errorf("job %s: %s %s", j.ID, j.State, j.Error)
-		}
-		res.Seconds = j.MakespanMS / 1000
-	}
-	var lat []float64
-	deadline := j.ReceivedAt.Add(budget) // a cut job counts the units done within its budget
-	for _, u := range j.Units {          // a unit's states are named as a job's
-		if u.State == api.JobDone && u.Sent != nil && u.Returned != nil && (!res.Cut || !u.Returned.After(deadline)) {
-			lat = append(lat, float64(u.Returned.Sub(*u.Sent).Microseconds())/1000)
-		}
-	}
-	slices.Sort(lat)
-	res.Done = len(lat)
-	if !res.Cut {
-		res.Done = units
-	}
-	if res.Seconds > 0 {
-		res.UnitsPerSec = float64(res.Done) / res.Seconds
-	}
-	if len(lat) > 0 {
-		res.P50MS, res.P99MS = benchout.Quantile(lat, 0.5), benchout.Quantile(lat, 0.99)
-	}
-	return res, nil
 }

@@ -11,9 +11,6 @@ func TestParseCount(t *testing.T) {
 		if got, err := parseCount(in, 16); err != nil || got != want {
 			t.Errorf("parseCount(%q) = %d, %v; want %d", in, got, err, want)
 		}
-		if countArg(want) != in {
-			t.Errorf("countArg(%d) = %q, want %q", want, countArg(want), in)
-		}
 	}
 	for _, in := range []string{"0", "17", "-1", "", "Auto", "four"} {
 		if _, err := parseCount(in, 16); err == nil {
@@ -39,33 +36,6 @@ func TestParseGrid(t *testing.T) {
 	} {
 		if _, err := parseGrid(tc.rtt, tc.loss, tc.size, tc.settings); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseGrid(%q, %q, %q, %q) = %v, want an error naming %s", tc.rtt, tc.loss, tc.size, tc.settings, err, tc.want)
-		}
-	}
-}
-
-func TestGridJobMore(t *testing.T) {
-	j := gridJob{runs: 3}
-	for r, want := range []bool{true, true, true, false} {
-		if got := j.more(r, time.Hour); got != want {
-			t.Errorf("--runs 3, after %d jobs: more = %v, want %v", r, got, want)
-		}
-	}
-	j.minTime, j.maxRuns = 10*time.Second, 5
-	for _, tc := range []struct {
-		r     int
-		spent time.Duration
-		want  bool
-	}{
-		{0, time.Hour, true},          // --runs first, whatever the time
-		{2, time.Hour, true},          // --runs first, whatever the time
-		{3, 9 * time.Second, true},    // short of --min-time
-		{3, 10 * time.Second, false},  // --min-time reached
-		{4, 9 * time.Second, true},    // short of --min-time
-		{5, 1 * time.Second, false},   // --max-runs reached
-		{3, 10*time.Second - 1, true}, // a nanosecond short
-	} {
-		if got := j.more(tc.r, tc.spent); got != tc.want {
-			t.Errorf("--runs 3 --min-time 10s --max-runs 5, after %d jobs of %v: more = %v, want %v", tc.r, tc.spent, got, tc.want)
 		}
 	}
 }

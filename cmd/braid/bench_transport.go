@@ -10,7 +10,7 @@ import (
 
 	"github.com/braidhq/braid/bench/tperf"
 	"github.com/braidhq/braid/internal/transports"
-	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/netem"
 )
 
 // runBenchTransport measures transports the way psock's testperf and iperf3
@@ -52,44 +52,34 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 		}
 		defer stop()
 	}
-	var nb *netBench
+	sweep := tperf.Sweep{Transports: strings.Split(*tlist, ","), Modes: strings.Split(*mlist, ","), Streams: streams,
+		Size: *size, Duration: *dur, Listen: *listen, Connect: *connect, File: *file, Secret: secret, Options: topts, Log: e.stderr}
 	if *netSpec != "" {
 		if *listen != "" || *connect != "" || *file != "" {
 			return usageErrorf("--net runs both sides: no --listen, --connect or --file with it")
 		}
-		common := append([]string{"--size", strconv.Itoa(*size), "--duration", dur.String()}, transportArgs(topts)...)
-		if nb, err = newNetBench(*netSpec, *netPath, common, topts, secret, e); err != nil {
+		spec, err := netem.Parse(*netSpec)
+		if err != nil {
+			return usageErrorf("--net: %v", err)
+		}
+		if *netPath < 0 || *netPath >= len(spec.Paths) {
+			return usageErrorf("--net-path %d: the spec has paths 0 to %d", *netPath, len(spec.Paths)-1)
+		}
+		exe, err := os.Executable()
+		if err != nil {
 			return err
 		}
-		nb.cpuProfile = *cpuProfile
-		defer nb.Close()
-	}
-	var results []tperf.Result
-	for _, tname := range strings.Split(*tlist, ",") {
-		for _, mode := range strings.Split(*mlist, ",") {
-			for _, n := range streams {
-				base, opts := benchTLS(tname, topts)
-				t, err := transports.New(base, opts)
-				if err != nil {
-					return err
-				}
-				cfg := tperf.Config{Transport: t, Listen: *listen, Connect: *connect, Streams: n,
-					Size: benchSize(*size, mode), Mode: mode, Duration: *dur, File: *file, Secret: secret,
-					Ready: func(addr string) { fmt.Fprintf(e.stderr, "listening on %s\n", addr) }}
-				fmt.Fprintf(e.stderr, "measuring %s %s, %d streams...\n", tname, mode, n)
-				var r tperf.Result
-				if nb != nil {
-					r, err = nb.run(ctx, tname, mode, n, *dur)
-				} else {
-					r, err = tperf.Run(ctx, cfg)
-				}
-				if err != nil {
-					return fmt.Errorf("%s %s %d streams: %w", tname, mode, n, err)
-				}
-				r.Transport = tname // tcpn+tls, not tcpn
-				results = append(results, r)
-			}
+		nb, err := tperf.NewNet(tperf.NetConfig{Spec: spec, Path: *netPath, Exe: exe, Size: *size, Duration: *dur,
+			Options: topts, Secret: secret, CPUProfile: *cpuProfile, Log: e.stderr})
+		if err != nil {
+			return err
 		}
+		defer nb.Close()
+		sweep.Net = nb
+	}
+	results, err := tperf.RunSweep(ctx, sweep)
+	if err != nil {
+		return err
 	}
 	if err := tperf.WriteTable(e.stdout, results); err != nil {
 		return err
@@ -108,18 +98,6 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 	return f.Close()
 }
 
-func benchSize(size int, mode string) int {
-	switch {
-	case size > 0:
-		return size
-	case mode == "rr":
-		return 19 << 10
-	case mode == "hol":
-		return 0 // tperf's default for the bulk stream
-	}
-	return 64 << 10
-}
-
 func intList(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
@@ -130,14 +108,4 @@ func intList(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
-}
-
-// benchTLS reads a benchmark's transport name: NAME+tls is NAME with
-// data-plane TLS on, loopback too, so that one run can compare the two.
-func benchTLS(name string, opts transports.Options) (string, transports.Options) {
-	if base, ok := strings.CutSuffix(name, "+tls"); ok {
-		opts.DataPlaneTLS = transport.TLSOn
-		return base, opts
-	}
-	return name, opts
 }

@@ -23,7 +23,7 @@ func parseTransportFlags(args ...string) (transports.Options, error) {
 
 // TestTransportFlags: the on/off flags default to on, take on and off and
 // nothing else; and the arguments a bench gives its child processes
-// (transportArgs) parse back to the settings they came from, so that a
+// (transports.Options.Args) parse back to the settings they came from, so that a
 // child runs what the bench was told.
 func TestTransportFlags(t *testing.T) {
 	o, err := parseTransportFlags()
@@ -49,12 +49,12 @@ func TestTransportFlags(t *testing.T) {
 		{SCTPStack: "user", DataPlaneTLS: transport.TLSOff, SCTPFlows: 3, SCTPUnpaced: true, SCTPNoHyStart: true, MPTCP: true,
 			PTCP: ptcp.Config{RecStripes: 4, Driver: ptcp.DriverRR}},
 	} {
-		got, err := parseTransportFlags(transportArgs(want)...)
+		got, err := parseTransportFlags(want.Args()...)
 		if err != nil {
-			t.Fatalf("transportArgs(%+v): %v", want, err)
+			t.Fatalf("Args of %+v: %v", want, err)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("transportArgs round trip:\n got %+v\nwant %+v", got, want)
+			t.Errorf("Args round trip:\n got %+v\nwant %+v", got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package tperf
 
 import (
 	"bufio"
@@ -13,19 +13,18 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/braidhq/braid/bench/tperf"
 	"github.com/braidhq/braid/internal/transports"
 	"github.com/braidhq/braid/netem"
 )
 
-// netBench runs `bench transport` tests through an emulated network: this
-// process runs the emulator, and each test is a listen-side child process
-// in braid-a and a connect-side child in braid-b, both this binary in its
-// --listen and --connect modes.
-type netBench struct {
+// Net runs tests through an emulated network (`braid bench transport
+// --net`): this process runs the emulator (package netem), and each test
+// is a listen-side child process in braid-a and a connect-side child in
+// braid-b, both the braid binary's `bench transport` in its --listen and
+// --connect modes.
+type Net struct {
 	bed    *netem.Bed
 	exe    string
 	dir    string   // where the children write their JSON
@@ -34,9 +33,10 @@ type netBench struct {
 	// (with .listen and .connect added).
 	cpuProfile string
 	env        []string
-	e          *env
+	log        io.Writer
 	port       int
 	path       int // the path the sides talk over
+	dur        time.Duration
 	// routes are a ptcp connect side's --ptcp-routes: braid-a's
 	// addresses on the paths but the one the sides talk over, when the
 	// spec has several (or what --ptcp-routes said).
@@ -44,59 +44,83 @@ type netBench struct {
 	mptcp  bool // --mptcp
 }
 
+// NetConfig describes the bed and what every test's children are told.
+type NetConfig struct {
+	// Spec is the emulated network; Path the path (0-based) the two sides
+	// talk over.
+	Spec netem.Spec
+	Path int
+	// Exe is the braid binary the children run.
+	Exe string
+	// Size (0: each mode's default) and Duration (default 10 s) are every
+	// test's; Options tune the transports (passed on as their flags).
+	Size     int
+	Duration time.Duration
+	Options  transports.Options
+	// Secret, if set, is given to the children in BRAID_SECRET.
+	Secret []byte
+	// CPUProfile, if set, is where each side of each test writes its CPU
+	// profile, with .listen and .connect added (the last test's stay).
+	CPUProfile string
+	// Log gets the bed, what each test's link did, and the children's own
+	// lines (default: discarded).
+	Log io.Writer
+}
+
 // firstNetPort is the listen port of the first test; each test takes the
 // next, so that no test meets the last one's leftovers.
 const firstNetPort = 47100
 
-func newNetBench(spec string, path int, common []string, topts transports.Options, secret []byte, e *env) (*netBench, error) {
-	s, err := netem.Parse(spec)
-	if err != nil {
-		return nil, usageErrorf("--net: %v", err)
+// NewNet brings up the bed (root, Linux).
+func NewNet(cfg NetConfig) (*Net, error) {
+	if cfg.Path < 0 || cfg.Path >= len(cfg.Spec.Paths) {
+		return nil, fmt.Errorf("%w: path %d: the spec has paths 0 to %d", ErrConfig, cfg.Path, len(cfg.Spec.Paths)-1)
 	}
-	if path < 0 || path >= len(s.Paths) {
-		return nil, usageErrorf("--net-path %d: the spec has paths 0 to %d", path, len(s.Paths)-1)
+	if cfg.Duration <= 0 {
+		cfg.Duration = 10 * time.Second
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
 	}
 	dir, err := os.MkdirTemp("", "braid-netbench-")
 	if err != nil {
 		return nil, err
 	}
-	bed, err := netem.Up(s, netem.Options{})
+	bed, err := netem.Up(cfg.Spec, netem.Options{})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	nb := &netBench{bed: bed, exe: exe, dir: dir, common: common, e: e, port: firstNetPort, env: os.Environ(), path: path,
-		routes: topts.PTCP.Routes, mptcp: topts.MPTCP}
-	if nb.routes == nil && len(s.Paths) > 1 {
-		for i := 1; i < len(s.Paths); i++ {
-			a, _ := netem.PathAddrs((path + i) % len(s.Paths))
+	common := append([]string{"--size", strconv.Itoa(cfg.Size), "--duration", cfg.Duration.String()}, cfg.Options.Args()...)
+	nb := &Net{bed: bed, exe: cfg.Exe, dir: dir, common: common, log: cfg.Log, port: firstNetPort, env: os.Environ(), path: cfg.Path,
+		dur: cfg.Duration, cpuProfile: cfg.CPUProfile, routes: cfg.Options.PTCP.Routes, mptcp: cfg.Options.MPTCP}
+	paths := len(cfg.Spec.Paths)
+	if nb.routes == nil && paths > 1 {
+		for i := 1; i < paths; i++ {
+			a, _ := netem.PathAddrs((cfg.Path + i) % paths)
 			nb.routes = append(nb.routes, a.String())
 		}
 	}
-	if secret != nil {
-		nb.env = append(nb.env, "BRAID_SECRET="+string(secret))
+	if cfg.Secret != nil {
+		nb.env = append(nb.env, "BRAID_SECRET="+string(cfg.Secret))
 	}
 	for _, p := range bed.Paths() {
-		fmt.Fprintf(e.stderr, "net: path %d %s (%s) ↔ %s (%s): a→b %s; b→a %s\n",
+		fmt.Fprintf(nb.log, "net: path %d %s (%s) ↔ %s (%s): a→b %s; b→a %s\n",
 			p.Index, p.AddrA, netem.NSA, p.AddrB, netem.NSB, p.AB, p.BA)
 	}
 	return nb, nil
 }
 
 // Close stops the emulator and removes the namespaces.
-func (nb *netBench) Close() error {
+func (nb *Net) Close() error {
 	os.RemoveAll(nb.dir)
 	return nb.bed.Close()
 }
 
-// run runs one test: the listener in braid-a on the chosen path, the
+// Run runs one test: the listener in braid-a on the chosen path, the
 // driver in braid-b. The result is the driver's (rates measured at the receiver),
 // with the CPU seconds of both sides.
-func (nb *netBench) run(ctx context.Context, tname, mode string, streams int, dur time.Duration) (tperf.Result, error) {
+func (nb *Net) Run(ctx context.Context, tname, mode string, streams int) (Result, error) {
 	nb.port++
 	addrA, _ := netem.PathAddrs(nb.path)
 	addr := net.JoinHostPort(addrA.String(), strconv.Itoa(nb.port))
@@ -126,27 +150,27 @@ func (nb *netBench) run(ctx context.Context, tname, mode string, streams int, du
 	lcmd := netem.Command(lctx, netem.NSA, nb.exe, largs...)
 	ready, lerr, err := nb.start(lcmd, "listen")
 	if err != nil {
-		return tperf.Result{}, err
+		return Result{}, err
 	}
 	select {
 	case <-ready:
 	case err := <-lerr:
-		return tperf.Result{}, fmt.Errorf("listen side exited before listening: %v", err)
+		return Result{}, fmt.Errorf("listen side exited before listening: %v", err)
 	case <-time.After(30 * time.Second):
-		return tperf.Result{}, fmt.Errorf("listen side did not listen within 30 s")
+		return Result{}, fmt.Errorf("listen side did not listen within 30 s")
 	case <-ctx.Done():
-		return tperf.Result{}, ctx.Err()
+		return Result{}, ctx.Err()
 	}
-	before, cpu0 := nb.bed.Stats(), selfCPU()
-	cctx, ccancel := context.WithTimeout(ctx, dur+2*time.Minute)
+	before, cpu0 := nb.bed.Stats(), CPUSeconds()
+	cctx, ccancel := context.WithTimeout(ctx, nb.dur+2*time.Minute)
 	defer ccancel()
 	ccmd := netem.Command(cctx, netem.NSB, nb.exe, cargs...)
 	_, cerr, err := nb.start(ccmd, "connect")
 	if err != nil {
-		return tperf.Result{}, err
+		return Result{}, err
 	}
 	if err := <-cerr; err != nil {
-		return tperf.Result{}, fmt.Errorf("connect side: %w", err)
+		return Result{}, fmt.Errorf("connect side: %w", err)
 	}
 	select {
 	case err = <-lerr:
@@ -155,29 +179,20 @@ func (nb *netBench) run(ctx context.Context, tname, mode string, streams int, du
 		err = fmt.Errorf("did not end 15 s after the connect side: %w", <-lerr)
 	}
 	if err != nil {
-		return tperf.Result{}, fmt.Errorf("listen side: %w", err)
+		return Result{}, fmt.Errorf("listen side: %w", err)
 	}
-	logPathStats(nb.e, before, nb.bed.Stats())
+	netem.WriteDelta(nb.log, before, nb.bed.Stats())
 	// The emulator runs in this process, and the kernel's receive work for
 	// the packets it writes into the namespaces (TCP's included, in
 	// softirq) is charged to it, not to the two ends.
-	fmt.Fprintf(nb.e.stderr, "  link: the emulator's process spent %.2f CPU s (the kernel's receive processing of what it forwards included)\n",
-		selfCPU()-cpu0)
+	fmt.Fprintf(nb.log, "  link: the emulator's process spent %.2f CPU s (the kernel's receive processing of what it forwards included)\n",
+		CPUSeconds()-cpu0)
 	return combine(cout, lout)
-}
-
-// selfCPU is this process's CPU seconds, user and system.
-func selfCPU() float64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // start starts cmd, forwarding its stderr (but for the progress lines) to
 // ours. ready is closed when it says it listens; done gets its exit.
-func (nb *netBench) start(cmd *exec.Cmd, role string) (<-chan struct{}, <-chan error, error) {
+func (nb *Net) start(cmd *exec.Cmd, role string) (<-chan struct{}, <-chan error, error) {
 	cmd.Env = nb.env
 	cmd.Stdout = io.Discard
 	stderr, err := cmd.StderrPipe()
@@ -200,7 +215,7 @@ func (nb *netBench) start(cmd *exec.Cmd, role string) (<-chan struct{}, <-chan e
 				close(ready)
 			case strings.HasPrefix(line, "measuring "):
 			default:
-				fmt.Fprintf(nb.e.stderr, "  [%s] %s\n", role, line)
+				fmt.Fprintf(nb.log, "  [%s] %s\n", role, line)
 			}
 		}
 		done <- cmd.Wait()
@@ -208,27 +223,11 @@ func (nb *netBench) start(cmd *exec.Cmd, role string) (<-chan struct{}, <-chan e
 	return ready, done, nil
 }
 
-// logPathStats prints what the emulator did between two readings.
-func logPathStats(e *env, before, after []netem.PathStats) {
-	d := func(a, b netem.DirStats) string {
-		s := fmt.Sprintf("%d packets, %d lost, %d queue drops, %d emulator drops",
-			b.InPackets-a.InPackets, b.LostRandom+b.LostBurst-a.LostRandom-a.LostBurst,
-			b.DroppedQueue-a.DroppedQueue, b.DroppedOverflow-a.DroppedOverflow)
-		if cut := b.DroppedCut - a.DroppedCut; cut > 0 {
-			s += fmt.Sprintf(", %d dropped by the cut", cut)
-		}
-		return s
-	}
-	for i := range after {
-		fmt.Fprintf(e.stderr, "  net path %d: a→b %s; b→a %s\n", i, d(before[i].AB, after[i].AB), d(before[i].BA, after[i].BA))
-	}
-}
-
 // combine reads the two sides' JSON results: the driver's, with the CPU
 // seconds of both.
-func combine(connectJSON, listenJSON string) (tperf.Result, error) {
-	read := func(p string) (tperf.Result, error) {
-		var rs []tperf.Result
+func combine(connectJSON, listenJSON string) (Result, error) {
+	read := func(p string) (Result, error) {
+		var rs []Result
 		b, err := os.ReadFile(p)
 		if err == nil {
 			err = json.Unmarshal(b, &rs)
@@ -237,7 +236,7 @@ func combine(connectJSON, listenJSON string) (tperf.Result, error) {
 			err = fmt.Errorf("%d results, want 1", len(rs))
 		}
 		if err != nil {
-			return tperf.Result{}, fmt.Errorf("result %s: %w", filepath.Base(p), err)
+			return Result{}, fmt.Errorf("result %s: %w", filepath.Base(p), err)
 		}
 		return rs[0], nil
 	}

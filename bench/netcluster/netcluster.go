@@ -1,4 +1,18 @@
-package main
+// Package netcluster runs a braid cluster as processes across the
+// emulated WAN (package netem), for `braid bench overhead --net` and
+// `braid bench net`: a `braid server` process in braid-a listening on path
+// 0's address, the workers processes in braid-b reached by the server over
+// the path; with several paths the workers take connections on all of
+// their addresses and advertise the others as routes. This process submits
+// the jobs through a connection it makes in braid-a, so that only the
+// cluster's own traffic crosses the link: the server's data plane, and the
+// workers' registration and heartbeats.
+//
+// The processes are the braid binary's server and worker commands
+// (Cluster's exe); each gets its transport flags from
+// transports.Options.Args. Up to one Cluster may exist at a time: it owns
+// netem's namespaces.
+package netcluster
 
 import (
 	"bufio"
@@ -6,6 +20,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -22,51 +37,45 @@ import (
 	"github.com/braidhq/braid/netem"
 )
 
-// netCluster runs the overhead benchmark's cluster through an emulated
-// network: a `braid server` process in braid-a listening on path 0's
-// address, the workers processes in braid-b reached by the server over the
-// path; with several paths the workers take connections on all of their
-// addresses and advertise the others as routes. This process submits the
-// jobs through a connection it makes in braid-a, so that only the
-// cluster's own traffic crosses the link: the server's data plane, and the
-// workers' registration and heartbeats.
-type netCluster struct {
+// Cluster is the bed and the cluster that runs on it (one at a time).
+type Cluster struct {
 	bed  *netem.Bed
 	exe  string
-	e    *env
-	port int      // the server's for the next cluster; workers take the ones after
-	cut  *pathCut // --cut, if given
+	log  io.Writer
+	port int // the server's for the next cluster; workers take the ones after
 
 	url   string       // the running cluster's server
 	httpc *http.Client // reaches it from braid-a
 }
 
-func newNetCluster(spec string, e *env) (*netCluster, error) {
-	s, err := netem.Parse(spec)
-	if err != nil {
-		return nil, usageErrorf("--net: %v", err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	bed, err := netem.Up(s, netem.Options{})
+// firstPort is the first cluster's server port; each cluster takes the
+// ports after the last one's, so that none meets another's leftovers.
+const firstPort = 47600
+
+// New brings up the bed of spec (root, Linux). exe is the braid binary to
+// run the server and the workers with; log gets a line per event worth
+// knowing (the bed, a cut, what the server counted meanwhile).
+func New(spec netem.Spec, exe string, log io.Writer) (*Cluster, error) {
+	bed, err := netem.Up(spec, netem.Options{})
 	if err != nil {
 		return nil, err
 	}
 	p := bed.Paths()[0]
-	fmt.Fprintf(e.stderr, "net: server in %s at %s, workers in %s at %s: a→b %s; b→a %s\n",
+	fmt.Fprintf(log, "net: server in %s at %s, workers in %s at %s: a→b %s; b→a %s\n",
 		netem.NSA, p.AddrA, netem.NSB, p.AddrB, p.AB, p.BA)
-	return &netCluster{bed: bed, exe: exe, e: e, port: firstNetPort + 500}, nil
+	return &Cluster{bed: bed, exe: exe, log: log, port: firstPort}, nil
 }
 
-// Close stops the emulator and removes the namespaces.
-func (nc *netCluster) Close() error { return nc.bed.Close() }
+// Bed is the emulated network the cluster runs on.
+func (nc *Cluster) Bed() *netem.Bed { return nc.bed }
 
-// start starts a server and nWorkers workers of transport tname, waits
+// Close stops the emulator and removes the namespaces.
+func (nc *Cluster) Close() error { return nc.bed.Close() }
+
+// Start starts a server and nWorkers workers of transport tname, waits
 // until every worker is up, and returns a client of the server and the
-// func that stops it all.
-func (nc *netCluster) start(ctx context.Context, tname string, topts transports.Options, nWorkers, threads, window int) (*client.Client, func(), error) {
+// func that stops it all. Stop one cluster before starting the next.
+func (nc *Cluster) Start(ctx context.Context, tname string, topts transports.Options, nWorkers, threads, window int) (*client.Client, func(), error) {
 	dir, err := os.MkdirTemp("", "braid-netjobs-")
 	if err != nil {
 		return nil, nil, err
@@ -97,7 +106,7 @@ func (nc *netCluster) start(ctx context.Context, tname string, topts transports.
 	a, b := netem.PathAddrs(0)
 	nc.port += 1 + nWorkers
 	addr := net.JoinHostPort(a.String(), strconv.Itoa(nc.port))
-	common := append(transportArgs(topts), "--secret-file", secretFile, "--log-level", "warn")
+	common := append(topts.Args(), "--secret-file", secretFile, "--log-level", "warn")
 	args := append([]string{"server", "--listen", addr, "--data", filepath.Join(dir, "data"), "--auth=false",
 		"--insecure-http", "--window", strconv.Itoa(window)}, common...)
 	run := func(ns, name string, args []string) error {
@@ -204,105 +213,74 @@ func (d *nsDialer) DialContext(ctx context.Context, network, addr string) (net.C
 
 func (d *nsDialer) close() { close(d.done) }
 
-// transportArgs are the command-line flags that give a child process
-// topts.
-func transportArgs(topts transports.Options) []string {
-	return []string{"--sctp-stack", topts.SCTPStack, "--data-plane-tls", topts.DataPlaneTLS.String(),
-		"--ptcp-stripes", countArg(topts.PTCP.RecStripes), "--ptcp-driver", topts.PTCP.Driver,
-		"--sctp-flows", countArg(topts.SCTPFlows), "--sctp-pacing", onOff(!topts.SCTPUnpaced),
-		"--sctp-hystart", onOff(!topts.SCTPNoHyStart), "--mptcp=" + strconv.FormatBool(topts.MPTCP)}
+// Cut is a path black-holed a while into a job (bench overhead's --cut).
+type Cut struct {
+	Path  int           // 1 to the bed's paths less one: path 0 carries the API and the heartbeats
+	After time.Duration // from the job's submit
 }
 
-// onOff is the value of an on/off flag: "on" for true.
-func onOff(on bool) string {
-	if on {
-		return "on"
-	}
-	return "off"
+// CutReport is what a cut did: the path and delay, whether the job ended
+// before the cut, and the server's count of units taken back from workers
+// whose association ended, and of associations it found silent,
+// meanwhile.
+type CutReport struct {
+	Cut       string
+	Missed    bool
+	Requeued  int
+	AssocLost int
 }
 
-// countArg is --sctp-flows or --ptcp-stripes for n (0: auto).
-func countArg(n int) string {
-	if n == 0 {
-		return "auto"
-	}
-	return strconv.Itoa(n)
-}
-
-// pathCut is --cut: a path black-holed a while into each run's job, until
-// the job ends.
-type pathCut struct {
-	path  int
-	after time.Duration
-}
-
-// parseCut reads --cut's PATH@DELAY for a bed of paths paths.
-func parseCut(s string, paths int) (*pathCut, error) {
-	p, d, ok := strings.Cut(s, "@")
-	i, err := strconv.Atoi(p)
-	after, derr := time.ParseDuration(d)
-	switch {
-	case !ok || err != nil || derr != nil || after < 0:
-		return nil, usageErrorf("--cut %q: want PATH@DELAY, e.g. 1@2s", s)
-	case paths < 2:
-		return nil, usageErrorf("--cut needs a --net spec of two paths or more (\"…; …\")")
-	case i < 1 || i >= paths:
-		return nil, usageErrorf("--cut %d: path 0 carries the server's API, the heartbeats and every association's first connection; cut path 1 to %d", i, paths-1)
-	}
-	return &pathCut{path: i, after: after}, nil
-}
-
-// cutDuring cuts --cut's path its delay from now and returns the func to
-// call when the job has ended: it lifts the cut and adds to r what the
-// server counted meanwhile.
-func (nc *netCluster) cutDuring(ctx context.Context, r *overheadResult) func() {
+// CutDuring cuts c's path its delay from now and returns the func to call
+// when the job has ended: it lifts the cut and reports what the server
+// counted meanwhile.
+func (nc *Cluster) CutDuring(ctx context.Context, c Cut) func() CutReport {
 	before, berr := nc.serverCounts(ctx)
 	if berr != nil {
-		fmt.Fprintf(nc.e.stderr, "net: reading the server's metrics: %v\n", berr)
+		fmt.Fprintf(nc.log, "net: reading the server's metrics: %v\n", berr)
 	}
-	c := nc.cut
 	var mu sync.Mutex // guards lifted and cut, so that a cut never outlives lift
 	lifted, cut := false, false
-	t := time.AfterFunc(c.after, func() {
+	t := time.AfterFunc(c.After, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if lifted {
 			return
 		}
 		cut = true
-		nc.bed.Cut(c.path, true)
-		fmt.Fprintf(nc.e.stderr, "net: path %d cut %v into the job\n", c.path, c.after)
+		nc.bed.Cut(c.Path, true)
+		fmt.Fprintf(nc.log, "net: path %d cut %v into the job\n", c.Path, c.After)
 	})
-	return func() {
+	return func() (r CutReport) {
 		t.Stop()
 		mu.Lock()
 		lifted = true
-		r.Cut, r.CutMissed = fmt.Sprintf("%d@%v", c.path, c.after), !cut
+		r.Cut, r.Missed = fmt.Sprintf("%d@%v", c.Path, c.After), !cut
 		mu.Unlock()
-		nc.bed.Cut(c.path, false)
+		nc.bed.Cut(c.Path, false)
 		if berr != nil {
-			return // no counts to compare with
+			return r // no counts to compare with
 		}
 		after, err := nc.serverCounts(ctx)
 		if err != nil {
-			fmt.Fprintf(nc.e.stderr, "net: reading the server's metrics: %v\n", err)
-			return
+			fmt.Fprintf(nc.log, "net: reading the server's metrics: %v\n", err)
+			return r
 		}
 		r.Requeued = int(after[requeuedDown] - before[requeuedDown])
 		r.AssocLost = int(after[assocLost] - before[assocLost])
-		fmt.Fprintf(nc.e.stderr, "net: with path %d cut, the server took back %d units from workers whose association ended, and found %d associations silent\n",
-			c.path, r.Requeued, r.AssocLost)
+		fmt.Fprintf(nc.log, "net: with path %d cut, the server took back %d units from workers whose association ended, and found %d associations silent\n",
+			c.Path, r.Requeued, r.AssocLost)
+		return r
 	}
 }
 
-// The server's counters that --cut reports.
+// The server's counters that CutDuring reports.
 const (
 	requeuedDown = `braid_units_requeued_total{reason="worker_down"}`
 	assocLost    = `braid_liveness_failures_total{check="association"}`
 )
 
 // serverCounts reads the running server's requeuedDown and assocLost.
-func (nc *netCluster) serverCounts(ctx context.Context) (map[string]float64, error) {
+func (nc *Cluster) serverCounts(ctx context.Context) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, nc.url+"/metrics", nil)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,218 @@
+package netgrid
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/bench/netcluster"
+	"github.com/braidhq/braid/bench/overhead"
+	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/benchout"
+	"github.com/braidhq/braid/internal/transports"
+	"github.com/braidhq/braid/netem"
+)
+
+// Config is a grid to measure: every setting at every condition, a job of
+// each unit size (or more, as Job says).
+type Config struct {
+	Conditions []Condition
+	Sizes      []int // bytes of input (and output) per unit
+	Settings   []Setting
+	// Rate is the link's rate each way, as netem reads it (e.g. "100M").
+	Rate string
+	// Job sizes and bounds each job, and says how many run per point.
+	Job Job
+	// Options tune the transports; a setting's count replaces theirs.
+	Options transports.Options
+	// Exe is the braid binary the server and the workers run (package
+	// netcluster). Required.
+	Exe string
+	// Out is the output directory, rewritten after each condition
+	// (Write); Command and Floor are recorded there.
+	Out     string
+	Command string
+	Floor   float64
+	// Log gets a line per job and what the bed does (default: discarded).
+	Log io.Writer
+}
+
+// Job is how each job of the grid is sized and bounded, and how many run
+// at each point.
+type Job struct {
+	// Workers and their Threads size each cluster.
+	Workers, Threads int
+	// Bytes of input per job: units = Bytes ÷ size, within [MinUnits,
+	// MaxUnits].
+	Bytes, MinUnits, MaxUnits int
+	// Budget bounds a job: one still running then is cancelled and rated
+	// by the units it finished.
+	Budget time.Duration
+	// Runs jobs per point and setting; then more until their makespans
+	// add up to MinTime (0: none), at most MaxRuns.
+	Runs, MaxRuns int
+	MinTime       time.Duration
+}
+
+// more reports whether a setting runs another job at a point where it ran
+// r whose makespans (a cut job's budget) add up to spent: until runs, then
+// until minTime or maxRuns.
+func (j Job) more(r int, spent time.Duration) bool {
+	return r < j.Runs || (spent < j.MinTime && r < j.MaxRuns)
+}
+
+// Run measures the grid, one condition at a time (each a fresh bed), and
+// returns what it measured; Out holds it after each condition and after a
+// failure.
+func Run(ctx context.Context, cfg Config) (Record, error) {
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	run := Record{Command: cfg.Command, Started: time.Now(), Default: Default.String(), Floor: cfg.Floor}
+	for _, s := range cfg.Settings {
+		run.Settings = append(run.Settings, s.String())
+	}
+	for _, c := range cfg.Conditions {
+		spec, err := netem.Parse(c.Spec(cfg.Rate))
+		if err != nil {
+			return run, fmt.Errorf("netgrid: %s: %w", c, err)
+		}
+		nc, err := netcluster.New(spec, cfg.Exe, cfg.Log)
+		if err != nil {
+			return run, err
+		}
+		for _, s := range cfg.Settings {
+			rs, err := measureSetting(ctx, cfg, nc, c, s)
+			run.Results = append(run.Results, rs...)
+			if err != nil {
+				nc.Close()
+				if werr := Write(cfg.Out, run); werr != nil { // keep what was measured
+					fmt.Fprintf(cfg.Log, "net: %v\n", werr)
+				}
+				return run, fmt.Errorf("%s, %s: %w", c, s, err)
+			}
+		}
+		nc.Close()
+		if err := Write(cfg.Out, run); err != nil {
+			return run, err
+		}
+	}
+	return run, nil
+}
+
+// measureSetting runs setting s's jobs at condition c, one cluster for all
+// the unit sizes unless a job is cut (its units may still be on the
+// wire, so the next job gets a fresh cluster).
+func measureSetting(ctx context.Context, cfg Config, nc *netcluster.Cluster, c Condition, s Setting) ([]Result, error) {
+	topts, j := cfg.Options, cfg.Job
+	switch s.Transport {
+	case "sctp":
+		topts.SCTPFlows = s.Count // over --sctp-flows: the setting says
+	case "ptcp":
+		if s.Count > 0 {
+			topts.PTCP.RecStripes = s.Count
+		}
+	}
+	var out []Result
+	var cl *client.Client
+	stop := func() {}
+	defer func() { stop() }()
+	for _, size := range cfg.Sizes {
+		units := min(max(j.Bytes/size, j.MinUnits), j.MaxUnits)
+		var spent time.Duration
+		for r := 0; j.more(r, spent); r++ {
+			if cl == nil {
+				fresh, st, err := startCluster(ctx, cfg.Log, nc, s.Transport, topts, j)
+				if err != nil {
+					return out, err
+				}
+				cl, stop = fresh, st
+			}
+			res, err := measureJob(ctx, cl, units, size, j.Budget)
+			if err != nil {
+				return out, err
+			}
+			res.RTTMS, res.LossPct, res.Setting, res.Run = float64(c.RTT)/float64(time.Millisecond), c.Loss, s.String(), r
+			out = append(out, res)
+			spent += time.Duration(res.Seconds * float64(time.Second))
+			cut := ""
+			if res.Cut {
+				cut = fmt.Sprintf(" (cut at %s: %d of %d units)", j.Budget, res.Done, res.Units)
+				stop()
+				cl, stop = nil, func() {}
+			}
+			fmt.Fprintf(cfg.Log, "net: %s, %s units, %s: %s units/s, p99 %.0f ms%s\n",
+				c, SizeLabel(size), s, benchout.UnitRate(res.UnitsPerSec), res.P99MS, cut)
+		}
+	}
+	return out, nil
+}
+
+// startCluster starts a cluster for the grid, trying twice: a cluster
+// started just after a cut job's was stopped has failed to come up once.
+func startCluster(ctx context.Context, log io.Writer, nc *netcluster.Cluster, tname string, topts transports.Options, j Job) (*client.Client, func(), error) {
+	cl, stop, err := nc.Start(ctx, tname, topts, j.Workers, j.Threads, 0)
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(log, "net: the %s cluster did not start (%v); once more\n", tname, err)
+		cl, stop, err = nc.Start(ctx, tname, topts, j.Workers, j.Threads, 0)
+	}
+	return cl, stop, err
+}
+
+// measureJob runs one noop job of units repeats of a random object of
+// size bytes, cancelling it at the budget.
+func measureJob(ctx context.Context, cl *client.Client, units, size int, budget time.Duration) (Result, error) {
+	res := Result{Units: units, Size: size}
+	spec, err := overhead.Spec(ctx, cl, overhead.Op{Name: "noop"}, units, size, io.Discard)
+	if err != nil {
+		return res, err
+	}
+	j, err := cl.Submit(ctx, spec)
+	if err != nil {
+		return res, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, budget)
+	_, err = cl.Wait(wctx, j.ID, nil)
+	cancel()
+	switch {
+	case err != nil && ctx.Err() == nil && wctx.Err() != nil:
+		res.Cut = true
+		res.Seconds = budget.Seconds()
+		if _, err := cl.Cancel(ctx, j.ID); err != nil {
+			return res, fmt.Errorf("cancel job %s at the budget: %w", j.ID, err)
+		}
+	case err != nil:
+		return res, err
+	}
+	if j, err = cl.Job(ctx, j.ID, true); err != nil {
+		return res, err
+	}
+	if !res.Cut {
+		if j.State != api.JobDone {
+			return res, fmt.Errorf("job %s: %s %s", j.ID, j.State, j.Error)
+		}
+		res.Seconds = j.MakespanMS / 1000
+	}
+	var lat []float64
+	deadline := j.ReceivedAt.Add(budget) // a cut job counts the units done within its budget
+	for _, u := range j.Units {          // a unit's states are named as a job's
+		if u.State == api.JobDone && u.Sent != nil && u.Returned != nil && (!res.Cut || !u.Returned.After(deadline)) {
+			lat = append(lat, float64(u.Returned.Sub(*u.Sent).Microseconds())/1000)
+		}
+	}
+	slices.Sort(lat)
+	res.Done = len(lat)
+	if !res.Cut {
+		res.Done = units
+	}
+	if res.Seconds > 0 {
+		res.UnitsPerSec = float64(res.Done) / res.Seconds
+	}
+	if len(lat) > 0 {
+		res.P50MS, res.P99MS = benchout.Quantile(lat, 0.5), benchout.Quantile(lat, 0.99)
+	}
+	return res, nil
+}
