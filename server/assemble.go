@@ -10,6 +10,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/ops"
+	"github.com/braidhq/braid/server/statedb"
 )
 
 // assembly is what assembling a job's result needs, copied on the dispatch
@@ -77,7 +78,7 @@ func (s *Server) writeManifest(w io.Writer, j *jobRun, a assembly, outputs []str
 		}
 		u := api.ManifestUnit{Index: i, Output: id, Size: size}
 		if a.inputs != nil {
-			u.Input = hexID(a.inputs[i])
+			u.Input = statedb.HexID(a.inputs[i])
 		}
 		b, err := json.Marshal(u)
 		if err != nil {
@@ -103,8 +104,8 @@ func (j *jobRun) outputs() []string {
 	}
 	out := make([]string, len(j.units.recs))
 	for i := range j.units.recs {
-		if u := &j.units.recs[i]; u.hasOutput() {
-			out[i] = hexID(u.output)
+		if u := &j.units.recs[i]; u.HasOutput() {
+			out[i] = statedb.HexID(u.Output)
 		}
 	}
 	return out

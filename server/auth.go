@@ -18,10 +18,9 @@ import (
 	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/internal/fileutil"
+	"github.com/braidhq/braid/server/statedb"
 )
 
 // Client authentication. With Config.Auth set, every endpoint but /healthz
@@ -78,23 +77,21 @@ func roleRank(role string) int {
 
 // tokens is the server's token table: the tokens bucket, cached.
 type tokens struct {
-	db *stateDB
+	db *statedb.DB
 	mu sync.RWMutex // guards byID
 	// byID holds every token on disk.
 	byID map[string]tokenRecord
 }
 
-func loadTokens(db *stateDB) (*tokens, error) {
+func loadTokens(db *statedb.DB) (*tokens, error) {
 	t := &tokens{db: db, byID: map[string]tokenRecord{}}
-	err := db.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(tokensBucket).ForEach(func(k, v []byte) error {
-			var rec tokenRecord
-			if err := json.Unmarshal(v, &rec); err != nil || rec.ID != string(k) {
-				return fmt.Errorf("token record %q is damaged: %v", k, err)
-			}
-			t.byID[rec.ID] = rec
-			return nil
-		})
+	err := db.Tokens(func(id string, v []byte) error {
+		var rec tokenRecord
+		if err := json.Unmarshal(v, &rec); err != nil || rec.ID != id {
+			return fmt.Errorf("token record %q is damaged: %v", id, err)
+		}
+		t.byID[rec.ID] = rec
+		return nil
 	})
 	return t, err
 }
@@ -132,11 +129,7 @@ func mint(role, name string, ttl time.Duration, now time.Time) (tokenRecord, str
 
 // store commits a token's record and lets it work.
 func (t *tokens) store(rec tokenRecord) error {
-	v, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	if err := t.db.w.sync(func(tx *bolt.Tx) error { return tx.Bucket(tokensBucket).Put([]byte(rec.ID), v) }); err != nil {
+	if err := t.db.Sync(statedb.PutToken(rec.ID, rec)); err != nil {
 		return fmt.Errorf("saving the token: %w", err)
 	}
 	t.mu.Lock()
@@ -161,7 +154,7 @@ func (t *tokens) revoke(id string, now time.Time) (bool, error) {
 	if rec.Role == api.RoleAdmin && !rec.expired(now) && t.adminsLocked(now) == 1 {
 		return true, errLastAdmin
 	}
-	if err := t.db.w.sync(func(tx *bolt.Tx) error { return tx.Bucket(tokensBucket).Delete([]byte(id)) }); err != nil {
+	if err := t.db.Sync(statedb.DeleteToken(id)); err != nil {
 		return true, fmt.Errorf("deleting the token: %w", err)
 	}
 	delete(t.byID, id)

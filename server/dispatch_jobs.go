@@ -9,6 +9,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/scheduler"
+	"github.com/braidhq/braid/server/statedb"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/wire"
 )
@@ -28,7 +29,7 @@ func (d *dispatcher) addJob(j *jobRun) {
 	op := d.s.schedOp(j.spec)
 	j.mu.Lock()
 	for i := range units {
-		units[i] = scheduler.Unit{Index: i, Op: op, Done: j.units.recs[i].state == unitDone, Size: j.inputSizeLocked(i)}
+		units[i] = scheduler.Unit{Index: i, Op: op, Done: j.units.recs[i].State == statedb.UnitDone, Size: j.inputSizeLocked(i)}
 		if units[i].Done {
 			j.stored++ // a resumed job's: read from state.db
 		}
@@ -114,12 +115,12 @@ func (d *dispatcher) markSent(j *jobRun, a scheduler.Assignment, now time.Time) 
 		return
 	}
 	u := &j.units.recs[a.Unit]
-	if u.state != unitDone && u.state != unitFailed {
-		u.state, u.worker, u.stream = unitRunning, j.units.intern(a.Worker), uint16(a.Stream)
-		u.sent = now.UnixNano()
+	if u.State != statedb.UnitDone && u.State != statedb.UnitFailed {
+		u.State, u.Worker, u.Stream = statedb.UnitRunning, j.units.intern(a.Worker), uint16(a.Stream)
+		u.Sent = now.UnixNano()
 	}
-	if u.attempts < 1<<16-1 {
-		u.attempts++
+	if u.Attempts < 1<<16-1 {
+		u.Attempts++
 	}
 	if j.state == api.JobQueued {
 		j.state = api.JobRunning
@@ -183,29 +184,29 @@ func (d *dispatcher) accept(f flight, r resultMsg, failed bool) {
 		return
 	}
 	u := &j.units.recs[f.index]
-	u.worker, u.stream = j.units.intern(f.worker), uint16(f.stream)
-	u.sent, u.returned = f.sent.UnixNano(), r.returned.UnixNano()
-	u.queued, u.compute = int64(r.res.Queued), int64(r.res.Compute)
-	u.output, u.state = parseOutput(r.output), unitDone
+	u.Worker, u.Stream = j.units.intern(f.worker), uint16(f.stream)
+	u.Sent, u.Returned = f.sent.UnixNano(), r.returned.UnixNano()
+	u.Queued, u.Compute = int64(r.res.Queued), int64(r.res.Compute)
+	u.Output, u.State = statedb.ParseID(r.output), statedb.UnitDone
 	j.perWorker[f.worker]++
 	if r.returned.After(j.lastResult) {
 		j.lastResult = r.returned
 	}
 	errText := ""
 	if failed {
-		u.state, errText = unitFailed, r.res.Error
+		u.State, errText = statedb.UnitFailed, r.res.Error
 		j.units.setError(f.index, errText)
 	}
 	rec := *u
 	j.mu.Unlock()
 	if !failed {
-		d.releaseDownstream(j, f.index, rec.output, r.size)
+		d.releaseDownstream(j, f.index, rec.Output, r.size)
 	}
-	c := change{apply: putUnit(j.id, f.index, rec, f.worker, errText)}
+	c := statedb.PutUnit(j.id, f.index, rec, f.worker, errText)
 	if !failed {
-		c.after, c.lazy = j.storedOne, true
+		c = c.Lazily(j.storedOne)
 	}
-	d.s.db.w.queueChange(c)
+	d.s.db.Queue(c)
 	if failed && j.end == "" {
 		what := fmt.Sprintf("unit %d failed on worker %s", f.index, f.worker)
 		if f.unsent {
@@ -278,11 +279,11 @@ func (d *dispatcher) endJob(j *jobRun, state, errText, result string) <-chan err
 	d.ended[j.id] = j
 	rec := j.record(state, errText, result, time.Now())
 	durable := make(chan error, 1)
-	d.s.db.w.queueChange(change{apply: putJob(rec), after: func(err error) {
+	d.s.db.Queue(statedb.PutJob(rec).Then(func(err error) {
 		j.publish(rec)
 		d.s.retained(j)
 		durable <- err
-	}})
+	}))
 	p := rec.Progress
 	switch state {
 	case api.JobFailed:

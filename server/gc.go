@@ -2,11 +2,10 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
+	"github.com/braidhq/braid/server/statedb"
 	"github.com/braidhq/braid/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // collect deletes the objects the server wrote (unit outputs, stitched
@@ -37,14 +36,14 @@ func (s *Server) collect(ctx context.Context) {
 	cands := map[[32]byte]bool{}
 	for _, o := range objs {
 		if o.Created.Before(cutoff) {
-			cands[parseOutput(o.ID)] = true
+			cands[statedb.ParseID(o.ID)] = true
 		}
 	}
 	if len(cands) == 0 {
 		return
 	}
 	s.dropLiveRefs(cands)
-	if err := s.db.dropStoredRefs(cands); err != nil {
+	if err := s.db.DropRefs(cands); err != nil {
 		s.log.Error("collector: reading references", "err", err)
 		return
 	}
@@ -53,9 +52,9 @@ func (s *Server) collect(ctx context.Context) {
 		if ctx.Err() != nil {
 			break
 		}
-		ok, err := s.store.RemoveIfOlder(hexID(id), cutoff)
+		ok, err := s.store.RemoveIfOlder(statedb.HexID(id), cutoff)
 		if err != nil {
-			s.log.Warn("collector: removing an object", "object", hexID(id), "err", err)
+			s.log.Warn("collector: removing an object", "object", statedb.HexID(id), "err", err)
 		}
 		if ok {
 			removed++
@@ -89,52 +88,15 @@ func (j *jobRun) dropRefs(cands map[[32]byte]bool) {
 		delete(cands, in)
 	}
 	for i := range j.units.recs {
-		if u := &j.units.recs[i]; u.hasOutput() {
-			delete(cands, u.output)
+		if u := &j.units.recs[i]; u.HasOutput() {
+			delete(cands, u.Output)
 		}
 	}
-}
-
-// unitRecOutput is where a unit record holds its output id (encode).
-const unitRecOutput = 1 + 1 + 2 + 2 + 4*8
-
-// dropStoredRefs removes from cands every object state.db names: uploads,
-// and the inputs, results and unit outputs of the jobs on record.
-func (s *stateDB) dropStoredRefs(cands map[[32]byte]bool) error {
-	return s.db.View(func(tx *bolt.Tx) error {
-		err := tx.Bucket(uploadsBucket).ForEach(func(k, _ []byte) error {
-			dropRef(cands, string(k))
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		err = tx.Bucket(jobsBucket).ForEach(func(_, v []byte) error {
-			var rec struct {
-				Spec   struct{ Input string } `json:"spec"`
-				Result string                 `json:"result"`
-			}
-			if json.Unmarshal(v, &rec) == nil {
-				dropRef(cands, rec.Spec.Input)
-				dropRef(cands, rec.Result)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		return tx.Bucket(unitsBucket).ForEach(func(_, v []byte) error {
-			if len(v) >= unitRecOutput+32 && v[0] == unitRecVersion && v[1] == unitDone {
-				delete(cands, [32]byte(v[unitRecOutput:unitRecOutput+32]))
-			}
-			return nil
-		})
-	})
 }
 
 // dropRef removes object id (if it is one) from cands.
 func dropRef(cands map[[32]byte]bool, id string) {
 	if store.ValidID(id) {
-		delete(cands, parseOutput(id))
+		delete(cands, statedb.ParseID(id))
 	}
 }

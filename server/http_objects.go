@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +12,8 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/ops"
+	"github.com/braidhq/braid/server/statedb"
 	"github.com/braidhq/braid/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // tooLarge is the answer to an upload over the object size limit: at once
@@ -61,11 +60,11 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 	obj := objectOf(info)
 	if info.Existing {
 		// Answer with the first upload's time and owner, already on disk.
-		if up, ok, err := s.uploadOf(info.ID); err != nil {
+		if up, ok, err := s.db.Upload(info.ID); err != nil {
 			writeError(w, fmt.Errorf("reading the upload record: %w", err))
 			return
 		} else if ok {
-			obj.Created, obj.Owner = up.at, up.owner
+			obj.Created, obj.Owner = up.At, up.Owner
 			writeJSON(w, http.StatusCreated, obj)
 			return
 		}
@@ -77,32 +76,11 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 	if !info.Existing {
 		obj.Owner = callerOf(r).id
 	}
-	if err := s.db.w.sync(putUpload(info.ID, obj.Created, obj.Owner)); err != nil {
+	if err := s.db.Sync(statedb.PutUpload(info.ID, obj.Created, obj.Owner)); err != nil {
 		writeError(w, fmt.Errorf("recording the upload: %w", err))
 		return
 	}
 	writeJSON(w, http.StatusCreated, obj)
-}
-
-// upload is state.db's record of a client's upload.
-type upload struct {
-	at    time.Time
-	owner string // the id of the uploader's token
-}
-
-// uploadOf returns the record of object id's first upload by a client, if
-// one uploaded it (state.db's uploads bucket; a second upload of the same
-// bytes does not rewrite the record).
-func (s *Server) uploadOf(id string) (upload, bool, error) {
-	var up upload
-	var ok bool
-	err := s.db.db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(uploadsBucket).Get([]byte(id)); len(v) >= 8 {
-			up.at, up.owner, ok = time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(), string(v[8:]), true
-		}
-		return nil
-	})
-	return up, ok, err
 }
 
 // handleDeleteObject deletes an object (204), unless a job that is not
@@ -114,10 +92,10 @@ func (s *Server) handleDeleteObject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c := callerOf(r); c.role == api.RoleSubmit {
-		if up, ok, err := s.uploadOf(id); err != nil {
+		if up, ok, err := s.db.Upload(id); err != nil {
 			writeError(w, fmt.Errorf("reading the upload record: %w", err))
 			return
-		} else if !ok || up.owner != c.id {
+		} else if !ok || up.Owner != c.id {
 			if _, err := s.store.Stat(id); errors.Is(err, store.ErrNotFound) {
 				writeError(w, &apiError{status: 404, code: api.CodeNoObject, msg: "no object " + id})
 				return
@@ -144,7 +122,7 @@ func (s *Server) handleDeleteObject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err == nil {
-		err = s.db.w.sync(deleteUpload(id))
+		err = s.db.Sync(statedb.DeleteUpload(id))
 	}
 	if err != nil {
 		writeError(w, fmt.Errorf("deleting object %s: %w", id, err))
@@ -156,7 +134,7 @@ func (s *Server) handleDeleteObject(w http.ResponseWriter, r *http.Request) {
 // activeUser names a job that is not finished and uses object id as its
 // input ("the input of") or has produced it ("an output of").
 func (s *Server) activeUser(id string) (job, how string) {
-	want := parseOutput(id)
+	want := statedb.ParseID(id)
 	s.jobsMu.RLock()
 	defer s.jobsMu.RUnlock()
 	for _, j := range s.jobs {
@@ -186,7 +164,7 @@ func (j *jobRun) uses(id string, want [32]byte) string {
 		return ""
 	}
 	for i := range j.units.recs {
-		if u := &j.units.recs[i]; u.hasOutput() && u.output == want {
+		if u := &j.units.recs[i]; u.HasOutput() && u.Output == want {
 			return "an output of"
 		}
 	}

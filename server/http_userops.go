@@ -9,9 +9,9 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/ops"
+	"github.com/braidhq/braid/server/statedb"
 	"github.com/braidhq/braid/store"
 	"github.com/braidhq/braid/userop"
-	bolt "go.etcd.io/bbolt"
 )
 
 // handleAddOp registers a user operation: POST /v1/operations. The module
@@ -35,7 +35,7 @@ func (s *Server) handleAddOp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op.Owner, op.Created = callerOf(r).id, time.Now().UTC()
-	rec, made, err := s.userOps.add(op, func(rec *opRecord) error { return s.db.w.sync(putOp(rec)) })
+	rec, made, err := s.userOps.add(op, func(rec *opRecord) error { return s.db.Sync(putOp(rec)) })
 	if err != nil {
 		writeError(w, fmt.Errorf("saving the operation: %w", err))
 		return
@@ -125,14 +125,11 @@ func (s *Server) handleRemoveOp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	removed, err := s.userOps.remove(name, func(recs []*opRecord) error {
-		return s.db.w.sync(func(tx *bolt.Tx) error {
-			for _, rec := range recs {
-				if err := putOp(rec)(tx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		puts := make([]statedb.Change, len(recs))
+		for i, rec := range recs {
+			puts[i] = putOp(rec)
+		}
+		return s.db.Sync(statedb.Batch(puts...))
 	})
 	if err != nil {
 		writeError(w, fmt.Errorf("removing the operation: %w", err))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/scheduler"
+	"github.com/braidhq/braid/server/statedb"
 )
 
 // A job with JobSpec.InputJob runs one unit per unit of another job (its
@@ -52,8 +53,8 @@ func (s *Server) splitInputJob(id string, spec api.JobSpec, setup unitSetup, rec
 	}
 	for _, o := range outputs {
 		if o != ([32]byte{}) {
-			if _, err := s.store.Touch(hexID(o)); err != nil {
-				return nil, fmt.Errorf("output %s of job %s: %w", hexID(o), up.id, err)
+			if _, err := s.store.Touch(statedb.HexID(o)); err != nil {
+				return nil, fmt.Errorf("output %s of job %s: %w", statedb.HexID(o), up.id, err)
 			}
 		}
 	}
@@ -80,8 +81,8 @@ func (d *dispatcher) addInputJob(j *jobRun, units []scheduler.Unit) bool {
 	if up.units != nil { // running: outputs accepted since the split
 		j.mu.Lock()
 		for i := range up.units.recs {
-			if u := &up.units.recs[i]; i < len(j.inputs) && u.state == unitDone && u.hasOutput() {
-				j.inputs[i] = u.output
+			if u := &up.units.recs[i]; i < len(j.inputs) && u.State == statedb.UnitDone && u.HasOutput() {
+				j.inputs[i] = u.Output
 			}
 		}
 		j.mu.Unlock()
@@ -143,8 +144,8 @@ func (s *Server) doneOutputs(j *jobRun) ([][32]byte, error) {
 	if j.units != nil {
 		out := make([][32]byte, len(j.units.recs))
 		for i := range j.units.recs {
-			if u := &j.units.recs[i]; u.state == unitDone && u.hasOutput() {
-				out[i] = u.output
+			if u := &j.units.recs[i]; u.State == statedb.UnitDone && u.HasOutput() {
+				out[i] = u.Output
 			}
 		}
 		j.mu.Unlock()
@@ -152,14 +153,14 @@ func (s *Server) doneOutputs(j *jobRun) ([][32]byte, error) {
 	}
 	n := j.progress.Total
 	j.mu.Unlock()
-	stored, err := s.db.loadUnits(j.id)
+	stored, err := s.db.Units(j.id)
 	if err != nil {
 		return nil, err
 	}
 	out := make([][32]byte, n)
 	for _, su := range stored {
-		if su.index < n && su.rec.state == unitDone && su.rec.hasOutput() {
-			out[su.index] = su.rec.output
+		if su.Index < n && su.Rec.State == statedb.UnitDone && su.Rec.HasOutput() {
+			out[su.Index] = su.Rec.Output
 		}
 	}
 	return out, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/server/statedb"
 	"github.com/braidhq/braid/store"
 )
 
@@ -40,7 +41,7 @@ func (s *Server) splitInputs(id string, spec api.JobSpec, setup unitSetup, heade
 			return nil, badRequest(api.CodeTooLarge, "input %d, object %s, is %d bytes: a unit's input and its %d-byte header must fit one data-plane message (%d bytes)",
 				i, in, info.Size, header, limit+int64(header))
 		}
-		inputs[i], sizes[i] = parseOutput(in), info.Size
+		inputs[i], sizes[i] = statedb.ParseID(in), info.Size
 	}
 	j := newJobRun(id, spec, len(ids), received)
 	j.params, j.digest, j.inputs, j.inputSizes = setup.params, setup.digest, inputs, sizes

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/scheduler"
+	"github.com/braidhq/braid/server/statedb"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/wire"
 	bolt "go.etcd.io/bbolt"
@@ -30,7 +32,7 @@ func newTestServer(t *testing.T, dir string) *Server {
 	}
 	t.Cleanup(func() {
 		s.ln.Close()
-		s.db.close()
+		s.db.Close()
 	})
 	return s
 }
@@ -82,7 +84,7 @@ func TestUnsendableUnitFails(t *testing.T) {
 	if bad.end != api.JobFailed {
 		t.Fatalf("job with an unsendable unit: end %q, want failed", bad.end)
 	}
-	s.db.w.flush()
+	s.db.Flush()
 	st := bad.summary()
 	if st.State != api.JobFailed || !strings.Contains(st.Error, "could not be sent") || !strings.Contains(st.Error, "param") {
 		t.Errorf("job status %s %q: want failed, saying the unit could not be sent and why", st.State, st.Error)
@@ -164,31 +166,24 @@ func TestResumeAssemblesFinishedUnits(t *testing.T) {
 	s := newTestServer(t, dir)
 	in, _ := s.store.PutBytes([]byte("input"))
 	const n = 5
-	rec := jobRecord{ID: "j-crashed", Spec: api.JobSpec{Op: "noop", Input: in.ID, Repeat: n, Policy: "dynamic"},
+	rec := statedb.Job{ID: "j-crashed", Spec: api.JobSpec{Op: "noop", Input: in.ID, Repeat: n, Policy: "dynamic"},
 		State: api.JobRunning, ReceivedAt: time.Now(), Progress: api.Progress{Total: n, Pending: n}}
 	outs := make([]string, n)
-	err := s.db.w.sync(func(tx *bolt.Tx) error {
-		if err := putJob(rec)(tx); err != nil {
-			return err
+	puts := []statedb.Change{statedb.PutJob(rec)}
+	for i := range n {
+		info, err := s.store.PutBytes([]byte{byte(i)})
+		if err != nil {
+			t.Fatal(err)
 		}
-		for i := range n {
-			info, err := s.store.PutBytes([]byte{byte(i)})
-			if err != nil {
-				return err
-			}
-			outs[i] = info.ID
-			u := unitRec{state: unitDone, attempts: 1, sent: 1, returned: 2, output: parseOutput(info.ID)}
-			if err := putUnit(rec.ID, i, u, "w", "")(tx); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+		outs[i] = info.ID
+		u := statedb.Unit{State: statedb.UnitDone, Attempts: 1, Sent: 1, Returned: 2, Output: statedb.ParseID(info.ID)}
+		puts = append(puts, statedb.PutUnit(rec.ID, i, u, "w", ""))
+	}
+	if err := s.db.Sync(statedb.Batch(puts...)); err != nil {
 		t.Fatal(err)
 	}
 	s.ln.Close()
-	s.db.close()
+	s.db.Close()
 
 	s2 := runTestServer(t, dir)
 	deadline := time.Now().Add(10 * time.Second)
@@ -237,35 +232,35 @@ func TestMigrateSchema1(t *testing.T) {
 			{Index: 0, State: "done", Worker: "w1", Attempts: 1, Sent: &now, Returned: &now, ComputeMS: 1.5, Output: out.ID},
 			{Index: 1, State: "done", Worker: "w1", Attempts: 2, Sent: &now, Returned: &now, ComputeMS: 2, Output: out.ID},
 		}}
-	err := s.db.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{metaBucket, unitsBucket, uploadsBucket} {
-			if err := tx.DeleteBucket(b); err != nil {
+	s.ln.Close()
+	s.db.Close()
+	// Rewrite state.db as a build before schema versions left it.
+	db, err := bolt.Open(filepath.Join(dir, "state.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range []string{"meta", "units", "uploads"} {
+			if err := tx.DeleteBucket([]byte(b)); err != nil {
 				return err
 			}
 		}
 		v, _ := json.Marshal(v1)
-		return tx.Bucket(jobsBucket).Put([]byte(v1.ID), v)
+		return tx.Bucket([]byte("jobs")).Put([]byte(v1.ID), v)
 	})
+	db.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.ln.Close()
-	s.db.close()
 
 	s2 := newTestServer(t, dir)
-	if s2.db.schema != 0 {
-		t.Errorf("schema found %d, want 0 (none recorded)", s2.db.schema)
+	if s2.db.Schema() != 0 {
+		t.Errorf("schema found %d, want 0 (none recorded)", s2.db.Schema())
 	}
-	err = s2.db.db.View(func(tx *bolt.Tx) error {
-		for _, id := range []string{old.ID, out.ID} {
-			if tx.Bucket(uploadsBucket).Get([]byte(id)) == nil {
-				t.Errorf("object %s from before the migration is not marked uploaded", id)
-			}
+	for _, id := range []string{old.ID, out.ID} {
+		if _, ok, err := s2.db.Upload(id); err != nil || !ok {
+			t.Errorf("object %s from before the migration is not marked uploaded (%v)", id, err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if err := s2.resume(); err != nil {
 		t.Fatal(err)
@@ -276,48 +271,10 @@ func TestMigrateSchema1(t *testing.T) {
 		t.Errorf("migrated job: %+v %v", st, err)
 	}
 	s2.ln.Close()
-	s2.db.close()
+	s2.db.Close()
 	s3 := newTestServer(t, dir)
-	if s3.db.schema != schemaVersion {
-		t.Errorf("schema after migration: %d, want %d", s3.db.schema, schemaVersion)
-	}
-}
-
-// TestUnitRecordRoundTrip: a unit record decodes to what was encoded, and
-// deleting a job removes every one of its unit records and no other.
-func TestUnitRecordRoundTrip(t *testing.T) {
-	u := unitRec{sent: 1, returned: 2, queued: 3, compute: 4, output: parseOutput(strings.Repeat("ab", 32)),
-		stream: 7, attempts: 3, state: unitFailed}
-	got, worker, errText, err := decodeUnitRec(u.encode(nil, "worker-1", "it broke"))
-	if err != nil || got != u || worker != "worker-1" || errText != "it broke" {
-		t.Fatalf("decode(encode) = %+v %q %q %v", got, worker, errText, err)
-	}
-	for _, b := range [][]byte{nil, {9}, u.encode(nil, "w", "e")[:50]} {
-		if _, _, _, err := decodeUnitRec(b); err == nil {
-			t.Errorf("decoded a bad record %x", b)
-		}
-	}
-	s := newTestServer(t, t.TempDir())
-	err = s.db.w.sync(func(tx *bolt.Tx) error {
-		for _, job := range []string{"j-a", "j-ab", "j-b"} {
-			for i := range 300 {
-				if err := putUnit(job, i, u, "w", "")(tx); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err == nil {
-		err = s.db.w.sync(deleteJob("j-a"))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for job, want := range map[string]int{"j-a": 0, "j-ab": 300, "j-b": 300} {
-		if got, err := s.db.loadUnits(job); err != nil || len(got) != want {
-			t.Errorf("job %s: %d unit records (%v), want %d", job, len(got), err, want)
-		}
+	if s3.db.Schema() != statedb.SchemaVersion {
+		t.Errorf("schema after migration: %d, want %d", s3.db.Schema(), statedb.SchemaVersion)
 	}
 }
 

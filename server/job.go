@@ -11,6 +11,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/ops"
+	"github.com/braidhq/braid/server/statedb"
 )
 
 // jobRun is a job in the server's memory.
@@ -80,9 +81,9 @@ func (s *Server) unitInput(j *jobRun, i int) ([]byte, error) {
 	case j.tiles != nil:
 		return j.tiles[i].Data, nil
 	case j.inputs != nil:
-		b, err := s.store.ReadAll(hexID(j.inputs[i]), maxUnitInput)
+		b, err := s.store.ReadAll(statedb.HexID(j.inputs[i]), maxUnitInput)
 		if err != nil {
-			return nil, fmt.Errorf("reading its input %s: %w", hexID(j.inputs[i]), err)
+			return nil, fmt.Errorf("reading its input %s: %w", statedb.HexID(j.inputs[i]), err)
 		}
 		return b, nil
 	}
@@ -197,14 +198,14 @@ func (j *jobRun) snapshot(withUnits bool) (api.Job, bool) {
 
 // record is the job's state.db record with the given state; the caller
 // holds no lock.
-func (j *jobRun) record(state, errText, result string, finished time.Time) jobRecord {
+func (j *jobRun) record(state, errText, result string, finished time.Time) statedb.Job {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	p := j.progress
 	if j.core.Total > 0 {
 		p = j.core // every accepted unit's record is queued before this one
 	}
-	rec := jobRecord{ID: j.id, Spec: j.spec, Owner: j.owner, State: state, Error: errText, Result: result,
+	rec := statedb.Job{ID: j.id, Spec: j.spec, Owner: j.owner, State: state, Error: errText, Result: result,
 		ReceivedAt: j.receivedAt, Progress: p, PerWorker: maps.Clone(j.perWorker)}
 	if isTerminal(state) {
 		rec.Progress = terminalProgress(rec.Progress)
@@ -221,7 +222,7 @@ func (j *jobRun) record(state, errText, result string, finished time.Time) jobRe
 
 // publish shows a terminal record, now on disk, to clients, and lets the
 // unit statistics go from memory.
-func (j *jobRun) publish(rec jobRecord) {
+func (j *jobRun) publish(rec statedb.Job) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.state, j.errText, j.result, j.progress = rec.State, rec.Error, rec.Result, rec.Progress
@@ -233,7 +234,7 @@ func (j *jobRun) publish(rec jobRecord) {
 }
 
 // restoredJob is a finished job read back from state.db.
-func restoredJob(rec jobRecord) *jobRun {
+func restoredJob(rec statedb.Job) *jobRun {
 	j := &jobRun{id: rec.ID, spec: rec.Spec, owner: rec.Owner, end: rec.State, state: rec.State, errText: rec.Error, result: rec.Result,
 		receivedAt: rec.ReceivedAt, progress: terminalProgress(rec.Progress), perWorker: rec.PerWorker,
 		notify: make(chan struct{})}

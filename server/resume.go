@@ -5,20 +5,21 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/server/statedb"
 )
 
 // resume reloads state.db at start: finished jobs are served as they were
 // (and retained by the policy), unfinished ones are split again and run
 // only their units without a stored result.
 func (s *Server) resume() error {
-	recs, err := s.db.loadJobs()
+	recs, err := s.db.Jobs()
 	if err != nil {
 		return err
 	}
 	var finished []*jobRun
-	var unfinished []jobRecord
+	var unfinished []statedb.Job
 	for _, rec := range recs {
-		if rec.terminal() {
+		if isTerminal(rec.State) {
 			j := restoredJob(rec)
 			s.addVisible(j)
 			finished = append(finished, j)
@@ -35,12 +36,12 @@ func (s *Server) resume() error {
 
 // upstreamFirst orders unfinished jobs so that a job over another's
 // outputs (JobSpec.InputJob) resumes after it.
-func upstreamFirst(recs []jobRecord) []jobRecord {
+func upstreamFirst(recs []statedb.Job) []statedb.Job {
 	pending := map[string]bool{}
 	for _, r := range recs {
 		pending[r.ID] = true
 	}
-	out := make([]jobRecord, 0, len(recs))
+	out := make([]statedb.Job, 0, len(recs))
 	for len(out) < len(recs) {
 		progress := false
 		for _, r := range recs {
@@ -63,15 +64,15 @@ func upstreamFirst(recs []jobRecord) []jobRecord {
 // output object still exists are done; the rest run again. A job with a
 // failed unit on record is failed (it crashed before saying so); a job that
 // cannot be split again fails with the reason.
-func (s *Server) resumeJob(rec jobRecord) {
-	stored, err := s.db.loadUnits(rec.ID)
+func (s *Server) resumeJob(rec statedb.Job) {
+	stored, err := s.db.Units(rec.ID)
 	if err != nil {
 		s.failResumed(rec, fmt.Errorf("reading its units: %w", err))
 		return
 	}
 	for _, su := range stored {
-		if su.rec.state == unitFailed {
-			s.failResumed(rec, fmt.Errorf("unit %d failed on worker %s: %s", su.index, su.worker, su.errText))
+		if su.Rec.State == statedb.UnitFailed {
+			s.failResumed(rec, fmt.Errorf("unit %d failed on worker %s: %s", su.Index, su.Worker, su.ErrText))
 			return
 		}
 	}
@@ -97,22 +98,22 @@ func (s *Server) resumeJob(rec jobRecord) {
 
 // restoreUnits marks done the units of j whose stored output still
 // exists, and returns how many.
-func (s *Server) restoreUnits(j *jobRun, stored []storedUnit) int {
+func (s *Server) restoreUnits(j *jobRun, stored []statedb.StoredUnit) int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	done := 0
 	for _, su := range stored {
-		if su.index >= len(j.units.recs) || su.rec.state != unitDone || !su.rec.hasOutput() {
+		if su.Index >= len(j.units.recs) || su.Rec.State != statedb.UnitDone || !su.Rec.HasOutput() {
 			continue
 		}
-		if _, err := s.store.Stat(hexID(su.rec.output)); err != nil {
+		if _, err := s.store.Stat(statedb.HexID(su.Rec.Output)); err != nil {
 			continue // collected or lost: run it again
 		}
-		u := su.rec
-		u.worker = j.units.intern(su.worker)
-		j.units.recs[su.index] = u
-		j.perWorker[su.worker]++
-		if t := time.Unix(0, u.returned); u.returned != 0 && t.After(j.lastResult) {
+		u := su.Rec
+		u.Worker = j.units.intern(su.Worker)
+		j.units.recs[su.Index] = u
+		j.perWorker[su.Worker]++
+		if t := time.Unix(0, u.Returned); u.Returned != 0 && t.After(j.lastResult) {
 			j.lastResult = t
 		}
 		done++
@@ -125,10 +126,10 @@ func (s *Server) restoreUnits(j *jobRun, stored []storedUnit) int {
 }
 
 // failResumed records and shows a job that could not be resumed.
-func (s *Server) failResumed(rec jobRecord, err error) {
+func (s *Server) failResumed(rec statedb.Job, err error) {
 	now := time.Now()
 	rec.State, rec.Error, rec.FinishedAt = api.JobFailed, "could not resume after a server restart: "+err.Error(), &now
-	if werr := s.db.w.sync(putJob(rec)); werr != nil {
+	if werr := s.db.Sync(statedb.PutJob(rec)); werr != nil {
 		s.log.Error("saving a job that could not be resumed", "job", rec.ID, "err", werr)
 	}
 	j := restoredJob(rec)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/braidhq/braid/server/statedb"
 )
 
 // retention keeps finished jobs by a policy of age and count
@@ -110,7 +112,7 @@ func (s *Server) removeJob(j *jobRun) <-chan error {
 	s.jobsMu.Unlock()
 	s.retention.drop(j)
 	done := make(chan error, 1)
-	s.db.w.queueChange(change{apply: deleteJob(j.id), after: func(err error) { done <- err }})
+	s.db.Queue(statedb.DeleteJob(j.id).Then(func(err error) { done <- err }))
 	return done
 }
 

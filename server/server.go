@@ -10,11 +10,11 @@
 //
 // # State
 //
-// Job state lives in DATA/state.db (bbolt; state.go describes the
+// Job state lives in DATA/state.db (package statedb, which describes the
 // buckets). An id returned to a client names a job already on disk; a
 // cancel is on disk before its 200; a job is done or failed for clients
 // only once that state and its units' records are on disk. Writes are
-// committed in groups by one writer (writer.go), so a burst of submits or
+// committed in groups by one writer (statedb's), so a burst of submits or
 // unit results shares one fsync. Each accepted unit's result (its output
 // object and statistics) is recorded, so a restarted server runs only the
 // units without a stored result whose output still exists.
@@ -41,6 +41,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/internal/metrics"
+	"github.com/braidhq/braid/server/statedb"
 	"github.com/braidhq/braid/store"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/version"
@@ -180,7 +181,7 @@ type Server struct {
 	cfg   Config
 	log   *slog.Logger
 	store *store.Store
-	db    *stateDB
+	db    *statedb.DB
 	disp  *dispatcher
 	ln    net.Listener
 
@@ -223,7 +224,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	// The state database's lock comes first: a second server on the same
 	// directory must fail before it touches the store's uploads in progress.
-	db, err := openState(filepath.Join(cfg.DataDir, "state.db"), cfg.Logger.With("component", "state"))
+	db, err := statedb.Open(filepath.Join(cfg.DataDir, "state.db"), cfg.Logger.With("component", "state"))
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +234,7 @@ func New(cfg Config) (*Server, error) {
 		err = migrate(db, st)
 	}
 	if err != nil {
-		db.close()
+		db.Close()
 		return nil, err
 	}
 	var toks *tokens
@@ -246,18 +247,18 @@ func New(cfg Config) (*Server, error) {
 			}
 		}
 		if err != nil {
-			db.close()
+			db.Close()
 			return nil, fmt.Errorf("server: tokens: %w", err)
 		}
 	}
-	userOps, err := db.loadUserOps()
+	userOps, err := loadUserOps(db)
 	if err != nil {
-		db.close()
+		db.Close()
 		return nil, fmt.Errorf("server: user operations: %w", err)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		db.close()
+		db.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	if cfg.TLS != nil {
@@ -284,8 +285,8 @@ func touchEvery(gcGrace time.Duration) time.Duration {
 
 // migrate brings an older data directory's state.db to this build's
 // schema, marking the objects already stored as uploaded.
-func migrate(db *stateDB, st *store.Store) error {
-	if db.schema == schemaVersion {
+func migrate(db *statedb.DB, st *store.Store) error {
+	if db.Schema() == statedb.SchemaVersion {
 		return nil
 	}
 	objs, err := st.List()
@@ -296,17 +297,17 @@ func migrate(db *stateDB, st *store.Store) error {
 	for i, o := range objs {
 		ids[i] = o.ID
 	}
-	return db.migrate(ids)
+	return db.Migrate(ids)
 }
 
 // ID is the server's persistent identity: 32 hex digits made on the first
 // start over its data directory and kept in state.db.
-func (s *Server) ID() string { return s.db.id }
+func (s *Server) ID() string { return s.db.ID() }
 
 // Epoch counts the starts of this server over its data directory; New
 // takes a new one, on disk, before the server serves. A worker that sees a
 // higher epoch from the same ID knows the server restarted.
-func (s *Server) Epoch() uint64 { return s.db.epoch }
+func (s *Server) Epoch() uint64 { return s.db.Epoch() }
 
 // Addr is the HTTP listener's address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
@@ -360,14 +361,14 @@ func (s *Server) Run(ctx context.Context) error {
 	s.drain()
 	stopLoop() // the loop closes the associations as it exits
 	<-loopDone
-	s.db.w.flush()
+	s.db.Flush()
 	hardStop()
 	close(s.stopped) // handlers waiting on the loop give up now
 	shutCtx, shutCancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer shutCancel()
 	_ = hs.Shutdown(shutCtx)
 	s.wg.Wait()
-	s.db.close()
+	s.db.Close()
 	s.log.Info("server stopped")
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
@@ -388,7 +389,7 @@ func (s *Server) status(j *jobRun, withUnits bool) (api.Job, error) {
 	if !withUnits || inMemory {
 		return out, nil
 	}
-	units, err := s.db.loadUnitStats(j.id, out.Progress.Total)
+	units, err := s.db.UnitStats(j.id, out.Progress.Total)
 	out.Units = units
 	return out, err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/scheduler"
+	"github.com/braidhq/braid/server/statedb"
 	"github.com/braidhq/braid/store"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/userop"
@@ -214,7 +215,7 @@ func (s *Server) setupUnits(spec api.JobSpec) (unitSetup, error) {
 	if rec.Op.Digest != spec.OpDigest {
 		return unitSetup{}, badRequest(api.CodeUnknownOp, "operation %s version %d is not in the catalogue", spec.Op, spec.OpVersion)
 	}
-	return unitSetup{params: inv.UnitParams(), digest: parseOutput(rec.Op.Digest), modules: []string{rec.Op.Digest},
+	return unitSetup{params: inv.UnitParams(), digest: statedb.ParseID(rec.Op.Digest), modules: []string{rec.Op.Digest},
 		reach: func() (int, error) { return userReach(rec) }}, nil
 }
 
@@ -374,7 +375,7 @@ func (s *Server) submit(spec api.JobSpec, c caller) (*jobRun, error) {
 		return nil, err
 	}
 	j.owner = owner
-	if err := s.db.w.sync(putJob(j.record(api.JobQueued, "", "", time.Time{}))); err != nil {
+	if err := s.db.Sync(statedb.PutJob(j.record(api.JobQueued, "", "", time.Time{}))); err != nil {
 		return nil, fmt.Errorf("saving the job: %w", err)
 	}
 	s.addVisible(j)

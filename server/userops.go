@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/ops"
-	bolt "go.etcd.io/bbolt"
+	"github.com/braidhq/braid/server/statedb"
 )
 
 // userOps is the catalogue of user operations (docs/user-ops.md): every
@@ -122,33 +121,21 @@ func schedOps(info api.WorkerInfo) []string {
 	return out
 }
 
-// opKey is a version's key in the operations bucket: name, 0, version.
-func opKey(name string, version int) []byte {
-	return binary.BigEndian.AppendUint32(append([]byte(name), 0), uint32(version))
-}
-
-func putOp(rec *opRecord) func(tx *bolt.Tx) error {
-	v, err := json.Marshal(rec)
-	return func(tx *bolt.Tx) error {
-		if err != nil {
-			return err
-		}
-		return tx.Bucket(opsBucket).Put(opKey(rec.Op.Name, rec.Op.Version), v)
-	}
+// putOp is the change that writes a version's record.
+func putOp(rec *opRecord) statedb.Change {
+	return statedb.PutOp(rec.Op.Name, rec.Op.Version, rec)
 }
 
 // loadUserOps reads the catalogue from state.db.
-func (st *stateDB) loadUserOps() (*userOps, error) {
+func loadUserOps(db *statedb.DB) (*userOps, error) {
 	c := &userOps{names: map[string][]*opRecord{}}
-	err := st.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(opsBucket).ForEach(func(k, v []byte) error {
-			rec := &opRecord{}
-			if err := json.Unmarshal(v, rec); err != nil {
-				return fmt.Errorf("operation record %q: %w", k, err)
-			}
-			c.names[rec.Op.Name] = append(c.names[rec.Op.Name], rec)
-			return nil
-		})
+	err := db.Ops(func(k, v []byte) error {
+		rec := &opRecord{}
+		if err := json.Unmarshal(v, rec); err != nil {
+			return fmt.Errorf("operation record %q: %w", k, err)
+		}
+		c.names[rec.Op.Name] = append(c.names[rec.Op.Name], rec)
+		return nil
 	})
 	return c, err
 }

@@ -1,4 +1,4 @@
-package server
+package statedb
 
 import (
 	"log/slog"
@@ -30,20 +30,20 @@ type writer struct {
 
 	mu     sync.Mutex // guards queue, spare, urgent and closed
 	room   sync.Cond  // signalled when the goroutine takes the queue
-	queue  []change
-	spare  []change // the previous batch's slice, for reuse
+	queue  []Change
+	spare  []Change // the previous batch's slice, for reuse
 	urgent bool     // queue holds a change someone waits for
 	closed bool
 	wake   chan struct{} // capacity 1: the goroutine has something to look at
 	done   chan struct{} // closed when the goroutine has exited
 }
 
-// change is one queued write. apply runs inside the batch's transaction
+// Change is one queued write. apply runs inside the batch's transaction
 // (nil makes a barrier); after, if set, runs on the writer's goroutine
 // once that transaction committed (nil error) or failed. after must not
 // queue and wait on the writer. A lazy change's after does not hurry the
 // commit: it waits for company as a change without one does.
-type change struct {
+type Change struct {
 	apply func(tx *bolt.Tx) error
 	after func(error)
 	lazy  bool
@@ -67,9 +67,9 @@ func newWriter(db *bolt.DB, log *slog.Logger) *writer {
 }
 
 // queueChange adds a change to the next commit, waiting while maxQueued
-// changes wait already. After close, after (if any) gets errStateClosed at
+// changes wait already. After close, after (if any) gets ErrClosed at
 // once.
-func (w *writer) queueChange(c change) {
+func (w *writer) queueChange(c Change) {
 	w.mu.Lock()
 	for len(w.queue) >= maxQueued && !w.closed {
 		w.room.Wait()
@@ -77,7 +77,7 @@ func (w *writer) queueChange(c change) {
 	if w.closed {
 		w.mu.Unlock()
 		if c.after != nil {
-			c.after(errStateClosed)
+			c.after(ErrClosed)
 		}
 		return
 	}
@@ -103,7 +103,7 @@ func (w *writer) poke() {
 // sync queues apply and waits until it is on disk.
 func (w *writer) sync(apply func(tx *bolt.Tx) error) error {
 	done := make(chan error, 1)
-	w.queueChange(change{apply: apply, after: func(err error) { done <- err }})
+	w.queueChange(Change{apply: apply, after: func(err error) { done <- err }})
 	return <-done
 }
 
@@ -169,7 +169,7 @@ func (w *writer) lingerForCompany() {
 
 // commit writes a batch in one transaction. If it fails, each change is
 // retried alone, so one bad change costs only itself.
-func (w *writer) commit(batch []change) {
+func (w *writer) commit(batch []Change) {
 	err := w.db.Update(func(tx *bolt.Tx) error {
 		for _, c := range batch {
 			if c.apply == nil {
@@ -184,7 +184,7 @@ func (w *writer) commit(batch []change) {
 	if err != nil && len(batch) > 1 {
 		w.log.Warn("state batch failed; retrying its changes one by one", "changes", len(batch), "err", err)
 		for _, c := range batch {
-			w.commit([]change{c})
+			w.commit([]Change{c})
 		}
 		return
 	}

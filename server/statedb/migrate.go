@@ -1,4 +1,4 @@
-package server
+package statedb
 
 import (
 	"encoding/json"
@@ -9,32 +9,33 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// migrate brings a state.db found at an older schema to schemaVersion in
-// one transaction; objects are the ids already in the store.
+// Migrate brings a state.db found at an older schema to SchemaVersion in
+// one transaction; objects are the ids already in the store. It does
+// nothing to a database at SchemaVersion.
 //
 // From schema 0 or 1 (builds before the version was recorded): those
 // builds did not record which objects clients uploaded, so every object
 // already stored is marked uploaded and the collector never deletes it;
 // and their job records carried every unit's statistics, so each becomes
 // a job record without units plus one record per accepted unit.
-func (s *stateDB) migrate(objects []string) error {
-	if s.schema == schemaVersion {
+func (s *DB) Migrate(objects []string) error {
+	if s.schema == SchemaVersion {
 		return nil
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		now := time.Now()
 		for _, id := range objects {
-			if err := putUpload(id, now, "")(tx); err != nil {
+			if err := PutUpload(id, now, "").apply(tx); err != nil {
 				return err
 			}
 		}
 		if err := splitV1Jobs(tx); err != nil {
 			return err
 		}
-		return setSchema(tx, schemaVersion)
+		return setSchema(tx, SchemaVersion)
 	})
 	if err != nil {
-		return fmt.Errorf("server: migrating state.db from schema %d: %w", s.schema, err)
+		return fmt.Errorf("statedb: migrating state.db from schema %d: %w", s.schema, err)
 	}
 	return nil
 }
@@ -54,7 +55,7 @@ func splitV1Jobs(tx *bolt.Tx) error {
 		return err
 	}
 	for _, j := range old {
-		rec := jobRecord{ID: j.ID, Spec: j.Spec, State: j.State, Error: j.Error, Result: j.Result,
+		rec := Job{ID: j.ID, Spec: j.Spec, State: j.State, Error: j.Error, Result: j.Result,
 			ReceivedAt: j.ReceivedAt, FinishedAt: j.FinishedAt, Progress: j.Progress, PerWorker: j.UnitsPerWorker}
 		for _, u := range j.Units {
 			if u.State != "done" && u.State != "failed" {
@@ -64,29 +65,29 @@ func splitV1Jobs(tx *bolt.Tx) error {
 				t := *u.Returned
 				rec.LastResult = &t
 			}
-			if err := putUnit(j.ID, u.Index, unitFromV1(u), u.Worker, u.Error)(tx); err != nil {
+			if err := PutUnit(j.ID, u.Index, unitFromV1(u), u.Worker, u.Error).apply(tx); err != nil {
 				return err
 			}
 		}
-		if err := putJob(rec)(tx); err != nil {
+		if err := PutJob(rec).apply(tx); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func unitFromV1(u api.UnitStat) unitRec {
-	r := unitRec{state: unitDone, stream: uint16(u.Stream), attempts: uint16(min(u.Attempts, 1<<16-1)),
-		queued:  int64(u.QueuedMS * float64(time.Millisecond)),
-		compute: int64(u.ComputeMS * float64(time.Millisecond)), output: parseOutput(u.Output)}
+func unitFromV1(u api.UnitStat) Unit {
+	r := Unit{State: UnitDone, Stream: uint16(u.Stream), Attempts: uint16(min(u.Attempts, 1<<16-1)),
+		Queued:  int64(u.QueuedMS * float64(time.Millisecond)),
+		Compute: int64(u.ComputeMS * float64(time.Millisecond)), Output: ParseID(u.Output)}
 	if u.State == "failed" {
-		r.state = unitFailed
+		r.State = UnitFailed
 	}
 	if u.Sent != nil {
-		r.sent = u.Sent.UnixNano()
+		r.Sent = u.Sent.UnixNano()
 	}
 	if u.Returned != nil {
-		r.returned = u.Returned.UnixNano()
+		r.Returned = u.Returned.UnixNano()
 	}
 	return r
 }

@@ -1,4 +1,4 @@
-package server
+package statedb
 
 import (
 	"encoding/binary"
@@ -18,8 +18,8 @@ import (
 func TestWriterOrderAndClose(t *testing.T) {
 	db := testDB(t)
 	w := newWriter(db, slog.New(slog.DiscardHandler))
-	put := func(k string, v int) change {
-		return change{apply: func(tx *bolt.Tx) error {
+	put := func(k string, v int) Change {
+		return Change{apply: func(tx *bolt.Tx) error {
 			return tx.Bucket(jobsBucket).Put([]byte(k), binary.BigEndian.AppendUint64(nil, uint64(v)))
 		}}
 	}
@@ -47,9 +47,9 @@ func TestWriterOrderAndClose(t *testing.T) {
 		t.Errorf("after close: %d keys, want 10101 (close commits what is queued)", n)
 	}
 	got := make(chan error, 1)
-	w.queueChange(change{apply: put("x", 1).apply, after: func(err error) { got <- err }})
-	if err := <-got; !errors.Is(err, errStateClosed) {
-		t.Errorf("change after close: %v, want errStateClosed", err)
+	w.queueChange(Change{apply: put("x", 1).apply, after: func(err error) { got <- err }})
+	if err := <-got; !errors.Is(err, ErrClosed) {
+		t.Errorf("change after close: %v, want ErrClosed", err)
 	}
 }
 
@@ -61,7 +61,7 @@ func TestWriterLazyAfter(t *testing.T) {
 	w := newWriter(db, slog.New(slog.DiscardHandler))
 	defer w.close()
 	seen := make(chan bool, 1)
-	w.queueChange(change{
+	w.queueChange(Change{
 		apply: func(tx *bolt.Tx) error { return tx.Bucket(jobsBucket).Put([]byte("k"), []byte("v")) },
 		after: func(err error) {
 			var there bool
