@@ -78,7 +78,7 @@ func serverCrashRestart(t *testing.T, tr string) {
 			before++
 		}
 	}
-	// Results reach state.db in group commits (server/writer.go), and a
+	// Results reach state.db in group commits (server/statedb's writer), and a
 	// job's progress counts a unit done only once its record committed: so
 	// every unit a client saw done before the kill was kept. (Results of
 	// the last linger and of the commit under way at the kill are lost and
