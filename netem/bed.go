@@ -128,6 +128,14 @@ func Up(spec Spec, opts Options) (*Bed, error) {
 
 // build removes leftovers and creates the namespaces and paths.
 func (b *Bed) build() error {
+	if err := restoreSysctls(b.opts.StateDir, b.opts.Logger); err != nil {
+		return fmt.Errorf("%w (left by a killed bed)", err)
+	}
+	if b.spec.CC != "" {
+		if err := allowCC(b.opts.StateDir, b.spec.CC, b.opts.Logger); err != nil {
+			return err
+		}
+	}
 	for _, ns := range []string{NSA, NSB} {
 		if nsExists(ns) {
 			b.opts.Logger.Info("removing a leftover namespace", "ns", ns)
@@ -294,8 +302,8 @@ func (b *Bed) closeTUNs() {
 	}
 }
 
-// teardown closes the devices, removes the namespaces and the state file
-// and releases the lock.
+// teardown closes the devices, removes the namespaces and the state file,
+// puts back the sysctls it changed and releases the lock.
 func (b *Bed) teardown() error {
 	b.closeTUNs()
 	var errs []error
@@ -303,6 +311,7 @@ func (b *Bed) teardown() error {
 		errs = append(errs, removeNS(ns))
 	}
 	if b.lock != nil {
+		errs = append(errs, restoreSysctls(b.opts.StateDir, b.opts.Logger))
 		os.Remove(filepath.Join(b.opts.StateDir, stateFile))
 		b.lock.Close() // releases the flock
 	}
@@ -332,7 +341,8 @@ func takeLock(dir string) (*os.File, error) {
 }
 
 // Down removes a test bed that no live process owns (what a killed run
-// left). If a live process owns one it returns ErrBusy with its pid.
+// left): its namespaces, and its changes to the root namespace's sysctls.
+// If a live process owns one it returns ErrBusy with its pid.
 func Down(opts Options) error {
 	opts = opts.withDefaults()
 	if err := Check(); err != nil {
@@ -344,7 +354,7 @@ func Down(opts Options) error {
 	}
 	defer lock.Close()
 	os.Remove(filepath.Join(opts.StateDir, stateFile))
-	return errors.Join(removeNS(NSA), removeNS(NSB))
+	return errors.Join(removeNS(NSA), removeNS(NSB), restoreSysctls(opts.StateDir, opts.Logger))
 }
 
 // Exists reports whether either namespace of a test bed exists.

@@ -56,5 +56,13 @@
 // removes the namespaces and the TUN devices; the TUN devices also vanish
 // with the owner process, however it dies.
 //
+// A spec's cc=NAME may need the root namespace's
+// net.ipv4.tcp_allowed_congestion_control widened (a namespace may only
+// pick a congestion control the root one allows; a stock machine allows
+// its default and reno). Up does that, loading the module tcp_NAME first
+// if needed, and records the old value in /run/braid-net/sysctl.json
+// before it changes anything; Close, Down (after a killed owner) and the
+// next Up put it back, unless someone changed it again meanwhile.
+//
 // Everything here needs root on Linux and the ip command (iproute2).
 package netem

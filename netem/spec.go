@@ -16,7 +16,9 @@ type Spec struct {
 	// Seed seeds the loss and jitter draws (0: from the clock).
 	Seed uint64
 	// CC, if set, is the TCP congestion control set in both namespaces
-	// (net.ipv4.tcp_congestion_control), e.g. "reno".
+	// (net.ipv4.tcp_congestion_control), e.g. "reno", "cubic" or "bbr":
+	// any the kernel has or can load (Up allows it in the root namespace
+	// while the bed runs; see cc.go).
 	CC string
 	// Source is the string Parse read.
 	Source string
@@ -108,8 +110,9 @@ func (p Path) RTT() time.Duration { return p.AB.Delay + p.BA.Delay }
 //
 // Keys of a path: rtt=50ms (round-trip delay, split equally: delay=25ms
 // each way; not with a bare delay=), mtu=1500 (576 to 9000).
-// Keys of the spec, once in any path: seed=N (random draws), cc=reno (TCP
-// congestion control in both namespaces).
+// Keys of the spec, once in any path: seed=N (random draws), cc=NAME (TCP
+// congestion control in both namespaces: reno, cubic, bbr or any other the
+// kernel has; Parse checks the name's form, Up that the kernel has it).
 //
 // A prefixed setting overrides the bare one ("rate=100M,ba.rate=10M"); a
 // setting given twice is an error. The empty string is one perfect path;

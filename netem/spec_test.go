@@ -27,6 +27,8 @@ func TestParse(t *testing.T) {
 			AB: Dir{Delay: 10 * ms, Rate: 100e6, QueueBytes: 250000}, BA: Dir{Delay: 10 * ms, Rate: 100e6, QueueBytes: 250000}, MTU: 1500}}, 0, ""},
 		{"ge=1%:25%,seed=7,cc=reno", []Path{{
 			AB: Dir{GE: &GE{P: 0.01, R: 0.25, LossBad: 1}}, BA: Dir{GE: &GE{P: 0.01, R: 0.25, LossBad: 1}}, MTU: 1500}}, 7, "reno"},
+		{"rtt=50ms,cc=cubic", []Path{{AB: Dir{Delay: 25 * ms}, BA: Dir{Delay: 25 * ms}, MTU: 1500}}, 0, "cubic"},
+		{"cc=bbr;rtt=2ms", []Path{{MTU: 1500}, {AB: Dir{Delay: ms}, BA: Dir{Delay: ms}, MTU: 1500}}, 0, "bbr"},
 		{"rtt=20ms,rate=100M;rtt=30ms,rate=20M", []Path{
 			{AB: Dir{Delay: 10 * ms, Rate: 100e6}, BA: Dir{Delay: 10 * ms, Rate: 100e6}, MTU: 1500},
 			{AB: Dir{Delay: 15 * ms, Rate: 20e6}, BA: Dir{Delay: 15 * ms, Rate: 20e6}, MTU: 1500}}, 0, ""},

@@ -35,7 +35,11 @@ directions unless prefixed ab. (braid-a to braid-b) or ba.
   queue=100p    bottleneck queue, tail drop: packets (p), bytes (64KB, 1MiB)
                 or BDPs (1bdp); default one BDP, at least 100 packets
   mtu=1500      the path's MTU (576 to 9000)
-  seed=N        random draws; cc=reno  TCP congestion control in both hosts
+  seed=N        random draws
+  cc=cubic      TCP congestion control in both hosts: reno, cubic, bbr or any
+                other the kernel has or can load (modprobe tcp_NAME); the bed
+                allows it in the root namespace while up, and puts
+                net.ipv4.tcp_allowed_congestion_control back when it goes down
 Example: braid net up "rtt=20ms,loss=0.5%,rate=100M,cc=reno; rtt=30ms,rate=20M"
 
 The emulator is trusted up to 500 Mbit/s per direction on a 2-core machine
