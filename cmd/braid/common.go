@@ -251,6 +251,14 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 	fs.StringVar(&o.SCTPStack, "sctp-stack", transports.StackAuto,
 		"SCTP implementation: auto (kernel SCTP between hosts that have it, userspace over UDP with the others), kernel or user")
+	fs.Func("tcp-cc", "tcp, tcpn and ptcp: the TCP congestion control of every connection (Linux), e.g. reno, cubic or bbr: any the kernel has\n"+
+		"for root, else those net.ipv4.tcp_allowed_congestion_control lists; empty (the default): the host's own (net.ipv4.tcp_congestion_control)", func(v string) error {
+		if !validCCName(v) {
+			return fmt.Errorf("want a congestion control name such as cubic or bbr, not %q", v)
+		}
+		o.TCPCC = v
+		return nil
+	})
 	fs.BoolVar(&o.MPTCP, "mptcp", false, "run tcp, tcpn and ptcp over Multipath TCP (Linux) where both ends' kernels take it, plain TCP otherwise;\nthe kernel's path manager ('ip mptcp') decides which paths its subflows take")
 	fs.Func("sctp-flows", fmt.Sprintf("sctp (userspace stack): how many reno flows each association's congestion control stands for, 1 to %d,\n", sctp.MaxFlows)+
 		fmt.Sprintf("or auto (the default: tuned per association between %d and %d while it sends; one to a peer on this host). Under random loss N flows carry about N times one", sctp.MinTunedFlows, sctp.MaxFlows), func(v string) error {
@@ -280,6 +288,20 @@ func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 		o.DataPlaneTLS = m
 		return err
 	})
+}
+
+// validCCName reports whether s could name a kernel congestion control
+// (empty: the host's default).
+func validCCName(s string) bool {
+	if len(s) > 15 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // parseCount reads --sctp-flows and --ptcp-stripes: "auto" is 0, else a

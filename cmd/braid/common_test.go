@@ -38,6 +38,9 @@ func TestTransportFlags(t *testing.T) {
 	if err != nil || o.SCTPUnpaced || o.SCTPNoHyStart {
 		t.Fatalf("on again: %+v, %v", o, err)
 	}
+	if _, err := parseTransportFlags("--tcp-cc", "Cubic!"); err == nil || !strings.Contains(err.Error(), "congestion control name") {
+		t.Errorf("--tcp-cc Cubic!: %v, want an error that asks for a name", err)
+	}
 	for _, name := range []string{"sctp-pacing", "sctp-hystart"} {
 		if _, err := parseTransportFlags("--"+name, "maybe"); err == nil || !strings.Contains(err.Error(), "want on or off") {
 			t.Errorf("--%s maybe: %v, want an error that says on or off", name, err)
@@ -46,7 +49,7 @@ func TestTransportFlags(t *testing.T) {
 
 	for _, want := range []transports.Options{
 		{SCTPStack: transports.StackAuto, DataPlaneTLS: transport.TLSAuto, PTCP: ptcp.Config{Driver: ptcp.DriverPollAll}},
-		{SCTPStack: "user", DataPlaneTLS: transport.TLSOff, SCTPFlows: 3, SCTPUnpaced: true, SCTPNoHyStart: true, MPTCP: true,
+		{SCTPStack: "user", DataPlaneTLS: transport.TLSOff, SCTPFlows: 3, SCTPUnpaced: true, SCTPNoHyStart: true, MPTCP: true, TCPCC: "cubic",
 			PTCP: ptcp.Config{RecStripes: 4, Driver: ptcp.DriverRR}},
 	} {
 		got, err := parseTransportFlags(want.Args()...)

@@ -15,7 +15,8 @@ func (o Options) Args() []string {
 	return []string{"--sctp-stack", o.SCTPStack, "--data-plane-tls", o.DataPlaneTLS.String(),
 		"--ptcp-stripes", countArg(o.PTCP.RecStripes), "--ptcp-driver", o.PTCP.Driver,
 		"--sctp-flows", countArg(o.SCTPFlows), "--sctp-pacing", onOff(!o.SCTPUnpaced),
-		"--sctp-hystart", onOff(!o.SCTPNoHyStart), "--mptcp=" + strconv.FormatBool(o.MPTCP)}
+		"--sctp-hystart", onOff(!o.SCTPNoHyStart), "--mptcp=" + strconv.FormatBool(o.MPTCP),
+		"--tcp-cc=" + o.TCPCC}
 }
 
 // onOff is the value of an on/off flag: "on" for true.

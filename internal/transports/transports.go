@@ -60,6 +60,10 @@ type Options struct {
 	// MPTCP runs tcp, tcpn and ptcp over Multipath TCP (Linux) where both
 	// ends' kernels take it, plain TCP otherwise.
 	MPTCP bool
+	// TCPCC is the congestion control of tcp's, tcpn's and ptcp's
+	// connections (Linux, per socket), e.g. "cubic" or "bbr"; empty: the
+	// host's default.
+	TCPCC string
 	// SCTPFlows is how many reno flows each userspace SCTP association's
 	// congestion control stands for (sctp.Config.Flows): 0 tunes it per
 	// association.
@@ -81,13 +85,14 @@ func New(name string, opts Options) (transport.Transport, error) {
 	case "sctp":
 		return newSCTP(opts)
 	case "tcp":
-		return tcp.New(tcp.Config{TLS: opts.DataPlaneTLS, MPTCP: opts.MPTCP}), nil
+		return tcp.New(tcp.Config{TLS: opts.DataPlaneTLS, MPTCP: opts.MPTCP, CC: opts.TCPCC}), nil
 	case "tcpn":
-		return tcpn.New(tcpn.Config{TLS: opts.DataPlaneTLS, MPTCP: opts.MPTCP}), nil
+		return tcpn.New(tcpn.Config{TLS: opts.DataPlaneTLS, MPTCP: opts.MPTCP, CC: opts.TCPCC}), nil
 	case "quic":
 		return quic.New(quic.Config{}), nil
 	case "ptcp":
-		return ptcp.New(ptcp.Config{RecStripes: opts.PTCP.RecStripes, Driver: opts.PTCP.Driver, Routes: opts.PTCP.Routes, TLS: opts.DataPlaneTLS, MPTCP: opts.MPTCP})
+		return ptcp.New(ptcp.Config{RecStripes: opts.PTCP.RecStripes, Driver: opts.PTCP.Driver, Routes: opts.PTCP.Routes, TLS: opts.DataPlaneTLS, MPTCP: opts.MPTCP,
+			CC: opts.TCPCC})
 	}
 	return nil, fmt.Errorf("unknown transport %q; available: %s", name, strings.Join(Names, ", "))
 }

@@ -112,6 +112,11 @@ type Config struct {
 	// MPTCP asks for Multipath TCP (Linux) on every connection; one whose
 	// peer does not take it runs plain TCP.
 	MPTCP bool
+	// CC is the TCP congestion control of every connection (Linux,
+	// TCP_CONGESTION), e.g. "cubic" or "bbr": any the kernel has, for
+	// root; others may pick those net.ipv4.tcp_allowed_congestion_control
+	// lists. Empty: the host's default.
+	CC string
 	// TLS says when connections use TLS 1.3 keyed to the cluster secret:
 	// the zero value, transport.TLSAuto, between hosts, not on loopback.
 	TLS transport.TLSMode
@@ -311,7 +316,7 @@ func (t *Transport) route(addr string, routes []string, i int) (string, error) {
 func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
-	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP}
+	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP, CC: t.cfg.CC}
 	count := func(hc frame.HandshakeConn, _ transport.HandshakeResult) (int, error) {
 		n, err := t.choose(hc)
 		if err == nil {
@@ -335,7 +340,7 @@ func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.L
 		}
 		return t.readChoice(hc)
 	}
-	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP}
+	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP, CC: t.cfg.CC}
 	l, err := connset.Listen("ptcp", addr, t.cfg.HandshakeTimeout, sec, joinLabel, cfg, count, t.muxConfig)
 	if err != nil {
 		return nil, fmt.Errorf("ptcp: listen %s: %w", addr, err)

@@ -46,6 +46,11 @@ type Config struct {
 	// MPTCP asks for Multipath TCP (Linux) on every connection; one whose
 	// peer does not take it runs plain TCP.
 	MPTCP bool
+	// CC is the TCP congestion control of every connection (Linux,
+	// TCP_CONGESTION), e.g. "cubic" or "bbr": any the kernel has, for
+	// root; others may pick those net.ipv4.tcp_allowed_congestion_control
+	// lists. Empty: the host's default.
+	CC string
 	// TLS says when connections use TLS 1.3 keyed to the cluster secret
 	// (transport/internal/clustertls): the zero value, transport.TLSAuto,
 	// between hosts, not on loopback.
@@ -93,7 +98,7 @@ func (t *Transport) Capabilities() transport.Capabilities {
 func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
-	c, err := tcpconn.Dial(ctx, addr, tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP})
+	c, err := tcpconn.Dial(ctx, addr, tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP, CC: t.cfg.CC})
 	if err != nil {
 		return nil, fmt.Errorf("tcp: dial %s: %w", addr, err)
 	}
@@ -128,7 +133,7 @@ func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.L
 		}
 		return mux.New([]mux.Conn{c}, t.muxConfig(res, release)), nil
 	}
-	l, err := tcpconn.Listen("tcp", addr, t.cfg.HandshakeTimeout, cfg.Logf, tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP}, setup)
+	l, err := tcpconn.Listen("tcp", addr, t.cfg.HandshakeTimeout, cfg.Logf, tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP, CC: t.cfg.CC}, setup)
 	if err != nil {
 		return nil, fmt.Errorf("tcp: listen %s: %w", addr, err)
 	}

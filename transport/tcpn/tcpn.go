@@ -48,6 +48,11 @@ type Config struct {
 	// MPTCP asks for Multipath TCP (Linux) on every connection; one whose
 	// peer does not take it runs plain TCP.
 	MPTCP bool
+	// CC is the TCP congestion control of every connection (Linux,
+	// TCP_CONGESTION), e.g. "cubic" or "bbr": any the kernel has, for
+	// root; others may pick those net.ipv4.tcp_allowed_congestion_control
+	// lists. Empty: the host's default.
+	CC string
 	// TLS says when connections use TLS 1.3 keyed to the cluster secret
 	// (transport/internal/clustertls): the zero value, transport.TLSAuto,
 	// between hosts, not on loopback.
@@ -115,7 +120,7 @@ func perStream(_ frame.HandshakeConn, res transport.HandshakeResult) (int, error
 func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
-	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP}
+	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP, CC: t.cfg.CC}
 	conns, res, err := connset.Dial(ctx, addr, sec, joinLabel, cfg, perStream, func(int) (string, error) { return addr, nil }, nil)
 	if err != nil {
 		return nil, fmt.Errorf("tcpn: dial %s: %w", addr, err)
@@ -125,7 +130,7 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 
 // Listen binds addr and accepts tcpn associations.
 func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
-	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP}
+	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP, CC: t.cfg.CC}
 	l, err := connset.Listen("tcpn", addr, t.cfg.HandshakeTimeout, sec, joinLabel, cfg, perStream, t.muxConfig)
 	if err != nil {
 		return nil, fmt.Errorf("tcpn: listen %s: %w", addr, err)

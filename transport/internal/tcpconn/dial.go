@@ -4,15 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 )
 
-// DialConn opens a TCP connection, Multipath TCP if mptcp is set and the
-// peer takes it, with Nagle's algorithm off and unsent bytes bounded
-// (tune).
-func DialConn(ctx context.Context, addr string, mptcp bool) (*net.TCPConn, error) {
-	var d net.Dialer
-	d.SetMultipathTCP(mptcp)
+// DialConn opens a TCP connection, Multipath TCP if sec.MPTCP is set and
+// the peer takes it, under congestion control sec.CC if set, with Nagle's
+// algorithm off and unsent bytes bounded (tune). sec's TLS settings are
+// not used.
+func DialConn(ctx context.Context, addr string, sec Options) (*net.TCPConn, error) {
+	d := net.Dialer{Control: controlCC(sec.CC)}
+	d.SetMultipathTCP(sec.MPTCP)
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
@@ -20,6 +22,22 @@ func DialConn(ctx context.Context, addr string, mptcp bool) (*net.TCPConn, error
 	tc := c.(*net.TCPConn)
 	tune(tc)
 	return tc, nil
+}
+
+// controlCC returns a dialer's or listener's Control that sets the socket's
+// congestion control before it connects or listens (nil for the host's
+// default). Accepted connections inherit the listener's.
+func controlCC(name string) func(network, address string, c syscall.RawConn) error {
+	if name == "" {
+		return nil
+	}
+	return func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) { err = setCC(fd, name) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}
 }
 
 // InterruptOn makes ctx's end interrupt c's pending reads and writes, and

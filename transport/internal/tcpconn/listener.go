@@ -60,7 +60,7 @@ type SetupFunc func(ctx context.Context, c Conn, slot *preauth.Slot) (transport.
 // Listen binds addr and starts accepting with setup; sec says which peers
 // must use TLS (accept).
 func Listen(name, addr string, timeout time.Duration, logf func(string, ...any), sec Options, setup SetupFunc) (*Listener, error) {
-	var lc net.ListenConfig
+	lc := net.ListenConfig{Control: controlCC(sec.CC)}
 	lc.SetMultipathTCP(sec.MPTCP)
 	nl, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {

@@ -20,8 +20,8 @@ type Conn interface {
 }
 
 // Options are how a transport's connections are made: protected by TLS
-// keyed to the cluster secret (clustertls) as Mode says, and over Multipath
-// TCP if MPTCP is set.
+// keyed to the cluster secret (clustertls) as Mode says, over Multipath
+// TCP if MPTCP is set, under congestion control CC.
 type Options struct {
 	Secret []byte
 	Mode   transport.TLSMode
@@ -29,11 +29,16 @@ type Options struct {
 	// peer (or kernel) does not take it falls back to plain TCP, which
 	// Multipath reports.
 	MPTCP bool
+	// CC, if set, is the TCP congestion control of every connection
+	// (TCP_CONGESTION, Linux): "reno", "cubic", "bbr" or any other the
+	// kernel has (root) or allows (net.ipv4.tcp_allowed_congestion_control).
+	// Empty: the host's default (net.ipv4.tcp_congestion_control).
+	CC string
 }
 
 // Dial opens a connection to addr, over TLS if sec says so for the peer.
 func Dial(ctx context.Context, addr string, sec Options) (Conn, error) {
-	c, err := DialConn(ctx, addr, sec.MPTCP)
+	c, err := DialConn(ctx, addr, sec)
 	if err != nil {
 		return nil, err
 	}

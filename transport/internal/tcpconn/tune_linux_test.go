@@ -18,7 +18,7 @@ func TestTuned(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	c, err := DialConn(context.Background(), ln.Addr().String(), false)
+	c, err := DialConn(context.Background(), ln.Addr().String(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestMPTCP(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		c, err := DialConn(context.Background(), ln.Addr().String(), true)
+		c, err := DialConn(context.Background(), ln.Addr().String(), Options{MPTCP: true})
 		if err != nil {
 			t.Fatal(err)
 		}
