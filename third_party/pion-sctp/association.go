@@ -311,21 +311,29 @@ type Association struct {
 	readSinceSACK             uint32
 	maxMessageSize            uint32
 	maxReassemblyQueueEntries uint32
-	cwnd                      uint32 // my congestion window size
-	rwnd                      uint32 // calculated peer's receiver windows size
-	ssthresh                  uint32 // slow start threshold
-	partialBytesAcked         uint32
-	inFastRecovery            bool
-	fastRecoverExitPoint      uint32
-	minCwnd                   uint32 // Minimum congestion window
-	fastRtxWnd                uint32 // Send window for fast retransmit
-	cwndCAStep                uint32 // Step of congestion window increase at Congestion Avoidance
+	// cwnd is the controller's window as of its last event, for CWND
+	// (atomic).
+	cwnd                 uint32
+	rwnd                 uint32 // calculated peer's receiver windows size
+	inFastRecovery       bool
+	fastRecoverExitPoint uint32
+	minCwnd              uint32 // Minimum congestion window
+	fastRtxWnd           uint32 // Send window for fast retransmit
+	cwndCAStep           uint32 // Step of congestion window increase at Congestion Avoidance
+	// cc is the congestion controller (congestion.go);
+	// ccStarted says Start was called, with initSSThresh, the peer's
+	// initial window. rate estimates the delivery rate (rate.go).
+	// lastDataSent is when the last DATA chunk left; ackRTT the RTT sample
+	// of the SACK being processed (0: none yet).
+	cc           CongestionControl
+	ccStarted    bool
+	initSSThresh uint32
+	rate         rateEstimator
+	lastDataSent time.Time
+	ackRTT       time.Duration
 	// flows is how many reno flows the congestion control stands for
 	// (MulTCP); 0 and 1 mean one. Atomic.
 	flows uint32
-	// recoveryCwnd is cwnd when Fast Recovery began, recoveryFlows the
-	// flow count then, recoveryCuts the flows' shares given up since.
-	recoveryCwnd, recoveryCuts, recoveryFlows uint32
 	// pacing (atomic, 0 or 1) spreads new DATA over the
 	// round trip: paceTokens bytes may leave now, refilled since paceAt;
 	// paceTimer wakes the write loop when enough have come, and paceArmed
@@ -335,10 +343,9 @@ type Association struct {
 	paceAt     time.Time
 	paceTimer  *time.Timer
 	paceArmed  bool
-	// hystartOn (atomic, 0 or 1) turns on HyStart++, whose
-	// state hs is.
+	// hystartOn (atomic, 0 or 1) turns on HyStart++ in a
+	// controller that has it.
 	hystartOn uint32
-	hs        hystart
 	// ackedBytes counts the bytes acknowledged, limitedBytes those
 	// acknowledged while data waited for cwnd. Atomic.
 	ackedBytes, limitedBytes uint64
@@ -922,9 +929,11 @@ func createAssociationFromConfigWithTsn(cfg *Config, tsn uint32) *Association {
 		assoc.name = fmt.Sprintf("%p", assoc)
 	}
 
-	assoc.setCWND(initialCwnd(assoc.MTU()))
-	assoc.log.Tracef("[%s] updated cwnd=%d ssthresh=%d inflight=%d (INI)",
-		assoc.name, assoc.CWND(), assoc.ssthresh, assoc.inflightQueue.getNumBytes())
+	// Reno until told otherwise, started once the handshake tells the
+	// peer's window; until then CWND is the initial window.
+	assoc.cc = newReno()
+	assoc.rate = newRateEstimator(time.Now())
+	assoc.setCWNDMirror(initialCwnd(assoc.MTU()))
 
 	assoc.srtt.Store(float64(0))
 	assoc.t1Init = newRTXTimer(timerT1Init, assoc, maxInitRetrans, rtoMax)
@@ -957,7 +966,7 @@ func (a *Association) initWithOutOfBandTokens(localInit *chunkInit, remoteInit *
 	a.setPeerSupportedExtensions(getSupportedExtensions(remoteInit.params))
 	a.setSendZeroChecksum(remoteInit.params)
 
-	a.ssthresh = a.RWND()
+	a.startCC()
 
 	if err := a.establish("init"); err != nil {
 		return err
@@ -1641,6 +1650,7 @@ func (a *Association) gatherOutboundFastRetransmissionPackets( //nolint:gocognit
 		// Update for retransmission
 		chunkPayload.nSent++
 		chunkPayload.since = now
+		a.onChunkSent(chunkPayload, false)
 		a.rackRemove(chunkPayload)
 		a.rackInsert(chunkPayload)
 
@@ -2018,10 +2028,7 @@ func (a *Association) CWND() uint32 {
 	return atomic.LoadUint32(&a.cwnd)
 }
 
-func (a *Association) setCWND(cwnd uint32) {
-	if cwnd < a.minCwnd {
-		cwnd = a.minCwnd
-	}
+func (a *Association) setCWNDMirror(cwnd uint32) {
 	atomic.StoreUint32(&a.cwnd, cwnd)
 }
 
@@ -2124,11 +2131,12 @@ func (a *Association) paceRefill() (rate, burst float64) {
 		return 0, 0
 	}
 	now := time.Now()
-	gain := paceGainCA
-	if a.CWND() < a.ssthresh {
-		gain = paceGainSS
+	rate = a.cc.PacingRate(time.Duration(minRTT * float64(time.Second)))
+	if rate <= 0 {
+		a.paceAt = time.Time{}
+
+		return 0, 0
 	}
-	rate = gain * float64(a.CWND()) / minRTT
 	burst = max(rate*max(paceMinBurst.Seconds(), minRTT/16), float64(4*a.MTU()))
 	if a.paceAt.IsZero() {
 		a.paceTokens = burst
@@ -2167,9 +2175,9 @@ func (a *Association) Flows() int { return int(a.flowCount()) }
 
 func (a *Association) flowCount() uint32 { return max(atomic.LoadUint32(&a.flows), 1) }
 
-// beginFastRecovery enters Fast Recovery on a chunk found lost.
+// beginFastRecovery enters Fast Recovery on a chunk c found lost.
 // The caller should hold the lock.
-func (a *Association) beginFastRecovery() {
+func (a *Association) beginFastRecovery(c *chunkPayloadData) {
 	a.inFastRecovery = true
 	// RFC 9260 sec 7.2.4 rule 2 marks the highest
 	// outstanding TSN as the exit point, so that the losses of
@@ -2178,51 +2186,17 @@ func (a *Association) beginFastRecovery() {
 	// sent before the loss were still in flight, and halve
 	// cwnd again when they were found lost too.
 	a.fastRecoverExitPoint = a.myNextTSN - 1
-	a.recoveryCwnd, a.recoveryCuts, a.recoveryFlows = a.CWND(), 0, a.flowCount()
-	a.recoveryCut()
-	a.hystartReset()
+	a.onLoss(c, true)
 	a.willRetransmitFast = true
 }
 
-// recoveryCut sets ssthresh and cwnd for a chunk found lost in the
-// window that Fast Recovery began with (at recoveryCwnd). With one flow
-// the first loss halves it and the others leave it. With n, each loss
-// stands for one more of the n flows losing a packet, which gives up its
-// share (1/(2n) of recoveryCwnd) once: the first n losses cut, down to
-// half, as the window of n reno flows that each lost one would be.
-//
-// The flow count is the one recovery began with, so that the tuner
-// changing it meanwhile cannot raise the window, and a cut never does.
-func (a *Association) recoveryCut() {
-	n := max(a.recoveryFlows, 1)
-	if a.recoveryCuts >= n {
-		return
-	}
-	a.recoveryCuts++
-	// The flow that lost a packet starts its count of
-	// partial bytes anew, the others keep theirs, so that after k cuts
-	// (n-k)/n of the count is left. Zeroed on the first, as RFC 9260 has
-	// it for one flow, the count of n flows that lose a packet every round
-	// trip or two seldom reached cwnd, and their window stopped growing.
-	a.partialBytesAcked -= a.partialBytesAcked / (n - a.recoveryCuts + 1)
-	cut := a.recoveryCwnd / 2
-	if n > 1 {
-		// From the window now, so that what the flows that
-		// lost nothing grew since recovery began (onBytesAcked) stays.
-		cut = a.CWND() - min(a.recoveryCwnd/(2*n), a.CWND())
-	}
-	a.ssthresh = max32(min32(cut, a.CWND()), 4*a.MTU())
-	a.setCWND(a.ssthresh)
-}
-
-// lossCut is cwnd less the share one of n flows gives up on a loss.
-func (a *Association) lossCut(n uint32) uint32 {
-	cwnd := a.CWND()
-	if n <= 1 {
-		return cwnd / 2
-	}
-
-	return cwnd - cwnd/(2*n)
+// onLoss tells the controller of a chunk found lost; first if it began
+// Fast Recovery. The caller should hold the lock.
+func (a *Association) onLoss(c *chunkPayloadData, first bool) {
+	a.cc.OnLoss(LossEvent{Now: time.Now(), Bytes: uint32(len(c.userData)), //nolint:gosec // G115
+		Inflight: uint32(a.inflightQueue.getNumBytes()), First: first, //nolint:gosec // G115
+		MTU: a.MTU(), Flows: a.flowCount()})
+	a.syncCwnd()
 }
 
 // CongestionSample is what the association's congestion control saw.
@@ -2447,7 +2421,7 @@ func (a *Association) handleInit(pkt *packet, initChunk *chunkInit) ([]*packet, 
 	// too (RFC 9260 §7.2.1), as handleInitAck does for the side that sent
 	// it. Left at zero, ssthresh put the passive side in congestion
 	// avoidance from its first byte: its cwnd grew one MTU per round trip.
-	a.ssthresh = a.RWND()
+	a.startCC()
 
 	a.peerInterleaving = false
 	a.peerForwardTSN = false
@@ -2548,9 +2522,9 @@ func (a *Association) handleInitAck(pkt *packet, initChunkAck *chunkInitAck) err
 	//  o  The initial value of ssthresh MAY be arbitrarily high (for
 	//     example, implementations MAY use the size of the receiver
 	//     advertised window).
-	a.ssthresh = a.RWND()
+	a.startCC()
 	a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d inflight=%d (INI)",
-		a.name, a.CWND(), a.ssthresh, a.inflightQueue.getNumBytes())
+		a.name, a.CWND(), a.ccSSThresh(), a.inflightQueue.getNumBytes())
 
 	a.t1Init.stop()
 	a.storedInit = nil
@@ -3060,8 +3034,7 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 ) {
 	bytesAckedPerStream = map[*Stream]int{}
 	now := time.Now() // capture the time for this SACK
-	a.hs.sample = 0
-	hsOn := a.HyStart()
+	a.ackRTT = 0      // the SACK's RTT sample
 
 	// Validate that full range exists in the inflight queue to prevent partial pops
 	// left over from an invalid SACK that causes the cumulativeTSNAckPoint to be updated
@@ -3130,9 +3103,7 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 			if stream := a.streamForAcknowledgedChunk(chunkPayload); stream != nil {
 				bytesAckedPerStream[stream] += nBytesAcked
 			}
-			if hsOn && chunkPayload.nSent == 1 {
-				a.hystartSample(now.Sub(chunkPayload.since))
-			}
+			a.onChunkDelivered(chunkPayload, nBytesAcked, now)
 
 			// RFC 4960 sec 6.3.1.  RTO Calculation
 			//   C4)  When data is in flight and when allowed by rule C5 below, a new
@@ -3176,6 +3147,8 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 		if a.inFastRecovery && chunkPayload.tsn == a.fastRecoverExitPoint {
 			a.log.Debugf("[%s] exit fast-recovery", a.name)
 			a.inFastRecovery = false
+			a.cc.OnRecoveryEnd(now)
+			a.syncCwnd()
 		}
 	}
 
@@ -3201,9 +3174,7 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 				if stream := a.streamForAcknowledgedChunk(chunkPayload); stream != nil {
 					bytesAckedPerStream[stream] += nBytesAcked
 				}
-				if hsOn && chunkPayload.nSent == 1 {
-					a.hystartSample(now.Sub(chunkPayload.since))
-				}
+				a.onChunkDelivered(chunkPayload, nBytesAcked, now)
 
 				a.log.Tracef("[%s] tsn=%d has been sacked", a.name, chunkPayload.tsn)
 
@@ -3265,106 +3236,50 @@ func (a *Association) onCumulativeTSNAckPointAdvanced(totalBytesAcked int) {
 	a.onBytesAcked(totalBytesAcked, true)
 }
 
+// onChunkDelivered notes a chunk of n bytes newly acknowledged
+// (cumulatively or by gap) at now: a delivery for the rate estimator, and,
+// if it is an original transmission, an RTT sample for the SACK (its
+// smallest, the newest chunk's). (A gap-acknowledged chunk's user data is
+// gone by then.) The caller should hold the lock.
+func (a *Association) onChunkDelivered(c *chunkPayloadData, n int, now time.Time) {
+	a.rate.onDelivered(&c.rate, n, c.since)
+	if c.nSent == 1 {
+		if rtt := now.Sub(c.since); rtt > 0 && (a.ackRTT == 0 || rtt < a.ackRTT) {
+			a.ackRTT = rtt
+		}
+	}
+}
+
 // onBytesAcked is the congestion control's part of a SACK that
 // acknowledged new bytes, whether or not it advanced the cumulative TSN
-// (cumAdvanced): bytes acknowledged by gap blocks behind a hole count
-// toward congestion avoidance too, as RFC 9260 sec 7.2.2 counts them on
-// each SACK (bytes reported as Duplicate TSNs, which it counts too, do
-// not). Slow start still grows only on a SACK that advances the
-// cumulative TSN, as RFC 4960 sec 7.2.1 had it (RFC 9260 dropped that
-// condition). The caller should hold the lock.
+// (cumAdvanced): the flow tuner's counts, and the controller's OnAck.
+// Bytes acknowledged by gap blocks behind a hole count too, as RFC 9260
+// sec 7.2.2 counts them on each SACK (bytes reported as Duplicate TSNs,
+// which it counts too, do not). The caller should hold the lock.
 func (a *Association) onBytesAcked(totalBytesAcked int, cumAdvanced bool) {
 	// What the flow tuner reads. Held by cwnd:
 	// data waits, and the write loop last stopped because cwnd was full.
 	atomic.AddUint64(&a.ackedBytes, uint64(totalBytesAcked)) //nolint:gosec // G115
-	if a.pendingQueue.size() > 0 && a.heldByCwnd {
+	limited := a.pendingQueue.size() > 0 && a.heldByCwnd
+	if limited {
 		atomic.AddUint64(&a.limitedBytes, uint64(totalBytesAcked)) //nolint:gosec // G115
 	}
 
-	// Update congestion control parameters. In Fast
-	// Recovery an association of several flows is in congestion avoidance,
-	// though each cut leaves cwnd equal to ssthresh, which would read as
-	// slow start, where recovery stops growth: the flows that lost nothing
-	// keep growing, one MTU a round trip each, as n TCP connections' would
-	// (the flows that lost a packet do not, as one flow does not).
-	if a.CWND() <= a.ssthresh && !(a.inFastRecovery && a.recoveryFlows > 1) { //nolint:nestif
-		// RFC 4960, sec 7.2.1.  Slow-Start
-		//   o  When cwnd is less than or equal to ssthresh, an SCTP endpoint MUST
-		//		use the slow-start algorithm to increase cwnd only if the current
-		//      congestion window is being fully utilized, an incoming SACK
-		//      advances the Cumulative TSN Ack Point, and the data sender is not
-		//      in Fast Recovery.  Only when these three conditions are met can
-		//      the cwnd be increased; otherwise, the cwnd MUST not be increased.
-		//		If these conditions are met, then cwnd MUST be increased by, at
-		//      most, the lesser of 1) the total size of the previously
-		//      outstanding DATA chunk(s) acknowledged, and 2) the destination's
-		//      path MTU.
-		//
-		// "Fully utilized" is data waiting, as pion had it,
-		// or a flight in this round of more than half of cwnd, as Linux
-		// judges a slow-starting TCP sender cwnd-limited
-		// (tcp_is_cwnd_limited, max_packets_out). A sender that hands over
-		// a round's data at once, as braid's scheduler does with units,
-		// fills cwnd and then waits for the results; its queue is empty
-		// when most SACKs come, and its window grew by about half a round
-		// trip instead of doubling. Growth stops once cwnd is twice the
-		// round's flight.
-		//
-		// HyStart++ (hystart.go) divides the growth in
-		// Conservative Slow Start, and may end slow start here.
-		div := uint32(1)
-		if !a.inFastRecovery {
-			div = a.hystartOnAck()
-		}
-		if !a.inFastRecovery && cumAdvanced && a.CWND() <= a.ssthresh &&
-			(a.pendingQueue.size() > 0 || a.CWND() < 2*a.maxFlight) {
-			a.setCWND(a.CWND() + min32(uint32(totalBytesAcked), a.CWND())/div) //nolint:gosec // G115
-			// a.cwnd += min32(uint32(totalBytesAcked), a.MTU()) // SCTP way (slow)
-			a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d acked=%d (SS)",
-				a.name, a.CWND(), a.ssthresh, totalBytesAcked)
-		} else {
-			a.log.Tracef("[%s] cwnd did not grow: cwnd=%d ssthresh=%d acked=%d FR=%v pending=%d",
-				a.name, a.CWND(), a.ssthresh, totalBytesAcked, a.inFastRecovery, a.pendingQueue.size())
-		}
-	} else {
-		a.hs.inRound = false // no rounds out of slow start
-
-		// RFC 9260, sec 7.2.2.  Congestion Avoidance: whenever cwnd is
-		// greater than ssthresh, upon each SACK arrival, increase
-		// partial_bytes_acked by the total number of bytes of all new
-		// chunks acknowledged in that SACK, including chunks acknowledged
-		// by the new Cumulative TSN Ack and by Gap Ack Blocks (on SACKs
-		// that leave the Cumulative TSN too, as the RFC says; RFC 4960's
-		// text counted only those that advanced it).
-		a.partialBytesAcked += uint32(totalBytesAcked) //nolint:gosec // G115
-
-		//   o  When partial_bytes_acked is equal to or greater than cwnd and
-		//      before the arrival of the SACK the sender had cwnd or more bytes
-		//      of data outstanding (i.e., before arrival of the SACK, flight size
-		//      was greater than or equal to cwnd), increase cwnd by MTU, and
-		//      reset partial_bytes_acked to (partial_bytes_acked - cwnd).
-		if a.partialBytesAcked >= a.CWND() && a.pendingQueue.size() > 0 {
-			a.partialBytesAcked -= a.CWND()
-			step := max(a.MTU()*a.flowCount(), a.cwndCAStep)
-			if a.inFastRecovery && a.recoveryFlows > 1 {
-				// The flows that lost nothing in this recovery.
-				step = a.MTU() * (a.recoveryFlows - min(a.recoveryCuts, a.recoveryFlows))
-			}
-			a.setCWND(a.CWND() + step)
-			a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d acked=%d (CA)",
-				a.name, a.CWND(), a.ssthresh, totalBytesAcked)
-		}
-		// The count holds no more than cwnd, so that bytes
-		// acknowledged while no data waited earn at most one step later,
-		// now that Fast Recovery no longer zeroes it.
-		a.partialBytesAcked = min(a.partialBytesAcked, a.CWND())
+	now := time.Now()
+	inflight := uint32(a.inflightQueue.getNumBytes()) //nolint:gosec // G115
+	minRTT := time.Duration(a.MinRTT() * float64(time.Millisecond))
+	e := AckEvent{
+		Now: now, Acked: uint32(totalBytesAcked), CumAdvanced: cumAdvanced, //nolint:gosec // G115
+		CumTSN: a.cumulativeTSNAckPoint, NextTSN: a.myNextTSN,
+		PriorInflight: inflight + uint32(totalBytesAcked), Inflight: inflight, //nolint:gosec // G115
+		InRecovery: a.inFastRecovery, Pending: a.pendingQueue.size() > 0, CwndLimited: limited,
+		MaxFlight: a.maxFlight, RTT: a.ackRTT, MinRTT: minRTT,
+		Rate: a.rate.take(now, minRTT),
+		MTU:  a.MTU(), Flows: a.flowCount(), HyStart: a.HyStart(),
 	}
-
-	// The count starts anew once all data sent has been
-	// acknowledged (RFC 9260 sec 7.2.2), in slow start too.
-	if a.inflightQueue.size() == 0 {
-		a.partialBytesAcked = 0
-	}
+	a.ackRTT = 0
+	a.cc.OnAck(&e)
+	a.syncCwnd()
 }
 
 // The caller should hold the lock.
@@ -3416,12 +3331,12 @@ func (a *Association) processFastRetransmission( //nolint:gocognit
 						// 2)  If not in Fast Recovery, adjust the ssthresh and cwnd of the
 						//     destination address(es) to which the missing DATA chunks were
 						//     last sent, according to the formula described in Section 7.2.3.
-						a.beginFastRecovery()
+						a.beginFastRecovery(c)
 
 						a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d inflight=%d (FR)",
-							a.name, a.CWND(), a.ssthresh, a.inflightQueue.getNumBytes())
+							a.name, a.CWND(), a.ccSSThresh(), a.inflightQueue.getNumBytes())
 					} else {
-						a.recoveryCut() // another flow's loss
+						a.onLoss(c, false) // another flow's loss
 					}
 				}
 			}
@@ -4214,6 +4129,7 @@ func (a *Association) movePendingDataChunkToInflightQueue(chunkPayload *chunkPay
 	chunkPayload.tsn = a.generateNextTSN()
 	chunkPayload.since = time.Now()
 	chunkPayload.nSent = 1
+	a.onChunkSent(chunkPayload, true)
 
 	a.checkPartialReliabilityStatus(chunkPayload)
 
@@ -4237,6 +4153,26 @@ func (a *Association) movePendingDataChunkToInflightQueue(chunkPayload *chunkPay
 	a.rackInsert(chunkPayload)
 }
 
+// onChunkSent records a transmission of c (at c.since) for the rate
+// estimator; a new chunk (fresh) leaving with nothing in flight tells the
+// controller the sender restarts from idle. The caller
+// should hold the lock.
+func (a *Association) onChunkSent(c *chunkPayloadData, fresh bool) {
+	empty := a.inflightQueue.getNumBytes() == 0
+	if fresh && empty {
+		var idle time.Duration
+		if !a.lastDataSent.IsZero() {
+			idle = c.since.Sub(a.lastDataSent)
+		}
+		a.cc.OnIdleRestart(c.since, idle)
+		a.syncCwnd()
+	}
+	if fresh {
+		a.lastDataSent = c.since
+	}
+	a.rate.onSent(&c.rate, c.since, empty)
+}
+
 // popPendingDataChunksToSend pops chunks from the pending queues as many as
 // the cwnd and rwnd allows to send.
 // The caller should hold the lock.
@@ -4254,8 +4190,9 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 
 	// Before its first DATA chunk an association of n
 	// flows takes n initial windows (SetFlows).
-	if !a.sentData && a.flowCount() > 1 {
-		a.setCWND(max32(a.CWND(), a.flowCount()*initialCwnd(a.MTU())))
+	if r, ok := a.cc.(*reno); ok && !a.sentData {
+		r.beforeFirstData(a.flowCount(), a.MTU())
+		a.syncCwnd()
 	}
 
 	paceRate, paceBurst := a.paceRefill()
@@ -4272,6 +4209,11 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 			chunkPayload := a.pendingQueue.peek()
 			if chunkPayload == nil {
 				a.heldByCwnd = false
+				// Short of data with room in cwnd, the sender is
+				// app-limited.
+				if flight := uint32(a.inflightQueue.getNumBytes()); flight < a.CWND() { //nolint:gosec // G115
+					a.rate.markAppLimited(flight)
+				}
 
 				break // no more pending data
 			}
@@ -4589,6 +4531,7 @@ func (a *Association) getDataPacketsToRetransmit(budgetScaled *int64, consumed *
 		// Update for retransmission
 		chunkPayload.nSent++
 		chunkPayload.since = currRtxTimestamp
+		a.onChunkSent(chunkPayload, false)
 		a.rackRemove(chunkPayload)
 		a.rackInsert(chunkPayload)
 
@@ -4839,19 +4782,12 @@ func (a *Association) onRetransmissionTimeout(id int, nRtos uint) { //nolint:cyc
 		//   start by:
 		//      ssthresh = max(cwnd/2, 4*MTU)
 		//      cwnd = 1*MTU
-
-		// With n flows, the first timeout is one of them
-		// timing out; a timeout after that (nothing acknowledged since)
-		// means the path itself is out, and all of them start over.
-		n := a.flowCount()
-		if nRtos > 1 {
-			n = 1
-		}
-		a.ssthresh = max32(a.lossCut(n), 4*a.MTU())
-		a.setCWND(max32(a.CWND()/n*(n-1), a.MTU()))
-		a.hystartReset()
+		// (the controller's OnRTO; reno's does that.)
+		a.cc.OnRTO(RTOEvent{Now: time.Now(), Consecutive: nRtos, InRecovery: a.inFastRecovery,
+			Inflight: uint32(a.inflightQueue.getNumBytes()), MTU: a.MTU(), Flows: a.flowCount()}) //nolint:gosec // G115
+		a.syncCwnd()
 		a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d inflight=%d (RTO)",
-			a.name, a.CWND(), a.ssthresh, a.inflightQueue.getNumBytes())
+			a.name, a.CWND(), a.ccSSThresh(), a.inflightQueue.getNumBytes())
 		// If not in Fast Recovery, enter Fast Recovery and mark the highest outstanding TSN as the Fast Recovery exit point.
 		// When a SACK acknowledges all TSNs up to and including this exit point, Fast Recovery is exited.
 		// https://www.rfc-editor.org/rfc/rfc4960#section-7.2.4
@@ -4860,7 +4796,6 @@ func (a *Association) onRetransmissionTimeout(id int, nRtos uint) { //nolint:cyc
 			a.inFastRecovery = false
 			a.willRetransmitFast = false
 			a.fastRecoverExitPoint = 0
-			a.partialBytesAcked = 0
 			a.log.Debugf("[%s] exit fast-recovery (RTO)", a.name)
 		}
 
@@ -4887,7 +4822,7 @@ func (a *Association) onRetransmissionTimeout(id int, nRtos uint) { //nolint:cyc
 			}
 		}
 
-		a.log.Debugf("[%s] T3-rtx timed out: nRtos=%d cwnd=%d ssthresh=%d", a.name, nRtos, a.CWND(), a.ssthresh)
+		a.log.Debugf("[%s] T3-rtx timed out: nRtos=%d cwnd=%d ssthresh=%d", a.name, nRtos, a.CWND(), a.ccSSThresh())
 
 		/*
 			a.log.Debugf("   - advancedPeerTSNAckPoint=%d", a.advancedPeerTSNAckPoint)

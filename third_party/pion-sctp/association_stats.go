@@ -18,8 +18,6 @@ type associationStats struct {
 	nFastRetrans     uint64
 	nPTOProbes       uint64 // tail-loss probes marked
 	nPaceWakeups     uint64 // write loop woken by the pace timer
-	nHyStartCSS      uint64 // HyStart++ entered CSS
-	nHyStartExits    uint64 // HyStart++ ended slow start
 }
 
 func (s *associationStats) incPacketsReceived() {
@@ -107,24 +105,6 @@ func (s *associationStats) getNumPaceWakeups() uint64 {
 	return atomic.LoadUint64(&s.nPaceWakeups)
 }
 
-// incHyStartCSS counts HyStart++ entering Conservative Slow Start.
-func (s *associationStats) incHyStartCSS() {
-	atomic.AddUint64(&s.nHyStartCSS, 1)
-}
-
-func (s *associationStats) getNumHyStartCSS() uint64 {
-	return atomic.LoadUint64(&s.nHyStartCSS)
-}
-
-// incHyStartExits counts HyStart++ ending slow start.
-func (s *associationStats) incHyStartExits() {
-	atomic.AddUint64(&s.nHyStartExits, 1)
-}
-
-func (s *associationStats) getNumHyStartExits() uint64 {
-	return atomic.LoadUint64(&s.nHyStartExits)
-}
-
 func (s *associationStats) reset() {
 	atomic.StoreUint64(&s.nPacketsReceived, 0)
 	atomic.StoreUint64(&s.nPacketsSent, 0)
@@ -136,6 +116,4 @@ func (s *associationStats) reset() {
 	atomic.StoreUint64(&s.nFastRetrans, 0)
 	atomic.StoreUint64(&s.nPTOProbes, 0)
 	atomic.StoreUint64(&s.nPaceWakeups, 0)
-	atomic.StoreUint64(&s.nHyStartCSS, 0)
-	atomic.StoreUint64(&s.nHyStartExits, 0)
 }

@@ -4134,7 +4134,8 @@ func TestAssocCongestionControl(t *testing.T) { //nolint:cyclop,maintidx
 		br := test.NewBridge()
 
 		a0, a1, err := createNewAssociationPair(br, ackModeNormal, maxReceiveBufferSize)
-		a0.cwndCAStep = 2800 // 2 mtu
+		a0.cwndCAStep = 2800    // 2 mtu
+		a0.reno().caStep = 2800 // (reno took the step when the handshake started it)
 		assert.NoError(t, err, "failed to create associations")
 
 		s0, s1, err := establishSessionPair(br, a0, a1, si)
@@ -4183,7 +4184,7 @@ func TestAssocCongestionControl(t *testing.T) { //nolint:cyclop,maintidx
 		a0.lock.RLock()
 		inFastRecovery := a0.inFastRecovery
 		cwnd := a0.cwnd
-		ssthresh := a0.ssthresh
+		ssthresh := a0.reno().ssthresh
 		a0.lock.RUnlock()
 		assert.False(t, inFastRecovery, "should not be in fast-recovery")
 		assert.True(t, cwnd > ssthresh, "should be in congestion avoidance mode")
@@ -7259,14 +7260,14 @@ func TestRTOClearsFastRecovery(t *testing.T) {
 	assoc.inFastRecovery = true
 	assoc.willRetransmitFast = true
 	assoc.fastRecoverExitPoint = assoc.cumulativeTSNAckPoint + 10
-	assoc.partialBytesAcked = 1234
+	assoc.reno().partialBytesAcked = 1234
 	assoc.setCWND(6 * assoc.MTU())
 
 	assoc.onRetransmissionTimeout(timerT3RTX, 1)
 
 	assert.False(t, assoc.inFastRecovery, "RTO should exit fast recovery")
 	assert.False(t, assoc.willRetransmitFast, "RTO should clear pending fast retransmit")
-	assert.Equal(t, uint32(0), assoc.partialBytesAcked, "RTO should reset partial bytes acked")
+	assert.Equal(t, uint32(0), assoc.reno().partialBytesAcked, "RTO should reset partial bytes acked")
 	assert.Equal(t, assoc.MTU(), assoc.CWND(), "RTO should reset cwnd to MTU")
 	assert.Equal(t, uint32(0), assoc.fastRecoverExitPoint, "RTO should clear fast recovery exit point")
 }

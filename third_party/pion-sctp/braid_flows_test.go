@@ -43,8 +43,8 @@ func TestBraidFlows(t *testing.T) {
 		atomic.StoreUint32(&a0.mtu, 1200)
 		a0.setCWND(cwnd)
 		a0.setRWND(1 << 30)
-		a0.ssthresh = 1200 // congestion avoidance
-		a0.partialBytesAcked = 0
+		a0.reno().ssthresh = 1200 // congestion avoidance
+		a0.reno().partialBytesAcked = 0
 		waiting := &chunkPayloadData{userData: make([]byte, 10), beginningFragment: true, endingFragment: true}
 		a0.pendingQueue.push(waiting) // the sender waits for cwnd
 		a0.heldByCwnd = true          // the writer stopped at cwnd (TestBraidHeldByCwnd)
@@ -63,7 +63,7 @@ func TestBraidFlows(t *testing.T) {
 		assert.Equal(t, uint64(0), after.LimitedBytes-before.LimitedBytes, "a writer short of data counted as held by cwnd")
 
 		a0.setCWND(cwnd)
-		a0.recoveryCwnd, a0.recoveryCuts, a0.recoveryFlows = cwnd, 0, uint32(tc.flows) //nolint:gosec // G115
+		a0.reno().recoveryCwnd, a0.reno().recoveryCuts, a0.reno().recoveryFlows = cwnd, 0, uint32(tc.flows) //nolint:gosec // G115
 		for i, want := range tc.cuts {
 			a0.recoveryCut()
 			assert.Equal(t, want, a0.CWND(), "%d flows: window after loss %d of a window", tc.flows, i+1)
@@ -71,11 +71,11 @@ func TestBraidFlows(t *testing.T) {
 		// The tuner raising the count during recovery raises no window.
 		a0.SetFlows(16)
 		a0.setCWND(tc.cuts[0])
-		a0.recoveryCuts = 1
+		a0.reno().recoveryCuts = 1
 		a0.recoveryCut()
 		assert.LessOrEqual(t, a0.CWND(), tc.cuts[0], "%d flows: a cut after the count rose", tc.flows)
 		a0.SetFlows(tc.flows)
-		a0.ssthresh = 1200
+		a0.reno().ssthresh = 1200
 		require.NoError(t, a0.pendingQueue.pop(waiting))
 		atomic.StoreUint32(&a0.mtu, mtu)
 		a0.lock.Unlock()
@@ -112,7 +112,7 @@ func TestBraidBothSidesSlowStart(t *testing.T) {
 
 	for _, a := range []*Association{a0, a1} {
 		a.lock.RLock()
-		ssthresh, rwnd, cwnd := a.ssthresh, a.RWND(), a.CWND()
+		ssthresh, rwnd, cwnd := a.reno().ssthresh, a.RWND(), a.CWND()
 		a.lock.RUnlock()
 		assert.Positive(t, rwnd, a.name)
 		assert.Equal(t, rwnd, ssthresh, "%s: ssthresh is the peer's window", a.name)

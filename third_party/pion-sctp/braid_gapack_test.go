@@ -68,11 +68,11 @@ func TestBraidGapAcksGrowCwnd(t *testing.T) {
 	} {
 		a0.SetFlows(c.flows)
 		a0.inFastRecovery = false
-		a0.partialBytesAcked = 0
+		a0.reno().partialBytesAcked = 0
 		a0.setCWND(100 * 1200)
-		a0.ssthresh = 50 * 1200
+		a0.reno().ssthresh = 50 * 1200
 		if c.recovery {
-			a0.beginFastRecovery() // cwnd = ssthresh
+			a0.beginFastRecovery(&chunkPayloadData{}) // cwnd = ssthresh
 		}
 		before := a0.CWND()
 		res, err := a0.processAcknowledgement(gapSACK())
@@ -86,12 +86,12 @@ func TestBraidGapAcksGrowCwnd(t *testing.T) {
 	grown := a0.CWND()
 	a0.recoveryCut()
 	assert.Equal(t, grown-100*1200/32, a0.CWND(), "a second cut kept the growth")
-	assert.Equal(t, a0.CWND(), a0.ssthresh)
+	assert.Equal(t, a0.CWND(), a0.reno().ssthresh)
 
 	// In slow start a SACK that leaves the cumulative TSN grows nothing.
 	a0.inFastRecovery = false
 	a0.setCWND(20 * 1200)
-	a0.ssthresh = 1 << 30
+	a0.reno().ssthresh = 1 << 30
 	_, err = a0.processAcknowledgement(gapSACK())
 	require.NoError(t, err)
 	assert.Equal(t, uint32(20*1200), a0.CWND(), "slow start grew on a gap-only SACK")

@@ -29,7 +29,7 @@ func TestBraidHeldByCwnd(t *testing.T) {
 	mtu := a0.MTU()
 	atomic.StoreUint32(&a0.mtu, 1200)
 	defer atomic.StoreUint32(&a0.mtu, mtu)
-	a0.ssthresh = 1 << 30 // slow start, whose growth the counts ignore
+	a0.reno().ssthresh = 1 << 30 // slow start, whose growth the counts ignore
 	waiting := &chunkPayloadData{userData: make([]byte, 1000), beginningFragment: true, endingFragment: true}
 	a0.pendingQueue.push(waiting) // sent at the end
 
@@ -110,15 +110,15 @@ func TestBraidRecoveryKeepsPartialBytes(t *testing.T) {
 		a0.SetFlows(flows)
 		a0.setCWND(cwnd)
 		a0.inFastRecovery = false
-		a0.partialBytesAcked = 40000
-		a0.beginFastRecovery()
+		a0.reno().partialBytesAcked = 40000
+		a0.beginFastRecovery(&chunkPayloadData{})
 		assert.True(t, a0.inFastRecovery)
 		for k, w := range want {
 			if k > 0 {
 				a0.recoveryCut() // another flow's loss
 			}
-			assert.Equal(t, w, a0.partialBytesAcked, "%d flows, after loss %d", flows, k+1)
-			assert.Less(t, a0.partialBytesAcked, a0.CWND(), "%d flows, after loss %d", flows, k+1)
+			assert.Equal(t, w, a0.reno().partialBytesAcked, "%d flows, after loss %d", flows, k+1)
+			assert.Less(t, a0.reno().partialBytesAcked, a0.CWND(), "%d flows, after loss %d", flows, k+1)
 		}
 		a0.inFastRecovery = false
 	}
@@ -126,18 +126,18 @@ func TestBraidRecoveryKeepsPartialBytes(t *testing.T) {
 	// Congestion avoidance with nothing waiting: the count stops at cwnd.
 	a0.SetFlows(16)
 	a0.setCWND(cwnd)
-	a0.ssthresh = 1200
-	a0.partialBytesAcked = 0
+	a0.reno().ssthresh = 1200
+	a0.reno().partialBytesAcked = 0
 	flying := &chunkPayloadData{tsn: a0.myNextTSN - 1, userData: make([]byte, 1200)}
 	a0.inflightQueue.pushNoCheck(flying)
 	for range 3 {
 		a0.onCumulativeTSNAckPointAdvanced(cwnd / 2)
 	}
 	assert.Equal(t, uint32(cwnd), a0.CWND(), "grew with nothing waiting")
-	assert.Equal(t, uint32(cwnd), a0.partialBytesAcked, "banked more than cwnd")
+	assert.Equal(t, uint32(cwnd), a0.reno().partialBytesAcked, "banked more than cwnd")
 	// All data acknowledged: the count starts anew.
 	_, ok := a0.inflightQueue.pop(flying.tsn)
 	require.True(t, ok)
 	a0.onCumulativeTSNAckPointAdvanced(1200)
-	assert.Zero(t, a0.partialBytesAcked, "kept a count once all data was acknowledged")
+	assert.Zero(t, a0.reno().partialBytesAcked, "kept a count once all data was acknowledged")
 }

@@ -81,10 +81,10 @@ func TestBraidHyStart(t *testing.T) {
 			acks(8, m)
 		}
 	}
-	css := func() uint64 { return a0.HyStartCSS() }
+	css := func() uint64 { return a0.reno().hs.css.Load() } // (HyStartCSS takes the lock held here)
 	slowStart := func() {
 		a0.setCWND(1 << 20)
-		a0.ssthresh = 1 << 30
+		a0.reno().ssthresh = 1 << 30
 		a0.inFastRecovery = false
 	}
 	// grows reports what a SACK of 2000 bytes adds to cwnd, with data
@@ -104,26 +104,26 @@ func TestBraidHyStart(t *testing.T) {
 	send(16)
 	round(50, 50, 52)
 	assert.Zero(t, css(), "52 ms after 50: below the threshold (6.25 ms)")
-	assert.False(t, a0.hs.inCSS())
+	assert.False(t, a0.reno().hs.inCSS())
 	assert.Equal(t, uint32(2000), grows(), "slow start: the bytes acknowledged")
 	round(60)
 	assert.Equal(t, uint64(1), css(), "60 ms after 52: above 52 + 6.5")
-	assert.True(t, a0.hs.inCSS())
+	assert.True(t, a0.reno().hs.inCSS())
 	assert.Equal(t, uint32(500), grows(), "CSS: a quarter of the bytes acknowledged")
 
 	round(45)
-	assert.False(t, a0.hs.inCSS(), "the RTT fell below the baseline: back to slow start")
+	assert.False(t, a0.reno().hs.inCSS(), "the RTT fell below the baseline: back to slow start")
 	round(60)
 	assert.Equal(t, uint64(2), css(), "60 ms after 45: CSS again")
 	// (The samples rise a little, or the microseconds the test takes
 	// could put a round's minimum below the baseline.)
 	round(61, 62, 63, 64)
-	assert.Zero(t, a0.stats.getNumHyStartExits(), "four rounds of CSS")
-	assert.Less(t, a0.CWND(), a0.ssthresh)
+	assert.Zero(t, a0.reno().hs.exits.Load(), "four rounds of CSS")
+	assert.Less(t, a0.CWND(), a0.reno().ssthresh)
 	round(65)
-	assert.Equal(t, uint64(1), a0.stats.getNumHyStartExits(), "five rounds of CSS end slow start")
-	assert.Equal(t, a0.CWND()-1, a0.ssthresh, "congestion avoidance")
-	assert.False(t, a0.hs.inCSS())
+	assert.Equal(t, uint64(1), a0.reno().hs.exits.Load(), "five rounds of CSS end slow start")
+	assert.Equal(t, a0.CWND()-1, a0.reno().ssthresh, "congestion avoidance")
+	assert.False(t, a0.reno().hs.inCSS())
 
 	// In the round CSS began in, a lower sample after it began does not
 	// end it: a flight of 24, rounds of 12 SACKs, CSS from the eighth.
@@ -135,21 +135,21 @@ func TestBraidHyStart(t *testing.T) {
 	acks(8, 60)
 	require.Equal(t, n+1, css())
 	acks(4, 57)
-	assert.True(t, a0.hs.inCSS(), "57 ms in the round CSS began in at 60")
+	assert.True(t, a0.reno().hs.inCSS(), "57 ms in the round CSS began in at 60")
 	assert.Equal(t, n+1, css())
 	acks(12, 61)
-	assert.True(t, a0.hs.inCSS(), "61 ms in the next: not below the baseline of 60")
+	assert.True(t, a0.reno().hs.inCSS(), "61 ms in the next: not below the baseline of 60")
 	acks(12, 50)
-	assert.False(t, a0.hs.inCSS(), "50 ms in a later round: a false alarm")
+	assert.False(t, a0.reno().hs.inCSS(), "50 ms in a later round: a false alarm")
 	send(0)
 
 	// A loss in CSS ends it.
 	slowStart()
 	acks(12, 40)
 	acks(12, 50)
-	require.True(t, a0.hs.inCSS())
-	a0.beginFastRecovery()
-	assert.False(t, a0.hs.inCSS(), "a loss ends CSS")
+	require.True(t, a0.reno().hs.inCSS())
+	a0.beginFastRecovery(&chunkPayloadData{})
+	assert.False(t, a0.reno().hs.inCSS(), "a loss ends CSS")
 
 	// The threshold: an eighth of 200 ms is 25, above the most (16); an
 	// eighth of 10 ms is 1.25, below the least (4).
@@ -157,17 +157,17 @@ func TestBraidHyStart(t *testing.T) {
 	acks(12, 200)
 	acks(12, 215)
 	acks(12, 230)
-	assert.False(t, a0.hs.inCSS(), "230 ms after 215: below 215 + 16")
+	assert.False(t, a0.reno().hs.inCSS(), "230 ms after 215: below 215 + 16")
 	acks(12, 248)
-	assert.True(t, a0.hs.inCSS(), "248 ms after 230: above 230 + 16")
-	a0.beginFastRecovery()
+	assert.True(t, a0.reno().hs.inCSS(), "248 ms after 230: above 230 + 16")
+	a0.beginFastRecovery(&chunkPayloadData{})
 	slowStart()
 	acks(12, 10)
 	acks(12, 13)
-	assert.False(t, a0.hs.inCSS(), "13 ms after 10: below 10 + 4")
+	assert.False(t, a0.reno().hs.inCSS(), "13 ms after 10: below 10 + 4")
 	acks(12, 18)
-	assert.True(t, a0.hs.inCSS(), "18 ms after 13: above 13 + 4")
-	a0.beginFastRecovery()
+	assert.True(t, a0.reno().hs.inCSS(), "18 ms after 13: above 13 + 4")
+	a0.beginFastRecovery(&chunkPayloadData{})
 
 	// A retransmitted chunk gives no sample: every SACK acknowledges one
 	// sent 70 ms ago and a retransmission sent 1 ms ago.
@@ -176,7 +176,7 @@ func TestBraidHyStart(t *testing.T) {
 	for range 12 {
 		ack2(ms(70), ms(1), true)
 	}
-	assert.True(t, a0.hs.inCSS(), "70 ms after 50, the retransmissions' 1 ms left out")
+	assert.True(t, a0.reno().hs.inCSS(), "70 ms after 50, the retransmissions' 1 ms left out")
 
 	// A timeout ends CSS (the timer handler takes the lock).
 	a0.lock.Unlock()
@@ -184,7 +184,7 @@ func TestBraidHyStart(t *testing.T) {
 	a0.onRetransmissionTimeout(timerT3RTX, 1)
 	a0.lock.Lock()
 	locked = true
-	assert.False(t, a0.hs.inCSS(), "a timeout ends CSS")
+	assert.False(t, a0.reno().hs.inCSS(), "a timeout ends CSS")
 
 	// Off: the RTT rises and nothing happens.
 	a0.SetHyStart(false)
@@ -194,5 +194,5 @@ func TestBraidHyStart(t *testing.T) {
 	acks(12, 80)
 	acks(12, 80)
 	assert.Equal(t, n, css(), "off")
-	assert.False(t, a0.hs.inCSS())
+	assert.False(t, a0.reno().hs.inCSS())
 }

@@ -56,7 +56,7 @@ func TestBraidPacing(t *testing.T) {
 	// = 62.5 kB/s, in bursts of minRTT/16 (above 4 ms): 15625 bytes.
 	const cwnd = 200_000
 	a0.setCWND(cwnd)
-	a0.ssthresh = cwnd
+	a0.reno().ssthresh = cwnd
 	a0.SetPacing(true)
 	push(1)
 	assert.Equal(t, 1, pop(), "nothing in flight: the first chunk goes whatever the pace")
@@ -72,10 +72,10 @@ func TestBraidPacing(t *testing.T) {
 	assert.InDelta(t, burst, pop(), 1, "after a pause, one burst only")
 
 	// Slow start: gain 2, 100 kB/s, a burst of 25000 bytes.
-	a0.ssthresh = 1 << 30
+	a0.reno().ssthresh = 1 << 30
 	a0.paceAt = time.Time{}
 	assert.InDelta(t, 25_000/chunk, pop(), 1, "slow start's burst")
-	a0.ssthresh = cwnd
+	a0.reno().ssthresh = cwnd
 	require.Positive(t, a0.pendingQueue.size())
 
 	// With a path of 10 ms (25 MB/s) the write loop sends what the pace

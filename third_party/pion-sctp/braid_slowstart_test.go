@@ -29,7 +29,7 @@ func TestBraidSlowStartFlight(t *testing.T) {
 	atomic.StoreUint32(&a0.mtu, 1200)
 	defer atomic.StoreUint32(&a0.mtu, mtu)
 	a0.setRWND(1 << 30)
-	a0.ssthresh = 1 << 30
+	a0.reno().ssthresh = 1 << 30
 	stream := a0.createStream(7, false)
 	send := func(n int) {
 		for range n {

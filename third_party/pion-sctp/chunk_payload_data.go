@@ -87,6 +87,10 @@ type chunkPayloadData struct {
 	rackPrev   *chunkPayloadData
 	rackNext   *chunkPayloadData
 	rackInList bool
+
+	// rate is the delivery-rate state of its last transmission
+	// (rate.go).
+	rate chunkRate
 }
 
 func (p *chunkPayloadData) StreamIdentifier() uint16 {

@@ -21,8 +21,10 @@ import (
 // five. A loss or a timeout ends it as it ends slow start.
 //
 // A sample is the newest newly acknowledged original transmission's RTT on
-// a SACK; the peer acknowledges every second packet, so it is seldom a
-// delayed SACK's.
+// a SACK (AckEvent.RTT); the peer acknowledges every second packet, so it
+// is seldom a delayed SACK's. A controller calls onAck on its SACKs in
+// slow start and reset on a loss; ending slow start is its own (reno sets
+// ssthresh a byte below cwnd).
 const (
 	hsMinRTTThresh = 4 * time.Millisecond
 	hsMaxRTTThresh = 16 * time.Millisecond
@@ -32,8 +34,8 @@ const (
 	hsCSSRounds    = 5
 )
 
-// hystart is HyStart++'s state; the caller holds the association's lock.
-// Durations of 0 stand for RFC 9406's infinity.
+// hystart is HyStart++'s state, kept by a controller (reno) that
+// slow-starts. Durations of 0 stand for RFC 9406's infinity.
 type hystart struct {
 	roundEnd     uint32        // the round ends when the cumulative TSN reaches it
 	inRound      bool          // roundEnd is set
@@ -42,11 +44,13 @@ type hystart struct {
 	samples      int           // this round's samples
 	cssBaseline  time.Duration // the round minimum that began CSS; 0 out of CSS
 	cssRounds    int           // rounds ended in CSS
-	sample       time.Duration // the SACK being processed's sample, 0 if none
+	// css counts CSS entries, exits the slow starts it ended; read by
+	// other goroutines (HyStartCSS).
+	css, exits atomic.Uint64
 }
 
-// SetHyStart turns HyStart++ on or off (off by default):
-// see hystart.go.
+// SetHyStart turns HyStart++ on or off (off by default) for a controller
+// that slow-starts (reno): see hystart.go.
 func (a *Association) SetHyStart(on bool) {
 	var v uint32
 	if on {
@@ -58,54 +62,50 @@ func (a *Association) SetHyStart(on bool) {
 // HyStart reports whether SetHyStart turned it on.
 func (a *Association) HyStart() bool { return atomic.LoadUint32(&a.hystartOn) == 1 }
 
-// HyStartCSS returns how many times HyStart++ has found the RTT rising and
-// entered Conservative Slow Start.
-func (a *Association) HyStartCSS() uint64 { return a.stats.getNumHyStartCSS() }
+// hyStarter is a controller that runs HyStart++.
+type hyStarter interface{ hyStart() *hystart }
 
-// hystartSample notes an RTT sample of the SACK being processed (the
-// smallest is the newest chunk's).
-func (a *Association) hystartSample(rtt time.Duration) {
-	if rtt > 0 && (a.hs.sample == 0 || rtt < a.hs.sample) {
-		a.hs.sample = rtt
+// HyStartCSS returns how many times HyStart++ has found the RTT rising and
+// entered Conservative Slow Start; 0 for a controller without it.
+func (a *Association) HyStartCSS() uint64 {
+	a.lock.RLock()
+	defer a.lock.RUnlock()
+	if h, ok := a.cc.(hyStarter); ok {
+		return h.hyStart().css.Load()
 	}
+
+	return 0
 }
 
-// hystartOnAck runs on a SACK that acknowledged new bytes in slow start
-// (cwnd at or below ssthresh, not in Fast Recovery), once the cumulative
-// TSN has taken the SACK's; it ends rounds, takes the SACK's sample, and
-// returns the divisor of slow start's growth: 1, or hsCSSGrowthDiv in CSS.
-// It may end slow start (ssthresh just below cwnd).
-func (a *Association) hystartOnAck() uint32 {
-	hs := &a.hs
-	sample := hs.sample
-	hs.sample = 0
-	if !a.HyStart() {
-		return 1
+// onAck runs on a SACK that acknowledged new bytes in slow start (not in
+// Fast Recovery): it ends rounds, takes the SACK's sample, and returns
+// the divisor of slow start's growth, 1 or hsCSSGrowthDiv in CSS, and
+// whether to end slow start (after hsCSSRounds rounds of CSS).
+func (hs *hystart) onAck(e *AckEvent) (div uint32, endSlowStart bool) {
+	if !e.HyStart {
+		return 1, false
 	}
-	if !hs.inRound || !sna32LT(a.cumulativeTSNAckPoint, hs.roundEnd) {
+	if !hs.inRound || !sna32LT(e.CumTSN, hs.roundEnd) {
 		hs.lastRoundMin, hs.roundMin, hs.samples = hs.roundMin, 0, 0
-		hs.roundEnd, hs.inRound = a.myNextTSN-1, true
+		hs.roundEnd, hs.inRound = e.NextTSN-1, true
 		if hs.inCSS() {
 			hs.cssRounds++
 			if hs.cssRounds >= hsCSSRounds {
-				// Congestion avoidance: RFC 9260 slow-starts while
-				// cwnd <= ssthresh, so ssthresh is one byte below it.
-				a.hystartReset()
-				a.ssthresh = a.CWND() - 1
-				a.stats.incHyStartExits()
+				hs.reset()
+				hs.exits.Add(1)
 
-				return 1
+				return 1, true
 			}
 		}
 	}
-	if sample > 0 {
-		if hs.roundMin == 0 || sample < hs.roundMin {
-			hs.roundMin = sample
+	if e.RTT > 0 {
+		if hs.roundMin == 0 || e.RTT < hs.roundMin {
+			hs.roundMin = e.RTT
 		}
 		hs.samples++
 	}
 	if hs.samples < hsNRTTSample || hs.roundMin == 0 {
-		return a.hystartDiv()
+		return hs.div(), false
 	}
 	if hs.inCSS() {
 		// A round after the one CSS began in whose RTT is back below the
@@ -115,35 +115,36 @@ func (a *Association) hystartOnAck() uint32 {
 			hs.cssBaseline, hs.cssRounds = 0, 0
 		}
 
-		return a.hystartDiv()
+		return hs.div(), false
 	}
 	if hs.lastRoundMin > 0 {
 		thresh := min(max(hs.lastRoundMin/hsMinRTTDiv, hsMinRTTThresh), hsMaxRTTThresh)
 		if hs.roundMin >= hs.lastRoundMin+thresh {
 			hs.cssBaseline, hs.cssRounds = hs.roundMin, 0 // roundMin > 0 here
-			a.stats.incHyStartCSS()
+			hs.css.Add(1)
 		}
 	}
 
-	return a.hystartDiv()
+	return hs.div(), false
 }
 
 // inCSS reports whether HyStart++ is in Conservative Slow Start.
 func (hs *hystart) inCSS() bool { return hs.cssBaseline > 0 }
 
-func (a *Association) hystartDiv() uint32 {
-	if a.hs.inCSS() {
+func (hs *hystart) div() uint32 {
+	if hs.inCSS() {
 		return hsCSSGrowthDiv
 	}
 
 	return 1
 }
 
-// hystartReset ends CSS and forgets the rounds, on a loss or when slow
-// start ends: the next slow start (after a timeout, or a fast recovery
-// that leaves cwnd at ssthresh) starts afresh, its first round compared
-// with nothing. RFC 9406 uses HyStart++ in the first slow start only;
-// here it runs in any, which ssthresh bounds anyway.
-func (a *Association) hystartReset() {
-	a.hs = hystart{}
+// reset ends CSS and forgets the rounds, on a loss or when slow start
+// ends: the next slow start (after a timeout, or a fast recovery that
+// leaves cwnd at ssthresh) starts afresh, its first round compared with
+// nothing. RFC 9406 uses HyStart++ in the first slow start only; here it
+// runs in any, which ssthresh bounds anyway. The counters stay.
+func (hs *hystart) reset() {
+	hs.roundEnd, hs.inRound, hs.lastRoundMin, hs.roundMin = 0, false, 0, 0
+	hs.samples, hs.cssBaseline, hs.cssRounds = 0, 0, 0
 }
