@@ -91,7 +91,8 @@ func (r *reno) slowStart(e *AckEvent) {
 	r.setCwnd(cwnd)
 }
 
-// slowStartGrowth is a SACK's growth of cwnd in slow start, and whether HyStart++ ends slow start (then cwnd does not grow).
+// slowStartGrowth is a SACK's growth of cwnd in slow start, for reno and
+// cubic, and whether HyStart++ ends slow start (then cwnd does not grow).
 // RFC 4960 sec 7.2.1: cwnd grows, by at most the bytes acknowledged, only
 // if it is fully used, the SACK advances the cumulative TSN and the sender
 // is not in Fast Recovery (RFC 9260 dropped the second condition).

@@ -140,11 +140,12 @@ type RTOEvent struct {
 
 // Congestion controllers by name.
 const (
-	CCReno = "reno"
+	CCReno  = "reno"
+	CCCubic = "cubic"
 )
 
 // CongestionControls lists the controllers NewCongestionControl makes.
-var CongestionControls = []string{CCReno}
+var CongestionControls = []string{CCReno, CCCubic}
 
 // ErrUnknownCongestionControl is returned for a name that is not one of
 // CongestionControls.
@@ -155,11 +156,14 @@ var ErrUnknownCongestionControl = errors.New("sctp: unknown congestion control")
 var ErrCongestionControlStarted = errors.New("sctp: congestion control set after DATA was sent")
 
 // NewCongestionControl makes the named controller: reno (RFC 9260's,
-// standing for SetFlows's count of flows, with HyStart++ if SetHyStart).
+// standing for SetFlows's count of flows, with HyStart++ if SetHyStart)
+// or cubic (RFC 9438).
 func NewCongestionControl(name string) (CongestionControl, error) {
 	switch name {
 	case CCReno:
 		return newReno(), nil
+	case CCCubic:
+		return newCubic(), nil
 	}
 
 	return nil, fmt.Errorf("%w %q (want %s)", ErrUnknownCongestionControl, name, strings.Join(CongestionControls, ", "))
@@ -238,7 +242,7 @@ func (a *Association) syncCwnd() {
 	a.setCWNDMirror(a.cc.Window())
 }
 
-// ssthresher is a controller with a slow-start threshold (reno),
+// ssthresher is a controller with a slow-start threshold (reno, cubic),
 // for logs and for tests.
 type ssthresher interface{ SSThresh() uint32 }
 

@@ -34,7 +34,7 @@ const (
 	hsCSSRounds    = 5
 )
 
-// hystart is HyStart++'s state, kept by a controller (reno) that
+// hystart is HyStart++'s state, kept by a controller (reno, cubic) that
 // slow-starts. Durations of 0 stand for RFC 9406's infinity.
 type hystart struct {
 	roundEnd     uint32        // the round ends when the cumulative TSN reaches it
@@ -50,7 +50,7 @@ type hystart struct {
 }
 
 // SetHyStart turns HyStart++ on or off (off by default) for a controller
-// that slow-starts (reno): see hystart.go.
+// that slow-starts (reno, cubic): see hystart.go.
 func (a *Association) SetHyStart(on bool) {
 	var v uint32
 	if on {
