@@ -336,11 +336,12 @@ type Association struct {
 	flows uint32
 	// pacing (atomic, 0 or 1) spreads new DATA over the
 	// round trip: paceTokens bytes may leave now, refilled since paceAt;
-	// paceTimer wakes the write loop when enough have come, and paceArmed
-	// says it is set.
+	// paceTimer wakes the write loop when enough have come, at paceDue,
+	// and paceArmed says it is set.
 	pacing     uint32
 	paceTokens float64
 	paceAt     time.Time
+	paceDue    time.Time
 	paceTimer  *time.Timer
 	paceArmed  bool
 	// hystartOn (atomic, 0 or 1) turns on HyStart++ in a
@@ -2138,6 +2139,7 @@ func (a *Association) paceRefill() (rate, burst float64) {
 		return 0, 0
 	}
 	burst = max(rate*max(paceMinBurst.Seconds(), minRTT/16), float64(4*a.MTU()))
+	a.checkPaceStall(now, max(burst/rate, minRTT/paceStallDiv))
 	if a.paceAt.IsZero() {
 		a.paceTokens = burst
 	} else {
@@ -2148,6 +2150,28 @@ func (a *Association) paceRefill() (rate, burst float64) {
 	return rate, burst
 }
 
+// checkPaceStall: a sender the pace held whose wakeup came more than
+// slack late (seconds) was not running (a busy host) and lost sending
+// time its tokens could not make up, so what the flight in flight then
+// delivers says less than the path could carry. Its delivery-rate samples
+// are marked app-limited, as those of a sender short of
+// data are: BBR would read a round of them as a full pipe. The caller
+// should hold the lock.
+func (a *Association) checkPaceStall(now time.Time, slack float64) {
+	if a.paceArmed || a.paceDue.IsZero() {
+		return
+	}
+	if now.Sub(a.paceDue).Seconds() > slack && a.pendingQueue.size() > 0 {
+		a.rate.markAppLimited(uint32(a.inflightQueue.getNumBytes())) //nolint:gosec // G115
+		a.stats.incPaceStalls()
+	}
+	a.paceDue = time.Time{}
+}
+
+// paceStallDiv: a wakeup later than a quarter of the minimum RTT (or the
+// burst's time, if longer) is a stall (checkPaceStall).
+const paceStallDiv = 4
+
 // armPaceTimer wakes the write loop after d, unless a wakeup is set
 // already. The caller should hold the lock.
 func (a *Association) armPaceTimer(d time.Duration) {
@@ -2156,6 +2180,7 @@ func (a *Association) armPaceTimer(d time.Duration) {
 	}
 	a.paceArmed = true
 	d = max(d, 100*time.Microsecond)
+	a.paceDue = time.Now().Add(d)
 	if a.paceTimer == nil {
 		a.paceTimer = time.AfterFunc(d, func() {
 			a.lock.Lock()

@@ -18,6 +18,7 @@ type associationStats struct {
 	nFastRetrans     uint64
 	nPTOProbes       uint64 // tail-loss probes marked
 	nPaceWakeups     uint64 // write loop woken by the pace timer
+	nPaceStalls      uint64 // pace wakeups late enough to mark samples app-limited
 }
 
 func (s *associationStats) incPacketsReceived() {
@@ -105,6 +106,16 @@ func (s *associationStats) getNumPaceWakeups() uint64 {
 	return atomic.LoadUint64(&s.nPaceWakeups)
 }
 
+// incPaceStalls counts pace wakeups that came late enough to mark the
+// delivery-rate samples app-limited.
+func (s *associationStats) incPaceStalls() {
+	atomic.AddUint64(&s.nPaceStalls, 1)
+}
+
+func (s *associationStats) getNumPaceStalls() uint64 {
+	return atomic.LoadUint64(&s.nPaceStalls)
+}
+
 func (s *associationStats) reset() {
 	atomic.StoreUint64(&s.nPacketsReceived, 0)
 	atomic.StoreUint64(&s.nPacketsSent, 0)
@@ -116,4 +127,5 @@ func (s *associationStats) reset() {
 	atomic.StoreUint64(&s.nFastRetrans, 0)
 	atomic.StoreUint64(&s.nPTOProbes, 0)
 	atomic.StoreUint64(&s.nPaceWakeups, 0)
+	atomic.StoreUint64(&s.nPaceStalls, 0)
 }

@@ -142,10 +142,11 @@ type RTOEvent struct {
 const (
 	CCReno  = "reno"
 	CCCubic = "cubic"
+	CCBBR   = "bbr"
 )
 
 // CongestionControls lists the controllers NewCongestionControl makes.
-var CongestionControls = []string{CCReno, CCCubic}
+var CongestionControls = []string{CCReno, CCCubic, CCBBR}
 
 // ErrUnknownCongestionControl is returned for a name that is not one of
 // CongestionControls.
@@ -156,14 +157,16 @@ var ErrUnknownCongestionControl = errors.New("sctp: unknown congestion control")
 var ErrCongestionControlStarted = errors.New("sctp: congestion control set after DATA was sent")
 
 // NewCongestionControl makes the named controller: reno (RFC 9260's,
-// standing for SetFlows's count of flows, with HyStart++ if SetHyStart)
-// or cubic (RFC 9438).
+// standing for SetFlows's count of flows, with HyStart++ if SetHyStart),
+// cubic (RFC 9438) or bbr (BBRv1, as Linux's tcp_bbr).
 func NewCongestionControl(name string) (CongestionControl, error) {
 	switch name {
 	case CCReno:
 		return newReno(), nil
 	case CCCubic:
 		return newCubic(), nil
+	case CCBBR:
+		return newBBR(), nil
 	}
 
 	return nil, fmt.Errorf("%w %q (want %s)", ErrUnknownCongestionControl, name, strings.Join(CongestionControls, ", "))
@@ -205,6 +208,12 @@ type CongestionInfo struct {
 	// smallest RTT so far (0 before an RTT sample, or if it has none);
 	// the association paces at it only if SetPacing turned pacing on.
 	PacingRate float64
+	// Phase is BBR's (Startup, Drain, ProbeBW, ProbeRTT); empty for others.
+	Phase string
+	// BottleneckRate is BBR's estimate of the path's rate in bytes a
+	// second, MinRTT its minimum RTT; 0 for others.
+	BottleneckRate float64
+	MinRTT         time.Duration
 }
 
 // CongestionInfo returns a snapshot of the association's controller.
@@ -215,6 +224,9 @@ func (a *Association) CongestionInfo() CongestionInfo {
 	info := CongestionInfo{Name: a.cc.Name(), Window: a.cc.Window(), SSThresh: a.ccSSThresh()}
 	if minRTT > 0 {
 		info.PacingRate = a.cc.PacingRate(minRTT)
+	}
+	if b, ok := a.cc.(*bbr); ok {
+		info.Phase, info.BottleneckRate, info.MinRTT = b.Mode(), b.bw.get(), b.minRTT
 	}
 
 	return info
