@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -249,6 +250,7 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 
 // registerTransportFlags adds the flags that tune transports.
 func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
+	o.SCTPCC = sctp.CCAuto
 	fs.StringVar(&o.SCTPStack, "sctp-stack", transports.StackAuto,
 		"SCTP implementation: auto (kernel SCTP between hosts that have it, userspace over UDP with the others), kernel or user")
 	fs.Func("tcp-cc", "tcp, tcpn and ptcp: the TCP congestion control of every connection (Linux), e.g. reno, cubic or bbr: any the kernel has\n"+
@@ -260,6 +262,14 @@ func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 		return nil
 	})
 	fs.BoolVar(&o.MPTCP, "mptcp", false, "run tcp, tcpn and ptcp over Multipath TCP (Linux) where both ends' kernels take it, plain TCP otherwise;\nthe kernel's path manager ('ip mptcp') decides which paths its subflows take")
+	fs.Func("sctp-cc", fmt.Sprintf("sctp (userspace stack): congestion control towards peers on other hosts: reno (RFC 9260's, standing for --sctp-flows reno flows),\n"+
+		"cubic (RFC 9438), bbr (BBRv1, as Linux's) or auto (the default: %s, or reno with a fixed --sctp-flows); a peer on this host always gets reno", sctp.DefaultCC), func(v string) error {
+		if !slices.Contains(sctp.CCNames, v) {
+			return fmt.Errorf("want %s, not %q", strings.Join(sctp.CCNames, ", "), v)
+		}
+		o.SCTPCC = v
+		return nil
+	})
 	fs.Func("sctp-flows", fmt.Sprintf("sctp (userspace stack): how many reno flows each association's congestion control stands for, 1 to %d,\n", sctp.MaxFlows)+
 		fmt.Sprintf("or auto (the default: tuned per association between %d and %d while it sends; one to a peer on this host). Under random loss N flows carry about N times one", sctp.MinTunedFlows, sctp.MaxFlows), func(v string) error {
 		n, err := parseCount(v, sctp.MaxFlows)

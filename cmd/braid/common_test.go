@@ -38,6 +38,9 @@ func TestTransportFlags(t *testing.T) {
 	if err != nil || o.SCTPUnpaced || o.SCTPNoHyStart {
 		t.Fatalf("on again: %+v, %v", o, err)
 	}
+	if _, err := parseTransportFlags("--sctp-cc", "vegas"); err == nil || !strings.Contains(err.Error(), "auto, reno, cubic, bbr") {
+		t.Errorf("--sctp-cc vegas: %v, want an error that lists the choices", err)
+	}
 	if _, err := parseTransportFlags("--tcp-cc", "Cubic!"); err == nil || !strings.Contains(err.Error(), "congestion control name") {
 		t.Errorf("--tcp-cc Cubic!: %v, want an error that asks for a name", err)
 	}
@@ -48,8 +51,9 @@ func TestTransportFlags(t *testing.T) {
 	}
 
 	for _, want := range []transports.Options{
-		{SCTPStack: transports.StackAuto, DataPlaneTLS: transport.TLSAuto, PTCP: ptcp.Config{Driver: ptcp.DriverPollAll}},
-		{SCTPStack: "user", DataPlaneTLS: transport.TLSOff, SCTPFlows: 3, SCTPUnpaced: true, SCTPNoHyStart: true, MPTCP: true, TCPCC: "cubic",
+		{SCTPStack: transports.StackAuto, DataPlaneTLS: transport.TLSAuto, SCTPCC: "auto", PTCP: ptcp.Config{Driver: ptcp.DriverPollAll}},
+		{SCTPStack: transports.StackAuto, DataPlaneTLS: transport.TLSAuto, SCTPCC: "cubic", PTCP: ptcp.Config{Driver: ptcp.DriverPollAll}},
+		{SCTPStack: "user", DataPlaneTLS: transport.TLSOff, SCTPCC: "reno", SCTPFlows: 3, SCTPUnpaced: true, SCTPNoHyStart: true, MPTCP: true, TCPCC: "cubic",
 			PTCP: ptcp.Config{RecStripes: 4, Driver: ptcp.DriverRR}},
 	} {
 		got, err := parseTransportFlags(want.Args()...)

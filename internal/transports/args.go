@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/sctp"
 )
 
 // Args are the command-line flags of braid's server, worker and bench
@@ -16,7 +17,15 @@ func (o Options) Args() []string {
 		"--ptcp-stripes", countArg(o.PTCP.RecStripes), "--ptcp-driver", o.PTCP.Driver,
 		"--sctp-flows", countArg(o.SCTPFlows), "--sctp-pacing", onOff(!o.SCTPUnpaced),
 		"--sctp-hystart", onOff(!o.SCTPNoHyStart), "--mptcp=" + strconv.FormatBool(o.MPTCP),
-		"--tcp-cc=" + o.TCPCC}
+		"--tcp-cc=" + o.TCPCC, "--sctp-cc", ccArg(o.SCTPCC)}
+}
+
+// ccArg is --sctp-cc for name ("": auto).
+func ccArg(name string) string {
+	if name == "" {
+		return sctp.CCAuto
+	}
+	return name
 }
 
 // onOff is the value of an on/off flag: "on" for true.

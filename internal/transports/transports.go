@@ -64,6 +64,9 @@ type Options struct {
 	// connections (Linux, per socket), e.g. "cubic" or "bbr"; empty: the
 	// host's default.
 	TCPCC string
+	// SCTPCC is the userspace SCTP stack's congestion control
+	// (sctp.Config.CC): auto (""), reno, cubic or bbr.
+	SCTPCC string
 	// SCTPFlows is how many reno flows each userspace SCTP association's
 	// congestion control stands for (sctp.Config.Flows): 0 tunes it per
 	// association.
@@ -117,8 +120,8 @@ func newSCTP(opts Options) (transport.Transport, error) {
 
 // userSCTPConfig is the userspace SCTP stack's configuration.
 func userSCTPConfig(opts Options) sctp.Config {
-	return sctp.Config{Logger: opts.Logger, TLS: opts.DataPlaneTLS, Flows: opts.SCTPFlows, Unpaced: opts.SCTPUnpaced,
-		NoHyStart: opts.SCTPNoHyStart}
+	return sctp.Config{Logger: opts.Logger, TLS: opts.DataPlaneTLS, CC: opts.SCTPCC, Flows: opts.SCTPFlows,
+		Unpaced: opts.SCTPUnpaced, NoHyStart: opts.SCTPNoHyStart}
 }
 
 // Stack reports which SCTP stack New("sctp", opts) uses: StackKernel for

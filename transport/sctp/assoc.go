@@ -106,8 +106,9 @@ func newAssociation(s setup) (*Association, error) {
 // and the keep-alive loop.
 func (a *Association) start() {
 	// The handshake set the flow count (initialFlows); the tuner moves it
-	// from there unless Config.Flows fixes it or the peer is on this host.
-	if a.cfg.Flows == 0 && !isLocal(a.conn.RemoteAddr()) {
+	// from there unless Config.Flows fixes it, the peer is on this host or
+	// the controller is not reno.
+	if a.cfg.Flows == 0 && !isLocal(a.conn.RemoteAddr()) && a.pa.CongestionControl() == CCReno {
 		tu := stripes.NewTuner(a.pa.Flows(), MinTunedFlows, MaxFlows)
 		a.readers.Add(1)
 		go a.tuneFlows(tu)

@@ -71,22 +71,28 @@ type Config struct {
 	// AcceptBacklog is how many handshaken associations wait for Accept.
 	// Default 16.
 	AcceptBacklog int
+	// CC is the congestion control of associations with peers on other
+	// hosts (cc.go): reno (Flows reno flows), cubic (RFC 9438), bbr
+	// (BBRv1), or auto (the default, ""): DefaultCC, or reno if Flows is
+	// set. A peer on this host always gets reno.
+	CC string
 	// Flows is how many reno flows each association's congestion control
-	// stands for, in [1, 16] (flows.go): under random loss an association
-	// with N carries about what N would. 0, the default, tunes N per
-	// association from what its sender sees, from MinTunedFlows up;
+	// stands for, in [1, 16] (flows.go), with CC reno: under random loss an
+	// association with N carries about what N would. 0, the default, tunes
+	// N per association from what its sender sees, from MinTunedFlows up;
 	// associations with a peer on this host then keep one.
 	Flows int
 	// Unpaced sends new data as soon as the congestion window opens. By
-	// default an association paces it (the fork's SetPacing): at most the rate
-	// 1.25·cwnd/minRTT (twice cwnd/minRTT in slow start), in bursts of a
+	// default an association paces it (the fork's SetPacing): at most the
+	// rate its controller gives (bbr: its model's; reno and cubic:
+	// 1.25·cwnd/minRTT, twice that in slow start), in bursts of a
 	// few milliseconds' worth, so that a burst of SACKs, which a queue on
 	// the return path bunches up, does not release a burst of data that
 	// overflows the bottleneck's queue. Associations with a peer on this
 	// host are never paced.
 	Unpaced bool
-	// NoHyStart leaves slow start to run until a loss. By default an
-	// association's slow start watches the round trip time (HyStart++,
+	// NoHyStart leaves slow start to run until a loss. By default the slow
+	// start of reno and cubic watches the round trip time (HyStart++,
 	// RFC 9406, the fork's SetHyStart): once a round's smallest RTT is above the
 	// last round's by an eighth of it (4 to 16 ms), the bottleneck's queue
 	// is filling, and the window grows a quarter as fast for up to five
@@ -142,7 +148,7 @@ func (c Config) validate() error {
 	case c.ReceiveBuffer < 4*maxFragment:
 		return fmt.Errorf("sctp: ReceiveBuffer %d below %d", c.ReceiveBuffer, 4*maxFragment)
 	}
-	return nil
+	return c.validateCC()
 }
 
 // mtuFor is the MTU an association towards addr starts with: c.MTU if

@@ -86,17 +86,28 @@
 // stream waits behind about one bandwidth-delay product of another stream's
 // data rather than a whole credit window.
 //
-// Pacing: to a peer on another host, pion sends new data at most at
-// 1.25·cwnd/minRTT (twice cwnd/minRTT in slow start), in bursts of a few
-// milliseconds' worth (the fork's SetPacing; Config.Unpaced turns it off). When
+// Congestion control (cc.go): to a peer on another host, Config.CC picks
+// the fork's controller (SetCongestionControl): bbr (BBRv1, the default),
+// cubic (RFC 9438) or reno (RFC 9260's, standing for several reno flows
+// tuned online, flows.go); a peer on this host always gets reno with one
+// flow. With a controller other than reno the scheduler's limit follows
+// cwnd, which the controller bounds by its model of the path, with a third
+// more beyond it so that pion does not run dry between wakeups (bbr would
+// read that as the sender having nothing to send).
+// docs/congestion-control.md has the measurements behind the default.
+//
+// Pacing: to a peer on another host, pion sends new data at most at the
+// controller's pace: bbr's model's; reno's and cubic's 1.25·cwnd/minRTT
+// (twice cwnd/minRTT in slow start), in bursts of a few milliseconds'
+// worth (the fork's SetPacing; Config.Unpaced turns it off). When
 // both directions carry bulk data, as a job's inputs and results do, each
 // side's SACKs queue behind the other's data and arrive in bunches;
 // unpaced, each bunch released a burst that overflowed the bottleneck's
 // queue while it was half empty.
 //
-// Slow start: to a peer on another host, pion's slow start watches the
-// round trip time (HyStart++, RFC 9406, the fork's SetHyStart; Config.NoHyStart
-// turns it off). A round whose smallest RTT sample is above the last
+// Slow start: to a peer on another host, reno's and cubic's slow start
+// watches the round trip time (HyStart++, RFC 9406, the fork's
+// SetHyStart; Config.NoHyStart turns it off). A round whose smallest RTT sample is above the last
 // round's by an eighth of it (4 to 16 ms) means the bottleneck's queue is
 // filling: the window then grows a quarter as fast for up to five rounds
 // (back to slow start if a later round's RTT falls back), and then slow

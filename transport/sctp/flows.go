@@ -48,12 +48,14 @@ const (
 	MinTunedFlows = 4
 )
 
-// initialFlows is the flow count an association starts with:
-// Config.Flows if fixed, else the tuner's floor, or one flow if local (its
-// peer is on this host). The handshake sets it; start's tuner begins from
-// it.
-func initialFlows(cfg *Config, local bool) int {
+// initialFlows is the flow count an association starts with: one if its
+// controller cc is not reno (flows are reno's), else Config.Flows if
+// fixed, one if local (its peer is on this host), else the tuner's floor.
+// The handshake sets it; start's tuner begins from it.
+func initialFlows(cfg *Config, local bool, cc string) int {
 	switch {
+	case cc != CCReno:
+		return 1
 	case cfg.Flows > 0:
 		return cfg.Flows
 	case local:

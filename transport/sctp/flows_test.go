@@ -74,7 +74,7 @@ func TestFlowsGrowUnderLoss(t *testing.T) {
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
 			transporttest.UpBed(t, tc.spec)
-			d, l := transporttest.AcrossBed(t, New(Config{}), 47621)
+			d, l := transporttest.AcrossBed(t, New(Config{CC: CCReno}), 47621)
 			got := transporttest.SteadyCount(d.(*Association).Flows, func() { transporttest.SendBulk(t, d, l, tc.bytes) })
 			if got < tc.min || got > tc.max {
 				t.Errorf("the sender ran %d flows over the second half of %d MiB (median), want %d to %d", got, tc.bytes>>20, tc.min, tc.max)

@@ -84,6 +84,10 @@ type scheduler struct {
 	lastAged time.Time // when a stream was last served for having waited maxPassed
 	limit    int
 	est      bdpEstimator
+	// modelCwnd: pion's controller bounds cwnd by its own model of the
+	// path (cubic's curve, bbr's bandwidth-delay product), so the limit
+	// follows cwnd (updateLocked).
+	modelCwnd bool
 }
 
 // waiter is a stream's pending request for room.
@@ -103,7 +107,7 @@ const maxPassed = 100 * time.Millisecond
 func newScheduler(pa *sctp.Association, streams []*sctp.Stream, fragSize int) *scheduler {
 	floor := max(2*(fragSize+fragHeaderLen), 64<<10)
 	q := &scheduler{
-		streams: streams, floor: floor, pa: pa, limit: floor,
+		streams: streams, floor: floor, pa: pa, limit: floor, modelCwnd: pa.CongestionControl() != CCReno,
 		waiters: make([]waiter, len(streams)), inActive: make([]bool, len(streams)),
 		coming: make([]int, len(streams)),
 	}
@@ -350,7 +354,21 @@ func (q *scheduler) updateLocked(used int) {
 		return
 	}
 	bdp := q.est.sample(now, q.granted-int64(used), q.pa.SRTT())
-	q.limit = q.floor + min(bdp, int(q.pa.CWND()), maxLimit)
+	q.limit = limitFor(q.floor, bdp, int(q.pa.CWND()), q.modelCwnd)
+}
+
+// limitFor is the scheduler's limit: floor plus the bandwidth-delay
+// product, at most cwnd. With a controller that bounds cwnd by its model
+// (modelCwnd), floor plus a third more than cwnd whatever the product: the
+// room beyond cwnd is what drains before the waiters wake (a quarter of
+// the limit), so that pion's queue does not run dry with room in cwnd,
+// which bbr reads as the sender having no more to send (it discounts what
+// it measures then).
+func limitFor(floor, bdp, cwnd int, modelCwnd bool) int {
+	if modelCwnd {
+		return floor + min(cwnd*4/3, maxLimit)
+	}
+	return floor + min(bdp, cwnd, maxLimit)
 }
 
 // maxLimit caps the limit above its floor.

@@ -323,3 +323,32 @@ func TestSchedulerNext(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitFor: the limit is the floor plus the bandwidth-delay product,
+// at most cwnd; with a controller that bounds cwnd by its model (bbr,
+// cubic) it follows cwnd, with a quarter of the limit to spare beyond it:
+// pion has data for cwnd to take between the waiters' wakeups, which come
+// once a quarter of the limit has drained.
+func TestLimitFor(t *testing.T) {
+	const floor = 128 << 10
+	for _, tc := range []struct {
+		bdp, cwnd int
+		model     bool
+		want      int
+	}{
+		{1 << 20, 4 << 20, false, floor + 1<<20},
+		{4 << 20, 1 << 20, false, floor + 1<<20},
+		{64 << 20, 64 << 20, false, floor + maxLimit},
+		{1 << 20, 3 << 20, true, floor + 4<<20},
+		{8 << 20, 3 << 20, true, floor + 4<<20},
+		{64 << 20, 64 << 20, true, floor + maxLimit},
+	} {
+		got := limitFor(floor, tc.bdp, tc.cwnd, tc.model)
+		if got != tc.want {
+			t.Errorf("limitFor(bdp %d, cwnd %d, model %v) = %d, want %d", tc.bdp, tc.cwnd, tc.model, got, tc.want)
+		}
+		if tc.model && tc.cwnd*4/3 < maxLimit && got-tc.cwnd < got/4 {
+			t.Errorf("cwnd %d: %d beyond it, under a quarter of the limit %d", tc.cwnd, got-tc.cwnd, got)
+		}
+	}
+}

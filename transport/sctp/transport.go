@@ -144,10 +144,15 @@ func (t *Transport) handshake(ctx context.Context, pa *sctp.Association, conn as
 	// Before the handshake's first DATA chunk, so that the association
 	// starts with one initial window per flow (the fork's SetFlows).
 	local := isLocal(conn.RemoteAddr())
-	pa.SetFlows(initialFlows(&t.cfg, local))
+	cc := t.cfg.ccFor(local)
+	err := setCC(pa, cc)
+	pa.SetFlows(initialFlows(&t.cfg, local, cc))
 	pa.SetPacing(!t.cfg.Unpaced && !local)
 	pa.SetHyStart(!t.cfg.NoHyStart && !local)
-	ctl, err := pa.OpenStream(0, ppi)
+	var ctl *sctp.Stream
+	if err == nil {
+		ctl, err = pa.OpenStream(0, ppi)
+	}
 	var res transport.HandshakeResult
 	var release func()
 	if err == nil {
