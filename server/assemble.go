@@ -11,6 +11,7 @@ import (
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/server/statedb"
+	"github.com/braidhq/braid/store"
 )
 
 // assembly is what assembling a job's result needs, copied on the dispatch
@@ -32,7 +33,7 @@ func (s *Server) assemble(j *jobRun, a assembly) (string, error) {
 	case a.tiles != nil:
 		outs := make([][]byte, len(outputs))
 		for i, id := range outputs {
-			b, err := s.store.ReadAll(id, maxUnitInput)
+			b, err := store.ReadAll(s.ctx, s.store, id, maxUnitInput)
 			if err != nil {
 				return "", fmt.Errorf("tile %d: %w", i, err)
 			}
@@ -42,14 +43,14 @@ func (s *Server) assemble(j *jobRun, a assembly) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		info, err := s.store.PutBytes(img)
+		info, err := s.store.PutBytes(s.ctx, img)
 		return info.ID, err
 	case len(outputs) == 1 && a.inputs == nil:
 		return outputs[0], nil
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(s.writeManifest(pw, j, a, outputs)) }()
-	info, err := s.store.Put(pr)
+	info, err := s.store.Put(s.ctx, pr)
 	pr.Close() // a Put that failed early unblocks the writer
 	return info.ID, err
 }
@@ -69,7 +70,7 @@ func (s *Server) writeManifest(w io.Writer, j *jobRun, a assembly, outputs []str
 	for i, id := range outputs {
 		size, ok := sizes[id]
 		if !ok {
-			if info, err := s.store.Stat(id); err == nil {
+			if info, err := s.store.Stat(s.ctx, id); err == nil {
 				size = info.Size
 			}
 			if a.inputs == nil {

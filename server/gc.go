@@ -28,7 +28,7 @@ import (
 func (s *Server) collect(ctx context.Context) {
 	start := time.Now()
 	cutoff := start.Add(-s.cfg.GCGrace)
-	objs, err := s.store.List()
+	objs, err := s.store.List(ctx)
 	if err != nil {
 		s.log.Error("collector: listing objects", "err", err)
 		return
@@ -52,7 +52,7 @@ func (s *Server) collect(ctx context.Context) {
 		if ctx.Err() != nil {
 			break
 		}
-		ok, err := s.store.RemoveIfOlder(statedb.HexID(id), cutoff)
+		ok, err := s.store.RemoveIfOlder(ctx, statedb.HexID(id), cutoff)
 		if err != nil {
 			s.log.Warn("collector: removing an object", "object", statedb.HexID(id), "err", err)
 		}

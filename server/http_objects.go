@@ -37,7 +37,7 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := &idleReader{r: r.Body, rc: http.NewResponseController(w), idle: s.cfg.UploadIdleTimeout}
-	info, err := s.store.Put(body)
+	info, err := s.store.Put(r.Context(), body)
 	var be *bodyError
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
@@ -96,7 +96,7 @@ func (s *Server) handleDeleteObject(w http.ResponseWriter, r *http.Request) {
 			writeError(w, fmt.Errorf("reading the upload record: %w", err))
 			return
 		} else if !ok || up.Owner != c.id {
-			if _, err := s.store.Stat(id); errors.Is(err, store.ErrNotFound) {
+			if _, err := s.store.Stat(r.Context(), id); errors.Is(err, store.ErrNotFound) {
 				writeError(w, &apiError{status: 404, code: api.CodeNoObject, msg: "no object " + id})
 				return
 			}
@@ -116,7 +116,7 @@ func (s *Server) handleDeleteObject(w http.ResponseWriter, r *http.Request) {
 		writeError(w, conflict("object %s is the module of a user operation; remove the operation first (braid op rm)", id))
 		return
 	}
-	err := s.store.Remove(id)
+	err := s.store.Remove(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		writeError(w, &apiError{status: 404, code: api.CodeNoObject, msg: "no object " + id})
 		return
@@ -208,8 +208,8 @@ type bodyError struct{ err error }
 func (e *bodyError) Error() string { return "reading the request body: " + e.err.Error() }
 func (e *bodyError) Unwrap() error { return e.err }
 
-func (s *Server) handleListObjects(w http.ResponseWriter, _ *http.Request) {
-	list, err := s.store.List()
+func (s *Server) handleListObjects(w http.ResponseWriter, r *http.Request) {
+	list, err := s.store.List(r.Context())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -223,7 +223,7 @@ func (s *Server) handleListObjects(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) handleGetObject(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	f, err := s.store.Open(id)
+	f, info, err := s.store.Open(r.Context(), id)
 	switch {
 	case errors.Is(err, store.ErrInvalidID):
 		writeError(w, badRequest(api.CodeBadRequest, "%q is not an object id (64 lowercase hex digits)", id))
@@ -236,13 +236,8 @@ func (s *Server) handleGetObject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
+	w.Header().Set("Content-Length", strconv.FormatInt(info.Size, 10))
 	w.Header().Set("ETag", `"`+id+`"`)
 	if r.Method == http.MethodHead {
 		return

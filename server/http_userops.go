@@ -63,7 +63,7 @@ func (s *Server) checkOp(r *http.Request, spec *api.OperationSpec) (api.Operatio
 	if spec.ABI == api.ABIExec {
 		limit = userop.MaxScript
 	}
-	code, err := s.store.ReadAll(spec.Module, limit)
+	code, err := store.ReadAll(r.Context(), s.store, spec.Module, limit)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return api.Operation{}, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("module object %s does not exist; upload it with `braid put`", spec.Module)}

@@ -53,7 +53,7 @@ func (s *Server) splitInputJob(id string, spec api.JobSpec, setup unitSetup, rec
 	}
 	for _, o := range outputs {
 		if o != ([32]byte{}) {
-			if _, err := s.store.Touch(statedb.HexID(o)); err != nil {
+			if _, err := s.store.Touch(s.ctx, statedb.HexID(o)); err != nil {
 				return nil, fmt.Errorf("output %s of job %s: %w", statedb.HexID(o), up.id, err)
 			}
 		}

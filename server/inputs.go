@@ -31,7 +31,7 @@ func (s *Server) splitInputs(id string, spec api.JobSpec, setup unitSetup, heade
 	inputs := make([][32]byte, len(ids))
 	sizes := make([]int64, len(ids))
 	for i, in := range ids {
-		info, err := s.store.Touch(in)
+		info, err := s.store.Touch(s.ctx, in)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return nil, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("input %d, object %s, does not exist; upload it with `braid put`", i, in)}
@@ -54,7 +54,7 @@ func (s *Server) inputIDs(spec api.JobSpec) ([]string, error) {
 	if spec.InputList == "" {
 		return spec.Inputs, nil
 	}
-	list, err := s.store.ReadAll(spec.InputList, MaxUnits*maxListLine)
+	list, err := store.ReadAll(s.ctx, s.store, spec.InputList, MaxUnits*maxListLine)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("input list %s does not exist; upload it with `braid put`", spec.InputList)}

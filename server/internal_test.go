@@ -16,6 +16,7 @@ import (
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/scheduler"
 	"github.com/braidhq/braid/server/statedb"
+	"github.com/braidhq/braid/store"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/wire"
 	bolt "go.etcd.io/bbolt"
@@ -123,7 +124,7 @@ func unitsQueued(q chan []byte) int {
 // its map, and then ran it anyway.
 func TestSubmitWhileLoopBusy(t *testing.T) {
 	s := runTestServer(t, t.TempDir())
-	info, err := s.store.PutBytes([]byte("input"))
+	info, err := s.store.PutBytes(context.Background(), []byte("input"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,14 +165,14 @@ func TestSubmitWhileLoopBusy(t *testing.T) {
 func TestResumeAssemblesFinishedUnits(t *testing.T) {
 	dir := t.TempDir()
 	s := newTestServer(t, dir)
-	in, _ := s.store.PutBytes([]byte("input"))
+	in, _ := s.store.PutBytes(context.Background(), []byte("input"))
 	const n = 5
 	rec := statedb.Job{ID: "j-crashed", Spec: api.JobSpec{Op: "noop", Input: in.ID, Repeat: n, Policy: "dynamic"},
 		State: api.JobRunning, ReceivedAt: time.Now(), Progress: api.Progress{Total: n, Pending: n}}
 	outs := make([]string, n)
 	puts := []statedb.Change{statedb.PutJob(rec)}
 	for i := range n {
-		info, err := s.store.PutBytes([]byte{byte(i)})
+		info, err := s.store.PutBytes(context.Background(), []byte{byte(i)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +202,7 @@ func TestResumeAssemblesFinishedUnits(t *testing.T) {
 	if st.State != api.JobDone || st.Progress.Done != n {
 		t.Fatalf("resumed job: %s %+v %s", st.State, st.Progress, st.Error)
 	}
-	b, err := s2.store.ReadAll(st.Result, 1<<20)
+	b, err := store.ReadAll(context.Background(), s2.store, st.Result, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,8 +223,8 @@ func TestResumeAssemblesFinishedUnits(t *testing.T) {
 func TestMigrateSchema1(t *testing.T) {
 	dir := t.TempDir()
 	s := newTestServer(t, dir)
-	old, _ := s.store.PutBytes([]byte("object from before"))
-	out, _ := s.store.PutBytes([]byte("an output"))
+	old, _ := s.store.PutBytes(context.Background(), []byte("object from before"))
+	out, _ := s.store.PutBytes(context.Background(), []byte("an output"))
 	now := time.Now().UTC().Round(0)
 	v1 := api.Job{ID: "j-old", Spec: api.JobSpec{Op: "noop", Input: old.ID, Repeat: 2}, State: api.JobDone,
 		Result: out.ID, ReceivedAt: now, FinishedAt: &now, Progress: api.Progress{Total: 2, Done: 2},

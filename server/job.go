@@ -12,6 +12,7 @@ import (
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/server/statedb"
+	"github.com/braidhq/braid/store"
 )
 
 // jobRun is a job in the server's memory.
@@ -81,7 +82,7 @@ func (s *Server) unitInput(j *jobRun, i int) ([]byte, error) {
 	case j.tiles != nil:
 		return j.tiles[i].Data, nil
 	case j.inputs != nil:
-		b, err := s.store.ReadAll(statedb.HexID(j.inputs[i]), maxUnitInput)
+		b, err := store.ReadAll(s.ctx, s.store, statedb.HexID(j.inputs[i]), maxUnitInput)
 		if err != nil {
 			return nil, fmt.Errorf("reading its input %s: %w", statedb.HexID(j.inputs[i]), err)
 		}

@@ -77,7 +77,7 @@ func (s *Server) resumeJob(rec statedb.Job) {
 		}
 	}
 	if rec.Spec.Input != "" { // a job of many inputs touches them as it is split
-		if _, err := s.store.Touch(rec.Spec.Input); err != nil {
+		if _, err := s.store.Touch(s.ctx, rec.Spec.Input); err != nil {
 			s.failResumed(rec, fmt.Errorf("input object %s: %w", rec.Spec.Input, err))
 			return
 		}
@@ -106,7 +106,7 @@ func (s *Server) restoreUnits(j *jobRun, stored []statedb.StoredUnit) int {
 		if su.Index >= len(j.units.recs) || su.Rec.State != statedb.UnitDone || !su.Rec.HasOutput() {
 			continue
 		}
-		if _, err := s.store.Stat(statedb.HexID(su.Rec.Output)); err != nil {
+		if _, err := s.store.Stat(s.ctx, statedb.HexID(su.Rec.Output)); err != nil {
 			continue // collected or lost: run it again
 		}
 		u := su.Rec

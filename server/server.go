@@ -43,6 +43,7 @@ import (
 	"github.com/braidhq/braid/internal/metrics"
 	"github.com/braidhq/braid/server/statedb"
 	"github.com/braidhq/braid/store"
+	"github.com/braidhq/braid/store/local"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/version"
 )
@@ -69,6 +70,11 @@ type Config struct {
 	Transports map[string]transport.Transport
 	// MaxObjectSize bounds uploads (default 1 GiB).
 	MaxObjectSize int64
+	// OpenStore opens the object store, given the server's persistent ID
+	// (a store several servers share keys its own records by it) and the
+	// limits the server sets. nil: a local store under DataDir/store. The
+	// server closes the store when it stops.
+	OpenStore func(serverID string, cfg store.Config) (store.Store, error)
 	// UploadIdleTimeout ends an upload that sends no bytes for this long
 	// (default 30s), so a stalled client cannot hold a temporary file and a
 	// connection for ever.
@@ -180,7 +186,7 @@ func (c *Config) validate() error {
 type Server struct {
 	cfg   Config
 	log   *slog.Logger
-	store *store.Store
+	store store.Store
 	db    *statedb.DB
 	disp  *dispatcher
 	ln    net.Listener
@@ -228,12 +234,13 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(filepath.Join(cfg.DataDir, "store"),
-		store.Config{MaxSize: cfg.MaxObjectSize, TouchEvery: touchEvery(cfg.GCGrace)})
-	if err == nil {
-		err = migrate(db, st)
-	}
+	st, err := cfg.openStore(db.ID())
 	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := migrate(db, st); err != nil {
+		st.Close()
 		db.Close()
 		return nil, err
 	}
@@ -247,29 +254,41 @@ func New(cfg Config) (*Server, error) {
 			}
 		}
 		if err != nil {
+			st.Close()
 			db.Close()
 			return nil, fmt.Errorf("server: tokens: %w", err)
 		}
 	}
 	userOps, err := loadUserOps(db)
 	if err != nil {
+		st.Close()
 		db.Close()
 		return nil, fmt.Errorf("server: user operations: %w", err)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		st.Close()
 		db.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	if cfg.TLS != nil {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: st, db: db, ln: ln, tokens: toks, userOps: userOps, checks: make(chan struct{}, checkSlots),
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, ctx: context.Background(), db: db, ln: ln, tokens: toks, userOps: userOps, checks: make(chan struct{}, checkSlots),
 		stopped: make(chan struct{}), jobs: map[string]*jobRun{}}
 	s.disp = newDispatcher(s)
 	s.metrics = newServerMetrics(s)
 	s.metricsHandler = metrics.Handler(s.metrics.reg, s.log.With("component", "metrics"))
 	return s, nil
+}
+
+// openStore opens the configured object store, a local one by default.
+func (c *Config) openStore(serverID string) (store.Store, error) {
+	sc := store.Config{MaxSize: c.MaxObjectSize, TouchEvery: touchEvery(c.GCGrace)}
+	if c.OpenStore != nil {
+		return c.OpenStore(serverID, sc)
+	}
+	return local.Open(filepath.Join(c.DataDir, "store"), sc)
 }
 
 // touchEvery is how often the store refreshes an object written again and
@@ -285,11 +304,11 @@ func touchEvery(gcGrace time.Duration) time.Duration {
 
 // migrate brings an older data directory's state.db to this build's
 // schema, marking the objects already stored as uploaded.
-func migrate(db *statedb.DB, st *store.Store) error {
+func migrate(db *statedb.DB, st store.Store) error {
 	if db.Schema() == statedb.SchemaVersion {
 		return nil
 	}
-	objs, err := st.List()
+	objs, err := st.List(context.Background())
 	if err != nil {
 		return fmt.Errorf("server: listing objects to migrate state.db: %w", err)
 	}
@@ -369,6 +388,9 @@ func (s *Server) Run(ctx context.Context) error {
 	_ = hs.Shutdown(shutCtx)
 	s.wg.Wait()
 	s.db.Close()
+	if err := s.store.Close(); err != nil {
+		s.log.Warn("closing the object store", "err", err)
+	}
 	s.log.Info("server stopped")
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil

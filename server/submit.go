@@ -262,7 +262,7 @@ func (s *Server) splitWith(id string, spec api.JobSpec, setup unitSetup, receive
 	if spec.Input == "" {
 		return s.splitInputs(id, spec, setup, header, received)
 	}
-	input, err := s.store.ReadAll(spec.Input, maxInputFor(header))
+	input, err := store.ReadAll(s.ctx, s.store, spec.Input, maxInputFor(header))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("input object %s does not exist; upload it with `braid put`", spec.Input)}
@@ -367,7 +367,7 @@ func (s *Server) submit(spec api.JobSpec, c caller) (*jobRun, error) {
 	defer s.refsMu.RUnlock()
 	if spec.Input == "" {
 		// splitInputs and splitInputJob touch the inputs
-	} else if _, err := s.store.Touch(spec.Input); errors.Is(err, store.ErrNotFound) {
+	} else if _, err := s.store.Touch(s.ctx, spec.Input); errors.Is(err, store.ErrNotFound) {
 		return nil, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("input object %s does not exist; upload it with `braid put`", spec.Input)}
 	}
 	j, err := s.split(newJobID(), spec, time.Now())

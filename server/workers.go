@@ -438,7 +438,7 @@ func (d *dispatcher) reader(a transport.Association, worker string, gen, s int) 
 			return
 		}
 		if r.res.Status == wire.StatusOK {
-			info, err := d.s.store.PutBytes(r.res.Output)
+			info, err := d.s.store.PutBytes(d.s.ctx, r.res.Output)
 			if err != nil {
 				r.res.Status, r.res.Error = wire.StatusFailed, "server could not store the output: "+err.Error()
 			}

@@ -1,84 +1,85 @@
-// Package store is braid's content-addressed object store on local disk.
+// Package store defines braid's content-addressed object store: the
+// interface every implementation meets, the errors they return, and the
+// rules a collector follows. store/local keeps objects in a directory (the
+// default, nothing to run); store/s3 keeps them in an S3-compatible bucket,
+// where several servers may share them; store/cache puts a bounded local
+// read cache in front of either. store/storetest is the conformance suite
+// each of them passes.
 //
-// An object's id is the lowercase hex sha256 of its bytes. Objects are
-// immutable. Every write goes the same way, for Put and PutBytes alike:
-// the bytes go to a temporary file (hashed on the way), the file is
-// fsynced, renamed into place, and the fan-out directory that now names it
-// is fsynced (and its parent, when the fan-out directory was created). So a
-// reader never sees a partial object, a crash never leaves one behind under
-// a real id, and once Put returns the object survives a power cut — which
-// matters because the server's state database (which syncs) names objects
-// as job results. Storing the same bytes twice costs one hash and no second
-// copy.
+// # Objects
 //
-// Layout: DIR/objects/ab/cdef... (first two hex digits as a fan-out folder),
-// DIR/tmp/ for uploads in progress (emptied at Open).
+// An object's id is the lowercase hex sha256 of its bytes, so an id names
+// the same bytes in every store and storing the same bytes twice costs one
+// hash and no second copy. Objects are immutable.
+//
+// # Write, then publish
+//
+// Put and PutBytes write the bytes somewhere no reader looks (a temporary
+// file, a temporary key), hashing on the way, and only then publish them
+// under their id in one atomic step (a rename, a single PUT or copy). So a
+// reader never sees a partial object, a writer that fails or crashes leaves
+// nothing under a real id, and once Put returns the object survives a crash
+// of the writer: the server's state database names objects as job results
+// the moment Put returns.
 //
 // # Collection
 //
-// The store itself never deletes anything on its own; its owner (the
-// server's collector) decides what is garbage. Deciding is racy by nature:
-// the owner reads its references at one moment and deletes later, and
-// meanwhile a new reference to the same content-addressed id may appear (a
-// unit whose output bytes equal an old unreferenced object, a job naming
-// the object as input). The store makes this safe with one rule, the
-// object's modification time as a lease:
+// A store never deletes anything on its own; its owner (the server's
+// collector) decides what is garbage. Deciding is racy by nature: the owner
+// reads its references at one moment and deletes later, and meanwhile a new
+// reference to the same content-addressed id may appear (a unit whose output
+// bytes equal an old unreferenced object, a job naming the object as input).
+// The stores make this safe with one rule, a lease time per object (Info's
+// Created):
 //
-//   - Put and PutBytes of an object that already exists refresh its
-//     modification time instead of writing it again; Touch does the same
-//     for a caller about to reference an object it did not write. (An
-//     object this store refreshed less than Config.TouchEvery ago is not
-//     refreshed again: many units writing the same bytes cost no system
-//     call each.)
-//   - RemoveIfOlder(id, cutoff) deletes only if the modification time is
-//     still before cutoff.
-//   - Both take the same per-fan-out-directory lock, so for one id they
-//     happen one after the other: either the refresh comes first, and the
-//     removal sees a fresh time and keeps the object, or the removal comes
-//     first, and the write finds no object and stores the bytes anew. A
-//     writer never returns an id whose file is gone.
+//   - Put and PutBytes of an object that already exists refresh its lease
+//     instead of writing it again; Touch does the same for a caller about to
+//     reference an object it did not write. (An object this store refreshed
+//     less than Config.TouchEvery ago is not refreshed again: many units
+//     writing the same bytes cost nothing each.)
+//   - RemoveIfOlder(id, cutoff) deletes only if the lease is still before
+//     cutoff, and a refresh and a removal of one id are ordered: either the
+//     refresh comes first and the removal keeps the object, or the removal
+//     comes first and the write stores the bytes anew (Touch reports
+//     ErrNotFound). A writer never returns an id whose object is gone.
 //
 // The owner's part: take cutoff = now - grace before reading references,
 // and record every new reference within grace - TouchEvery of the Put or
-// Touch that preceded it. Then an object referenced after the owner read
-// its references was refreshed after cutoff, and survives.
+// Touch that preceded it. Then an object referenced after the owner read its
+// references was refreshed after cutoff, and survives. A store several
+// servers share (Shared) adds each server's published references to what
+// the collector must read; see Shared.
+//
+// # Concurrency
+//
+// Every method of a Store may be called from any number of goroutines at
+// once. Close must be the last call.
 package store
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
-// Errors returned by the store.
+// Errors every implementation returns (wrapped, test with errors.Is).
 var (
 	ErrNotFound  = errors.New("store: no such object")
 	ErrTooLarge  = errors.New("store: object too large")
 	ErrInvalidID = errors.New("store: invalid object id (want 64 lowercase hex digits)")
+	// ErrUnavailable: the backing service (an S3 endpoint) could not be
+	// reached or did not answer in time; the message names it. Nothing was
+	// published; the same call may succeed later.
+	ErrUnavailable = errors.New("store: object store unavailable")
 )
 
-// Info describes a stored object. Created is when the object was last
-// stored (written, or written again, or touched): its modification time.
-// Existing, from Put and PutBytes, says the bytes were already stored:
-// nothing was written, the object was only refreshed.
-type Info struct {
-	ID       string    `json:"id"`
-	Size     int64     `json:"size"`
-	Created  time.Time `json:"created"`
-	Existing bool      `json:"existing,omitempty"`
-}
+// DefaultMaxSize is the default limit on one object's size.
+const DefaultMaxSize = 1 << 30
 
-// Config configures a Store. Zero values mean the documented defaults.
+// Config holds what every implementation takes. Zero values mean the
+// documented defaults.
 type Config struct {
 	// MaxSize is the largest object Put accepts (default DefaultMaxSize).
 	MaxSize int64
@@ -88,101 +89,90 @@ type Config struct {
 	TouchEvery time.Duration
 }
 
-// Store is safe for concurrent use.
-type Store struct {
-	dir string
-	cfg Config
-	// stripes[b] serialises committing, touching and removing the objects
-	// whose id starts with byte b's two hex digits (one fan-out directory).
-	// Only one is held at a time.
-	stripes [256]stripe
-	// objects and bytes count what is stored (Usage): counted once by
-	// Open, then kept up to date by commit and the removals.
-	objects, bytes atomic.Int64
-}
-
-// stripe is one fan-out directory's lock and what it guards.
-type stripe struct {
-	sync.Mutex
-	// touched holds when this store last refreshed an object (Unix ns),
-	// for TouchEvery; it is emptied when it reaches maxTouched entries.
-	touched map[string]int64
-}
-
-const maxTouched = 128
-
-// syncDir fsyncs a directory, making the entries created or renamed in it
-// durable. It is a variable so that a unit test can watch the calls.
-var syncDir = func(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
+// WithDefaults returns c with its zero values replaced by the defaults.
+func (c Config) WithDefaults() Config {
+	if c.MaxSize <= 0 {
+		c.MaxSize = DefaultMaxSize
 	}
-	defer d.Close()
-	return d.Sync()
+	return c
 }
 
-// DefaultMaxSize is the default limit on one object's size.
-const DefaultMaxSize = 1 << 30
-
-// Open opens (creating if needed) a store under dir.
-func Open(dir string, cfg Config) (*Store, error) {
-	if cfg.MaxSize <= 0 {
-		cfg.MaxSize = DefaultMaxSize
-	}
-	s := &Store{dir: dir, cfg: cfg}
-	if err := os.RemoveAll(s.tmpDir()); err != nil {
-		return nil, fmt.Errorf("store: clear tmp: %w", err)
-	}
-	for _, d := range []string{s.tmpDir(), s.objectsDir()} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, fmt.Errorf("store: %w", err)
-		}
-	}
-	if err := syncDir(dir); err != nil {
-		return nil, fmt.Errorf("store: sync %s: %w", dir, err)
-	}
-	objs, err := s.List()
-	if err != nil {
-		return nil, fmt.Errorf("store: counting objects: %w", err)
-	}
-	for _, o := range objs {
-		s.counted(1, o.Size)
-	}
-	return s, nil
+// Info describes a stored object. Created is the object's lease time: when
+// it was last stored (written, written again, or touched). Existing, from
+// Put and PutBytes, says the bytes were already stored: nothing was
+// written, the object was only refreshed.
+type Info struct {
+	ID       string    `json:"id"`
+	Size     int64     `json:"size"`
+	Created  time.Time `json:"created"`
+	Existing bool      `json:"existing,omitempty"`
 }
 
-// Usage reports how many objects the store holds and their total size in
-// bytes. Objects removed from the directory by hand are counted until the
-// store is opened again.
-func (s *Store) Usage() (objects, bytes int64) {
-	return s.objects.Load(), s.bytes.Load()
+// Store is a content-addressed object store. See the package comment for
+// the contract; every method may be called concurrently.
+type Store interface {
+	// Put stores everything r yields and returns the object's info
+	// (Existing if the bytes were already stored). It reads at most
+	// MaxSize+1 bytes and fails with ErrTooLarge past MaxSize. On any
+	// error nothing is published.
+	Put(ctx context.Context, r io.Reader) (Info, error)
+	// PutBytes stores p. When the object already exists it only hashes
+	// and refreshes the object's lease.
+	PutBytes(ctx context.Context, p []byte) (Info, error)
+	// Open returns a reader of an object's bytes and its info; the caller
+	// closes the reader. The reader may fail mid-way (ErrUnavailable) but
+	// never yields bytes of another object.
+	Open(ctx context.Context, id string) (io.ReadCloser, Info, error)
+	// Stat returns an object's info.
+	Stat(ctx context.Context, id string) (Info, error)
+	// Touch refreshes an object's lease and returns its info; call it
+	// before recording a new reference to an object the caller did not
+	// just store. ErrNotFound if the object is gone.
+	Touch(ctx context.Context, id string) (Info, error)
+	// List returns every object, sorted by id.
+	List(ctx context.Context) ([]Info, error)
+	// Remove deletes an object; ErrNotFound if there is none.
+	Remove(ctx context.Context, id string) error
+	// RemoveIfOlder deletes an object only if its lease is before cutoff,
+	// and reports whether it did. A missing object is not an error.
+	RemoveIfOlder(ctx context.Context, id string, cutoff time.Time) (bool, error)
+	// Usage reports how many objects the store holds and their total size,
+	// as counted at open and kept up to date by this store's own writes
+	// and removals.
+	Usage() (objects, bytes int64)
+	// MaxSize is the largest object Put accepts.
+	MaxSize() int64
+	// Close releases what the store holds. It does not delete objects.
+	Close() error
 }
 
-// counted adds n objects of size bytes in all (negative: removed).
-func (s *Store) counted(n, size int64) {
-	s.objects.Add(n)
-	s.bytes.Add(size)
+// Shared is a Store that several servers may use at once (store/s3). Each
+// one publishes, under its own owner id, the complete set of objects it
+// references, and collectors honour every owner's set: an object another
+// server's job uses is never collected.
+//
+// The owner's part, beside the Collection rule: publish at least every
+// TouchEvery/2 a set taken after every reference recorded before it, and
+// publish a final one on a clean stop. Then a set older than TouchEvery
+// that is not final means its owner crashed or lost the store, and may
+// have references it never published: collectors wait for it (the
+// owner's restart publishes again), or for an operator to remove it.
+type Shared interface {
+	Store
+	// PublishRefs replaces this owner's published set of references; final
+	// marks it as its owner's last (a clean stop): it stays honoured, and
+	// its age no longer holds collection back.
+	PublishRefs(ctx context.Context, ids [][32]byte, final bool) error
+	// OthersRefs calls fn for each object another owner's set names. It
+	// fails with ErrStaleRefs when a set that is not final is older than
+	// the staleness bound: its owner's newest references may be missing,
+	// and a collector must delete nothing this round.
+	OthersRefs(ctx context.Context, fn func(id [32]byte)) error
 }
 
-// MaxSize is the largest object Put accepts.
-func (s *Store) MaxSize() int64 { return s.cfg.MaxSize }
-
-func (s *Store) tmpDir() string { return filepath.Join(s.dir, "tmp") }
-
-func (s *Store) objectsDir() string { return filepath.Join(s.dir, "objects") }
-
-func (s *Store) path(id string) string {
-	return filepath.Join(s.objectsDir(), id[:2], id[2:])
-}
-
-// lock takes the lock of id's fan-out directory; the caller unlocks it.
-func (s *Store) lock(id string) *stripe {
-	b, _ := hex.DecodeString(id[:2])
-	st := &s.stripes[b[0]]
-	st.Lock()
-	return st
-}
+// ErrStaleRefs: another owner's published references are too old to rely
+// on (it crashed, or cannot reach the store). Collection waits for it.
+var ErrStaleRefs = errors.New("store: another server's published references are stale")
 
 // ValidID reports whether id has the form of an object id.
 func ValidID(id string) bool {
@@ -197,268 +187,20 @@ func ValidID(id string) bool {
 	return true
 }
 
-// Put stores everything r yields and returns the object's info (Existing
-// if the bytes were already stored). It reads at most MaxSize+1 bytes and
-// fails with ErrTooLarge past MaxSize, leaving no trace.
-func (s *Store) Put(r io.Reader) (Info, error) {
-	f, err := os.CreateTemp(s.tmpDir(), "put-*")
-	if err != nil {
-		return Info{}, fmt.Errorf("store: %w", err)
-	}
-	defer func() {
-		f.Close()
-		os.Remove(f.Name()) // no-op after a successful rename
-	}()
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, s.cfg.MaxSize+1))
-	if err != nil {
-		return Info{}, fmt.Errorf("store: write object: %w", err)
-	}
-	if n > s.cfg.MaxSize {
-		return Info{}, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, s.cfg.MaxSize)
-	}
-	if err := f.Sync(); err != nil {
-		return Info{}, fmt.Errorf("store: %w", err)
-	}
-	return s.commit(f.Name(), hex.EncodeToString(h.Sum(nil)), n)
-}
-
-// PutBytes stores p. When the object already exists it only hashes and
-// refreshes the object's modification time (see Collection).
-func (s *Store) PutBytes(p []byte) (Info, error) {
-	if int64(len(p)) > s.cfg.MaxSize {
-		return Info{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(p), s.cfg.MaxSize)
-	}
-	sum := sha256.Sum256(p)
-	id := hex.EncodeToString(sum[:])
-	st := s.lock(id)
-	created, err := s.refreshLocked(st, id)
-	st.Unlock()
-	if err == nil {
-		return Info{ID: id, Size: int64(len(p)), Created: created, Existing: true}, nil
-	}
-	f, err := os.CreateTemp(s.tmpDir(), "put-*")
-	if err != nil {
-		return Info{}, fmt.Errorf("store: %w", err)
-	}
-	defer func() {
-		f.Close()
-		os.Remove(f.Name())
-	}()
-	if _, err := f.Write(p); err != nil {
-		return Info{}, fmt.Errorf("store: write object: %w", err)
-	}
-	if err := f.Sync(); err != nil { // a crash must not leave a short file under a real id
-		return Info{}, fmt.Errorf("store: %w", err)
-	}
-	return s.commit(f.Name(), id, int64(len(p)))
-}
-
-// commit moves a synced temporary file into place as object id and makes
-// the rename durable; if the object exists it is refreshed instead.
-func (s *Store) commit(tmp, id string, size int64) (Info, error) {
-	st := s.lock(id)
-	defer st.Unlock()
-	if created, err := s.refreshLocked(st, id); err == nil {
-		return Info{ID: id, Size: size, Created: created, Existing: true}, nil
-	}
-	dst := s.path(id)
-	fanout := filepath.Dir(dst)
-	if err := s.makeFanout(fanout); err != nil {
-		return Info{}, err
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return Info{}, fmt.Errorf("store: %w", err)
-	}
-	if err := syncDir(fanout); err != nil {
-		return Info{}, fmt.Errorf("store: sync %s: %w", fanout, err)
-	}
-	now := time.Now()
-	st.remember(id, now)
-	s.counted(1, size)
-	return Info{ID: id, Size: size, Created: now.UTC()}, nil
-}
-
-// makeFanout creates a fan-out directory if needed, syncing its parent
-// when it does so that the new directory's name is durable too.
-func (s *Store) makeFanout(fanout string) error {
-	err := os.Mkdir(fanout, 0o755)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	if err := syncDir(s.objectsDir()); err != nil {
-		return fmt.Errorf("store: sync %s: %w", s.objectsDir(), err)
-	}
-	return nil
-}
-
-// Touch refreshes an object's modification time, so that a collector
-// running RemoveIfOlder with an earlier cutoff keeps it, and returns its
-// info. Call it before recording a new reference to an object the caller
-// did not just store. It fails with ErrNotFound if the object is gone.
-func (s *Store) Touch(id string) (Info, error) {
-	if !ValidID(id) {
-		return Info{}, ErrInvalidID
-	}
-	st := s.lock(id)
-	defer st.Unlock()
-	created, err := s.refreshLocked(st, id)
-	if err != nil {
-		return Info{}, err
-	}
-	info, err := s.Stat(id)
-	info.Created = created
-	return info, err
-}
-
-// refreshLocked moves an existing object's modification time to now,
-// unless this store did so less than TouchEvery ago, and returns the time
-// the object now has; ErrNotFound if there is no such object.
-func (s *Store) refreshLocked(st *stripe, id string) (time.Time, error) {
-	now := time.Now()
-	if at, ok := st.touched[id]; ok && now.UnixNano()-at < int64(s.cfg.TouchEvery) {
-		return time.Unix(0, at).UTC(), nil
-	}
-	err := os.Chtimes(s.path(id), time.Time{}, now)
-	if errors.Is(err, fs.ErrNotExist) {
-		delete(st.touched, id)
-		return time.Time{}, fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
-	if err != nil {
-		return time.Time{}, fmt.Errorf("store: %w", err)
-	}
-	st.remember(id, now)
-	return now.UTC(), nil
-}
-
-// remember records that id's modification time is now at.
-func (st *stripe) remember(id string, at time.Time) {
-	if st.touched == nil || len(st.touched) >= maxTouched {
-		st.touched = make(map[string]int64, 16)
-	}
-	st.touched[id] = at.UnixNano()
-}
-
-// Remove deletes an object. It fails with ErrNotFound if there is none.
-func (s *Store) Remove(id string) error {
-	if !ValidID(id) {
-		return ErrInvalidID
-	}
-	st := s.lock(id)
-	defer st.Unlock()
-	delete(st.touched, id)
-	fi, err := os.Stat(s.path(id))
-	if err == nil {
-		err = os.Remove(s.path(id))
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
-	if err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	s.counted(-1, -fi.Size())
-	return nil
-}
-
-// RemoveIfOlder deletes an object only if it was last stored or touched
-// before cutoff, and reports whether it did. A missing object is not an
-// error. See Collection for why this is safe against concurrent writers.
-func (s *Store) RemoveIfOlder(id string, cutoff time.Time) (bool, error) {
-	if !ValidID(id) {
-		return false, ErrInvalidID
-	}
-	st := s.lock(id)
-	defer st.Unlock()
-	fi, err := os.Stat(s.path(id))
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("store: %w", err)
-	}
-	if !fi.ModTime().Before(cutoff) {
-		return false, nil
-	}
-	delete(st.touched, id)
-	err = os.Remove(s.path(id))
-	if errors.Is(err, fs.ErrNotExist) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("store: %w", err)
-	}
-	s.counted(-1, -fi.Size())
-	return true, nil
-}
-
-// Stat returns an object's info.
-func (s *Store) Stat(id string) (Info, error) {
-	if !ValidID(id) {
-		return Info{}, ErrInvalidID
-	}
-	fi, err := os.Stat(s.path(id))
-	if errors.Is(err, fs.ErrNotExist) {
-		return Info{}, fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
-	if err != nil {
-		return Info{}, fmt.Errorf("store: %w", err)
-	}
-	return Info{ID: id, Size: fi.Size(), Created: fi.ModTime().UTC()}, nil
-}
-
-// Open returns a reader for an object; the caller closes it.
-func (s *Store) Open(id string) (*os.File, error) {
-	if !ValidID(id) {
-		return nil, ErrInvalidID
-	}
-	f, err := os.Open(s.path(id))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
-	return f, err
-}
-
-// ReadAll returns a whole object, refusing objects over limit bytes.
-func (s *Store) ReadAll(id string, limit int64) ([]byte, error) {
-	f, err := s.Open(id)
+// ReadAll returns a whole object, refusing objects over limit bytes before
+// reading them.
+func ReadAll(ctx context.Context, s Store, id string, limit int64) ([]byte, error) {
+	r, info, err := s.Open(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+	defer r.Close()
+	if info.Size > limit {
+		return nil, fmt.Errorf("%w: object %s has %d bytes, limit here is %d", ErrTooLarge, id, info.Size, limit)
 	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%w: object %s has %d bytes, limit here is %d", ErrTooLarge, id, fi.Size(), limit)
+	b := make([]byte, info.Size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, fmt.Errorf("store: reading object %s: %w", id, err)
 	}
-	return io.ReadAll(f)
-}
-
-// List returns every object, sorted by id.
-func (s *Store) List() ([]Info, error) {
-	var out []Info
-	root := s.objectsDir()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		id := strings.ReplaceAll(rel, string(filepath.Separator), "")
-		if !ValidID(id) {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil // removed meanwhile
-		}
-		out = append(out, Info{ID: id, Size: fi.Size(), Created: fi.ModTime().UTC()})
-		return nil
-	})
-	slices.SortFunc(out, func(a, b Info) int { return strings.Compare(a.ID, b.ID) })
-	return out, err
+	return b, nil
 }
