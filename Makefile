@@ -4,7 +4,7 @@ PYTHON  ?= python3
 BIN     := bin/braid
 PKGS    := ./...
 
-.PHONY: all build examples demo test test-deps vet lint fmt-check tidy-check pion-sctp-check pion-sctp-apply pion-sctp-patch unit test-pion test-python test-api fuzz-api bench fuzz clean
+.PHONY: all build examples demo test test-deps versitygw vet lint fmt-check tidy-check pion-sctp-check pion-sctp-apply pion-sctp-patch unit test-pion test-python test-api fuzz-api bench fuzz clean
 
 all: build
 
@@ -50,8 +50,15 @@ tidy-check:
 		cp /tmp/braid-go.mod.bak go.mod; cp /tmp/braid-go.sum.bak go.sum; \
 		echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit"; exit 1; fi
 
+## versitygw: build the S3 server the S3 store's tests run (mk/versitygw.sh; cached in
+## ~/.cache/braid/bin). `make unit` builds it first and hands it to the tests, which run the
+## store conformance suite against both the local and the S3 store (and skip S3, loudly, only
+## when it cannot be built)
+versitygw:
+	@GO="$(GO)" sh mk/versitygw.sh
+
 unit:
-	$(GO) test -race -timeout 20m $(PKGS)
+	BRAID_VERSITYGW="$$(GO="$(GO)" sh mk/versitygw.sh)" $(GO) test -race -timeout 20m $(PKGS)
 
 ## pion-sctp-check: third_party/pion-sctp is pion/sctp v1.11.3 (from the Go module proxy, or the
 ## module cache offline) with the patch series in third_party/pion-sctp-patches applied, byte for
