@@ -22,6 +22,15 @@ func (c *Client) Put(ctx context.Context, r io.Reader) (api.Object, error) {
 	return o, c.do(ctx, req, &o)
 }
 
+// Import stores the object at a URL the server reads itself,
+// s3://BUCKET/KEY, with its own S3 credentials: the bytes do not pass
+// through this client. The object is then the caller's upload.
+func (c *Client) Import(ctx context.Context, from string) (api.Object, error) {
+	var o api.Object
+	req := request{method: http.MethodPost, path: "/v1/objects?from=" + url.QueryEscape(from)}
+	return o, c.do(ctx, req, &o)
+}
+
 // PutFile uploads a file.
 func (c *Client) PutFile(ctx context.Context, path string) (api.Object, error) {
 	f, err := os.Open(path)

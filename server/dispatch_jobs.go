@@ -344,7 +344,7 @@ func (d *dispatcher) forgetEnded() {
 		delete(d.ended, id)
 		delete(d.jobs, id)
 		j.input, j.tiles = nil, nil
-		j.mu.Lock() // the collector reads inputs (dropRefs)
+		j.mu.Lock() // the collector reads inputs (walkRefs)
 		j.inputs = nil
 		j.mu.Unlock()
 	}

@@ -42,9 +42,13 @@ func (s *Server) collect(ctx context.Context) {
 	if len(cands) == 0 {
 		return
 	}
-	s.dropLiveRefs(cands)
+	drop := func(id [32]byte) { delete(cands, id) }
+	s.walkLiveRefs(drop)
 	if err := s.db.DropRefs(cands); err != nil {
 		s.log.Error("collector: reading references", "err", err)
+		return
+	}
+	if !s.dropOthersRefs(ctx, drop) {
 		return
 	}
 	removed := 0
@@ -65,38 +69,38 @@ func (s *Server) collect(ctx context.Context) {
 	}
 }
 
-// dropLiveRefs removes from cands every object a job in memory names.
-func (s *Server) dropLiveRefs(cands map[[32]byte]bool) {
+// walkLiveRefs calls ref for every object a job in memory names.
+func (s *Server) walkLiveRefs(ref func([32]byte)) {
 	s.jobsMu.RLock()
 	defer s.jobsMu.RUnlock()
 	for _, j := range s.jobs {
-		j.dropRefs(cands)
+		j.walkRefs(ref)
 	}
 }
 
-// dropRefs removes from cands the objects j names: its input, its
-// result, and its units' outputs while they are in memory.
-func (j *jobRun) dropRefs(cands map[[32]byte]bool) {
+// walkRefs calls ref for the objects j names: its input, its result, and
+// its units' outputs while they are in memory.
+func (j *jobRun) walkRefs(ref func([32]byte)) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	dropRef(cands, j.spec.Input)
-	dropRef(cands, j.result)
+	refID(ref, j.spec.Input)
+	refID(ref, j.result)
 	if j.units == nil {
 		return
 	}
 	for _, in := range j.inputs {
-		delete(cands, in)
+		ref(in)
 	}
 	for i := range j.units.recs {
 		if u := &j.units.recs[i]; u.HasOutput() {
-			delete(cands, u.Output)
+			ref(u.Output)
 		}
 	}
 }
 
-// dropRef removes object id (if it is one) from cands.
-func dropRef(cands map[[32]byte]bool, id string) {
+// refID calls ref for id if it is an object id.
+func refID(ref func([32]byte), id string) {
 	if store.ValidID(id) {
-		delete(cands, statedb.ParseID(id))
+		ref(statedb.ParseID(id))
 	}
 }

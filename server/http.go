@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/store"
 	"github.com/braidhq/braid/version"
 )
 
@@ -171,6 +172,10 @@ func writeError(w http.ResponseWriter, err error) {
 		switch {
 		case errors.Is(err, ErrServerClosed):
 			ae.status, ae.code, ae.msg = 503, api.CodeUnavailable, "the server is shutting down; try again once it is back"
+		case errors.Is(err, store.ErrUnavailable):
+			// The message names the object store's endpoint; nothing was stored.
+			ae.status, ae.code = 503, api.CodeUnavailable
+			ae.msg = "the object store is unavailable, try again once it is back: " + ae.msg
 		case errors.Is(err, errConflict):
 			ae.status, ae.code = 409, api.CodeConflict
 			ae.msg = strings.TrimPrefix(ae.msg, errConflict.Error()+": ")

@@ -32,6 +32,10 @@ func (s *Server) tooLarge(size, received int64) *apiError {
 }
 
 func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
+	if from := r.URL.Query().Get("from"); from != "" {
+		s.handleImport(w, r, from)
+		return
+	}
 	if r.ContentLength > s.store.MaxSize() {
 		writeError(w, s.tooLarge(r.ContentLength, 0))
 		return
@@ -57,6 +61,11 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	s.recordUpload(w, r, info)
+}
+
+// recordUpload records a client's new object in state.db and answers 201.
+func (s *Server) recordUpload(w http.ResponseWriter, r *http.Request, info store.Info) {
 	obj := objectOf(info)
 	if info.Existing {
 		// Answer with the first upload's time and owner, already on disk.

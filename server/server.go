@@ -30,6 +30,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -68,6 +69,11 @@ type Config struct {
 	// Transports are the data-plane transports this server can dial, by
 	// name. Required (at least one).
 	Transports map[string]transport.Transport
+	// Import opens an object outside the store, named by a URL such as
+	// s3://BUCKET/KEY, for POST /v1/objects?from=URL, which stores it
+	// without the client sending its bytes; it returns the bytes and their
+	// size. nil: such uploads are refused.
+	Import func(ctx context.Context, url string) (io.ReadCloser, int64, error)
 	// MaxObjectSize bounds uploads (default 1 GiB).
 	MaxObjectSize int64
 	// OpenStore opens the object store, given the server's persistent ID
@@ -279,6 +285,14 @@ func New(cfg Config) (*Server, error) {
 	s.disp = newDispatcher(s)
 	s.metrics = newServerMetrics(s)
 	s.metricsHandler = metrics.Handler(s.metrics.reg, s.log.With("component", "metrics"))
+	// On a shared store, the others' collectors must see this server's
+	// references before it serves.
+	if err := s.publishRefs(context.Background(), false); err != nil {
+		ln.Close()
+		st.Close()
+		db.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -367,6 +381,9 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Error("resuming jobs", "err", err)
 	}
 	s.wg.Go(func() { s.janitor(life) })
+	if _, ok := s.store.(store.Shared); ok {
+		s.wg.Go(func() { s.refsPublisher(life) })
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(s.ln) }()
 	s.log.Info("server listening", "url", s.URL(), "dashboard", s.URL()+"/ui/", "data", s.cfg.DataDir, "id", s.ID(), "epoch", s.Epoch(), "version", version.String())
@@ -387,6 +404,11 @@ func (s *Server) Run(ctx context.Context) error {
 	defer shutCancel()
 	_ = hs.Shutdown(shutCtx)
 	s.wg.Wait()
+	finalCtx, finalCancel := context.WithTimeout(context.Background(), time.Minute)
+	if err := s.publishRefs(finalCtx, true); err != nil {
+		s.log.Warn("publishing the final references; other servers' collectors wait for this server to start again", "err", err)
+	}
+	finalCancel()
 	s.db.Close()
 	if err := s.store.Close(); err != nil {
 		s.log.Warn("closing the object store", "err", err)

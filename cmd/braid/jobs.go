@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -104,13 +106,38 @@ func resolveInputs(ctx context.Context, s session, spec *api.JobSpec, inputs, li
 			spec.Inputs = append(spec.Inputs, id)
 		}
 	case listFile != "":
-		var obj api.Object
-		if obj, err = s.PutFile(ctx, listFile); err != nil {
+		list, err := importListed(ctx, s, listFile)
+		if err != nil {
+			return err
+		}
+		obj, err := s.Put(ctx, bytes.NewReader(list))
+		if err != nil {
 			return fmt.Errorf("uploading the input list: %w", err)
 		}
 		spec.InputList = obj.ID
 	}
 	return err
+}
+
+// importListed reads an input list and has the server import each entry
+// of the form s3://BUCKET/KEY (put --from), putting the object's id in its
+// place.
+func importListed(ctx context.Context, s session, listFile string) ([]byte, error) {
+	list, err := os.ReadFile(listFile)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(string(list), "\n")
+	for i, line := range lines {
+		if from := strings.TrimSpace(line); strings.HasPrefix(from, "s3://") {
+			obj, err := s.Import(ctx, from)
+			if err != nil {
+				return nil, fmt.Errorf("%s line %d: %w", listFile, i+1, err)
+			}
+			lines[i] = obj.ID
+		}
+	}
+	return []byte(strings.Join(lines, "\n")), nil
 }
 
 // jobSpec checks submit's flags and makes the spec they describe.

@@ -12,34 +12,43 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/braidhq/braid/api"
 )
 
 // putSynopsis is put's usage line.
-const putSynopsis = "FILE  |  braid put -  (standard input)\n\n" +
+const putSynopsis = "FILE  |  braid put -  (standard input)  |  braid put --from s3://BUCKET/KEY\n\n" +
 	"Prints the object's id (the sha256 of its bytes) on stdout. An object is at most the\n" +
-	"server's --max-object, 1 GiB by default."
+	"server's --max-object, 1 GiB by default. With --from the server reads the object from\n" +
+	"the bucket itself (its own S3 endpoint and credentials); nothing is downloaded here."
 
 func runPut(ctx context.Context, args []string, e *env) error {
 	fset := newFlagSet("put", putSynopsis, e)
 	var cf clientFlags
 	cf.register(fset, e)
+	from := fset.String("from", "", "store the object at `s3://BUCKET/KEY`, read by the server, instead of a file")
 	if err := parseArgs(fset, args, 1); err != nil {
 		return err
 	}
-	if fset.NArg() != 1 {
+	if (fset.NArg() == 1) == (*from != "") {
 		fset.Usage()
 		return errUsage
 	}
-	r, done, err := openInput(fset.Arg(0), e)
-	if err != nil {
-		return err
+	put := func(ctx context.Context, s session) (api.Object, error) { return s.Import(ctx, *from) }
+	if *from == "" {
+		r, done, err := openInput(fset.Arg(0), e)
+		if err != nil {
+			return err
+		}
+		defer done()
+		put = func(ctx context.Context, s session) (api.Object, error) { return s.Put(ctx, r) }
+	} else if !strings.HasPrefix(*from, "s3://") {
+		return usageErrorf("--from %q: want s3://BUCKET/KEY", *from)
 	}
-	defer done()
 	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
-		obj, err := s.Put(ctx, r)
+		obj, err := put(ctx, s)
 		if err != nil {
 			return err
 		}

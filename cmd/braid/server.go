@@ -42,6 +42,8 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	var logs logFlags
 	var topts transports.Options
 	var prof pprofFlag
+	var stf storeFlags
+	stf.register(fs)
 	sec.register(fs)
 	logs.register(fs)
 	prof.register(fs)
@@ -92,9 +94,13 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	s, err := server.New(server.Config{Listen: *listen, DataDir: *data, Secret: secret, Name: *name, Auth: *auth, TLS: tlsCfg,
+	cfg := server.Config{Listen: *listen, DataDir: *data, Secret: secret, Name: *name, Auth: *auth, TLS: tlsCfg,
 		Transports: ts, MaxObjectSize: *maxObj, UploadIdleTimeout: *uploadIdle, HeartbeatTimeout: *hbTimeout, Window: *window, ByteHorizon: byteHorizonConfig(*byteHorizon),
-		RetainFor: *retainFor, RetainJobs: *retainJobs, GCGrace: *gcGrace, DrainTimeout: *drainTimeout, Liveness: *liveness, ForgetWorkersAfter: *forgetWorkers, Logger: log})
+		RetainFor: *retainFor, RetainJobs: *retainJobs, GCGrace: *gcGrace, DrainTimeout: *drainTimeout, Liveness: *liveness, ForgetWorkersAfter: *forgetWorkers, Logger: log}
+	if err := stf.apply(&cfg, log); err != nil {
+		return err
+	}
+	s, err := server.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -38,20 +38,45 @@ func (s *Store) Open(ctx context.Context, id string) (io.ReadCloser, Info, error
 }
 
 func (s *Store) get(ctx context.Context, id string) (io.ReadCloser, Info, error) {
-	key := s.objectKey(id)
+	r, e, err := s.getKey(ctx, s.bucket, s.objectKey(id))
+	if err != nil {
+		return nil, Info{}, err
+	}
+	return r, Info{ID: id, Size: e.size, Created: leaseOf(e.at)}, nil
+}
+
+// getKey streams bucket/key, failing the read if the endpoint stalls.
+func (c *Client) getKey(ctx context.Context, bucket, key string) (io.ReadCloser, entry, error) {
 	gctx, cancel := context.WithCancel(ctx)
-	watch := time.AfterFunc(s.timeout, cancel) // until the answer's headers
-	out, err := s.api.GetObject(gctx, &awss3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+	watch := time.AfterFunc(c.timeout, cancel) // until the answer's headers
+	out, err := c.api.GetObject(gctx, &awss3.GetObjectInput{Bucket: &bucket, Key: &key})
 	fired := !watch.Stop()
 	if err != nil {
 		cancel()
 		if fired && ctx.Err() == nil {
-			err = fmt.Errorf("%w: no answer in %v", errIdle, s.timeout)
+			err = fmt.Errorf("%w: no answer in %v", errIdle, c.timeout)
 		}
-		return nil, Info{}, s.wrap("get", key, err)
+		return nil, entry{}, c.wrap("get", key, err)
 	}
-	info := Info{ID: id, Size: aws.ToInt64(out.ContentLength), Created: leaseOf(aws.ToTime(out.LastModified))}
-	return &idleReader{s: s, key: key, body: out.Body, watch: watch, cancel: cancel, ctx: ctx}, info, nil
+	e := entry{name: key, size: aws.ToInt64(out.ContentLength), at: aws.ToTime(out.LastModified)}
+	return &idleReader{c: c, key: key, body: out.Body, watch: watch, cancel: cancel, ctx: ctx}, e, nil
+}
+
+// Import opens s3://BUCKET/KEY, any object the client's credentials may
+// read, and returns a reader of its bytes and its size.
+func (c *Client) Import(ctx context.Context, rawURL string) (io.ReadCloser, int64, error) {
+	bucket, key, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, 0, err
+	}
+	if key == "" {
+		return nil, 0, fmt.Errorf("store/s3: %q names a bucket but no key: want s3://BUCKET/KEY", rawURL)
+	}
+	r, e, err := c.getKey(ctx, bucket, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, 0, fmt.Errorf("%w: no %s at %s", store.ErrNotFound, rawURL, c.endpoint)
+	}
+	return r, e.size, err
 }
 
 // errIdle: the endpoint sent nothing for the store's Timeout.
@@ -60,7 +85,7 @@ var errIdle = errors.New("store/s3: endpoint stalled")
 // idleReader reads an object's body, cancelling the request when no bytes
 // come for the store's Timeout, so a stalled endpoint fails the read.
 type idleReader struct {
-	s      *Store
+	c      *Client
 	key    string
 	ctx    context.Context // the caller's
 	body   io.ReadCloser
@@ -70,14 +95,14 @@ type idleReader struct {
 }
 
 func (r *idleReader) Read(p []byte) (int, error) {
-	r.watch.Reset(r.s.timeout) // armed only while blocked here: a slow consumer is no stall
+	r.watch.Reset(r.c.timeout) // armed only while blocked here: a slow consumer is no stall
 	n, err := r.body.Read(p)
 	fired := !r.watch.Stop()
 	if err != nil && err != io.EOF {
 		if fired && r.ctx.Err() == nil {
-			err = fmt.Errorf("%w: no bytes for %v", errIdle, r.s.timeout)
+			err = fmt.Errorf("%w: no bytes for %v", errIdle, r.c.timeout)
 		}
-		err = r.s.wrap("read", r.key, err)
+		err = r.c.wrap("read", r.key, err)
 	}
 	return n, err
 }

@@ -117,6 +117,19 @@ class Client:
         body: Body = bytes(data) if isinstance(data, bytearray) else data
         return self._decode(Object, self._json("POST", "/v1/objects", body=body, ctype="application/octet-stream"))
 
+    def put_from(self, url: str) -> Object:
+        """Stores the object at ``s3://BUCKET/KEY``, which the server reads itself.
+
+        The server reads the bucket object once, with its own S3 endpoint and
+        credentials (``braid server --store``/``--s3-endpoint``, AWS_*); no
+        byte passes through this client. The object then counts as the
+        caller's upload.
+        """
+        if not url.startswith("s3://"):
+            raise ValueError(f"put_from({url!r}): want s3://BUCKET/KEY")
+        path = "/v1/objects?from=" + urllib.parse.quote(url, safe="")
+        return self._decode(Object, self._json("POST", path))
+
     def put_file(self, path: StrPath) -> Object:
         """Uploads the file at path."""
         with open(path, "rb") as f:
