@@ -20,6 +20,7 @@ import (
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/transports"
 	"github.com/braidhq/braid/server"
+	"github.com/braidhq/braid/store"
 	"github.com/braidhq/braid/worker"
 )
 
@@ -62,6 +63,9 @@ type Config struct {
 	Transports transports.Options
 	// MaxObjectSize bounds uploads (0: the server's default).
 	MaxObjectSize int64
+	// OpenStore opens the server's object store (server.Config.OpenStore;
+	// nil: under DataDir).
+	OpenStore func(serverID string, cfg store.Config) (store.Store, error)
 	// UploadIdleTimeout ends stalled uploads (0: the server's default).
 	UploadIdleTimeout time.Duration
 	// RetainFor, RetainJobs, GCGrace and DrainTimeout are the server's
@@ -124,7 +128,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	srv, err := server.New(server.Config{Listen: "127.0.0.1:0", DataDir: cfg.DataDir, Secret: cfg.Secret,
 		Transports: ts, Window: cfg.Window, ByteHorizon: cfg.ByteHorizon, MaxObjectSize: cfg.MaxObjectSize,
 		UploadIdleTimeout: cfg.UploadIdleTimeout, RetainFor: cfg.RetainFor, RetainJobs: cfg.RetainJobs,
-		GCGrace: cfg.GCGrace, DrainTimeout: cfg.DrainTimeout, Auth: cfg.Auth, TLS: cfg.TLS, Logger: cfg.Logger.With("role", "server")})
+		GCGrace: cfg.GCGrace, DrainTimeout: cfg.DrainTimeout, Auth: cfg.Auth, TLS: cfg.TLS, OpenStore: cfg.OpenStore,
+		Logger: cfg.Logger.With("role", "server")})
 	if err != nil {
 		c.cleanup()
 		return nil, err

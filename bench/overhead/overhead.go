@@ -27,6 +27,7 @@ import (
 	"github.com/braidhq/braid/internal/benchout"
 	"github.com/braidhq/braid/internal/transports"
 	"github.com/braidhq/braid/netem"
+	"github.com/braidhq/braid/store"
 )
 
 // Result is one run of the overhead benchmark.
@@ -38,6 +39,7 @@ type Result struct {
 	Units       int     `json:"units"`
 	Size        int     `json:"size"`
 	Inputs      bool    `json:"inputs,omitempty"` // one object per unit (--inputs)
+	Store       string  `json:"store,omitempty"`  // Config.Store: "" for the data directory
 	SubmitMS    float64 `json:"submit_ms"`
 	HeapMiB     float64 `json:"heap_mib,omitempty"` // Go heap in use after the submit, in-process runs
 	MakespanMS  float64 `json:"makespan_ms"`
@@ -75,6 +77,12 @@ type Config struct {
 	Cut *netcluster.Cut
 	// Log gets progress lines (default: discarded).
 	Log io.Writer
+	// Store names the server's object store in the results ("": its data
+	// directory). OpenStore, if set, gives each cluster's server a store
+	// opener (cluster.Config.OpenStore), called once per transport so
+	// that no run finds another's objects; in-process clusters only.
+	Store     string
+	OpenStore func() (func(serverID string, cfg store.Config) (store.Store, error), error)
 }
 
 func (c Config) withDefaults() Config {
@@ -154,7 +162,14 @@ func runs(ctx context.Context, cfg Config, tname string) ([]Result, error) {
 		for i := range specs {
 			specs[i] = cluster.WorkerSpec{Threads: cfg.Threads, Transport: base}
 		}
-		c, err := cluster.Start(ctx, cluster.Config{Workers: specs, Window: cfg.Window, Transports: topts})
+		var open func(string, store.Config) (store.Store, error)
+		if cfg.OpenStore != nil {
+			var err error
+			if open, err = cfg.OpenStore(); err != nil {
+				return nil, err
+			}
+		}
+		c, err := cluster.Start(ctx, cluster.Config{Workers: specs, Window: cfg.Window, Transports: topts, OpenStore: open})
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +192,7 @@ func runs(ctx context.Context, cfg Config, tname string) ([]Result, error) {
 			return nil, err
 		}
 		r := Result{Transport: tname, Op: op.Name, Workers: cfg.Workers, Threads: cfg.Threads, Units: cfg.Units,
-			Size: cfg.Size, Inputs: op.Inputs, SubmitMS: float64(time.Since(start).Microseconds()) / 1000}
+			Size: cfg.Size, Inputs: op.Inputs, Store: cfg.Store, SubmitMS: float64(time.Since(start).Microseconds()) / 1000}
 		if nc == nil {
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -12,6 +15,8 @@ import (
 	"github.com/braidhq/braid/bench/overhead"
 	"github.com/braidhq/braid/internal/transports"
 	"github.com/braidhq/braid/netem"
+	"github.com/braidhq/braid/server"
+	"github.com/braidhq/braid/store"
 )
 
 // runBenchOverhead is `braid bench overhead`: units/s of a no-op
@@ -31,6 +36,8 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	cut := fs.String("cut", "", "with a --net of several paths, PATH@DELAY: black-hole that path DELAY into each job, until the job ends\n(a fault test: ptcp's associations over it end within the liveness bound and are made again without it;\nthe job must finish all the same)")
 	wasm := fs.String("wasm", "", "run this WebAssembly module, registered as a user operation, instead of the built-in noop\n(make examples builds bin/ops/echo.wasm, a reactor that returns its input)")
 	abi := fs.String("abi", api.ABIReactor, "the --wasm module's ABI: command or reactor")
+	storeURL := fs.String("store", "", "keep the server's objects in s3://BUCKET[/PREFIX] (a new prefix under it per transport; see 'braid server -h'),\nnot in its data directory")
+	s3Endpoint := fs.String("s3-endpoint", "", "the S3 endpoint URL, over AWS_ENDPOINT_URL")
 	inputs := fs.Bool("inputs", false, "give each unit an object of its own: upload --units distinct objects and submit\none job over them with an input list (the job of --input-list), not --repeat on one")
 	var topts transports.Options
 	registerTransportFlags(fs, &topts)
@@ -48,6 +55,12 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 			return err
 		}
 		cfg.Op = overhead.Op{Name: "bench-wasm", Module: code, ABI: *abi, Inputs: *inputs}
+	}
+	if *storeURL != "" {
+		if *netSpec != "" {
+			return usageErrorf("--store runs the server in this process: not with --net")
+		}
+		cfg.Store, cfg.OpenStore = *storeURL, benchStore(*storeURL, *s3Endpoint)
 	}
 	if *netSpec != "" {
 		if *cpuProfile != "" {
@@ -104,4 +117,18 @@ func parseCut(s string, paths int) (*netcluster.Cut, error) {
 		return nil, usageErrorf("--cut %d: path 0 carries the server's API, the heartbeats and every association's first connection; cut path 1 to %d", i, paths-1)
 	}
 	return &netcluster.Cut{Path: i, After: after}, nil
+}
+
+// benchStore opens a store under a new prefix of url for each cluster.
+func benchStore(url, endpoint string) func() (func(string, store.Config) (store.Store, error), error) {
+	return func() (func(string, store.Config) (store.Store, error), error) {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		f := storeFlags{url: strings.TrimSuffix(url, "/") + "/bench-" + hex.EncodeToString(b[:]), endpoint: endpoint}
+		var cfg server.Config
+		if err := f.apply(&cfg, slog.New(slog.DiscardHandler)); err != nil {
+			return nil, err
+		}
+		return cfg.OpenStore, nil
+	}
 }
