@@ -80,6 +80,20 @@ func TestS3Store(t *testing.T) {
 	}
 	noObjectUnder(t, dir, inBucket)
 
+	// An object already in a bucket: the server reads it, the client does
+	// not; an input list may name such objects too.
+	if out := strings.TrimSpace(cli(t, c, "put", "--from", "s3://braidbkt/objs/objects/"+in.ID)); out != in.ID {
+		t.Fatalf("braid put --from: %q, want %s", out, in.ID)
+	}
+	list := filepath.Join(t.TempDir(), "inputs")
+	if err := os.WriteFile(list, []byte("# from the bucket\ns3://braidbkt/objs/objects/"+in.ID+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	listJob := strings.TrimSpace(cli(t, c, "submit", "--op", "blur", "--input-list", list, "--param", "sigma=1", "--wait"))
+	if lj, err := c.Job(ctx, strings.Fields(listJob)[0], false); err != nil || lj.State != api.JobDone {
+		t.Fatalf("a job over an input list of s3:// lines (%q): %+v, %v", listJob, lj, err)
+	}
+
 	kill9(t, srv)
 	_, c = startS3Server(t, addr, dir)
 	for _, id := range []string{in.ID, done.Result} {
