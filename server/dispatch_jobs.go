@@ -51,6 +51,7 @@ func (d *dispatcher) addJob(j *jobRun) {
 		return
 	}
 	d.jobs[j.id] = j
+	j.ahead = d.s.startReadAhead(j)
 	d.apply(out)
 	d.refresh(j)
 	d.sendWants()
@@ -343,7 +344,8 @@ func (d *dispatcher) forgetEnded() {
 		}
 		delete(d.ended, id)
 		delete(d.jobs, id)
-		j.input, j.tiles = nil, nil
+		j.ahead.stop()
+		j.input, j.tiles, j.ahead = nil, nil, nil
 		j.mu.Lock() // the collector reads inputs (walkRefs)
 		j.inputs = nil
 		j.mu.Unlock()

@@ -51,12 +51,14 @@ func (s *Server) splitInputJob(id string, spec api.JobSpec, setup unitSetup, rec
 	if err != nil {
 		return nil, fmt.Errorf("reading the outputs of job %s: %w", up.id, err)
 	}
+	var ids []string
 	for _, o := range outputs {
 		if o != ([32]byte{}) {
-			if _, err := s.store.Touch(s.ctx, statedb.HexID(o)); err != nil {
-				return nil, fmt.Errorf("output %s of job %s: %w", statedb.HexID(o), up.id, err)
-			}
+			ids = append(ids, statedb.HexID(o))
 		}
+	}
+	if _, bad, err := s.touchAll(ids); err != nil {
+		return nil, fmt.Errorf("output %s of job %s: %w", ids[bad], up.id, err)
 	}
 	j := newJobRun(id, spec, n, received)
 	j.params, j.digest, j.inputs = setup.params, setup.digest, outputs

@@ -30,18 +30,19 @@ func (s *Server) splitInputs(id string, spec api.JobSpec, setup unitSetup, heade
 	limit := maxInputFor(header)
 	inputs := make([][32]byte, len(ids))
 	sizes := make([]int64, len(ids))
+	infos, bad, err := s.touchAll(ids)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("input %d, object %s, does not exist; upload it with `braid put`", bad, ids[bad])}
+	case err != nil:
+		return nil, err
+	}
 	for i, in := range ids {
-		info, err := s.store.Touch(s.ctx, in)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return nil, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("input %d, object %s, does not exist; upload it with `braid put`", i, in)}
-		case err != nil:
-			return nil, err
-		case info.Size > limit:
+		if size := infos[i].Size; size > limit {
 			return nil, badRequest(api.CodeTooLarge, "input %d, object %s, is %d bytes: a unit's input and its %d-byte header must fit one data-plane message (%d bytes)",
-				i, in, info.Size, header, limit+int64(header))
+				i, in, size, header, limit+int64(header))
 		}
-		inputs[i], sizes[i] = statedb.ParseID(in), info.Size
+		inputs[i], sizes[i] = statedb.ParseID(in), infos[i].Size
 	}
 	j := newJobRun(id, spec, len(ids), received)
 	j.params, j.digest, j.inputs, j.inputSizes = setup.params, setup.digest, inputs, sizes

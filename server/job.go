@@ -30,6 +30,7 @@ type jobRun struct {
 	input  []byte     // repeat jobs: every unit's input
 	tiles  []ops.Tile // tiled jobs: unit i's input is tiles[i].Data
 	inputs [][32]byte // jobs of many inputs: unit i's input object, read when it is sent; the loop clears it under mu
+	ahead  *readAhead // loop-owned: reads inputs ahead of send (jobs of many inputs)
 	// inputSizes are inputs' sizes, from submission, for the scheduler's
 	// byte budgets (a resumed job has none); addJob drops them.
 	inputSizes []int64
@@ -82,6 +83,9 @@ func (s *Server) unitInput(j *jobRun, i int) ([]byte, error) {
 	case j.tiles != nil:
 		return j.tiles[i].Data, nil
 	case j.inputs != nil:
+		if b, ok := j.ahead.take(i); ok {
+			return b, nil
+		}
 		b, err := store.ReadAll(s.ctx, s.store, statedb.HexID(j.inputs[i]), maxUnitInput)
 		if err != nil {
 			return nil, fmt.Errorf("reading its input %s: %w", statedb.HexID(j.inputs[i]), err)
