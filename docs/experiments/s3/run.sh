@@ -18,8 +18,8 @@ go build -o "$tmp/braid" ./cmd/braid
 gw=$(GO=go sh mk/versitygw.sh)
 [ -n "$gw" ] || { echo "no versitygw" >&2; exit 1; }
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$tmp/gw/braidbkt" "$tmp/gwmeta"
-"$gw" --access braidexp --secret braidexpsecret0123 --port "127.0.0.1:$port" --quiet --health /health posix --sidecar "$tmp/gwmeta" "$tmp/gw" &
+mkdir -p "$tmp/gw/braidbkt" "$tmp/meta"
+"$gw" --access braidexp --secret braidexpsecret0123 --port "127.0.0.1:$port" --quiet --health /health posix --sidecar "$tmp/meta" "$tmp/gw" &
 pids+=($!)
 export AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_ACCESS_KEY_ID=braidexp AWS_SECRET_ACCESS_KEY=braidexpsecret0123 AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 for _ in $(seq 100); do curl -sf "$AWS_ENDPOINT_URL/health" >/dev/null && break; sleep 0.1; done
