@@ -140,7 +140,7 @@ func TestCLIDocSynopses(t *testing.T) {
 	}
 }
 
-var flagRE = regexp.MustCompile(`--([a-z][a-z-]*)`)
+var flagRE = regexp.MustCompile(`--([a-z][a-z0-9-]*)`) // digits too: --s3-endpoint
 
 // checkFlags checks that each --flag in a synopsis is in the command's -h.
 func checkFlags(t *testing.T, name, synopsis string) {
