@@ -36,7 +36,7 @@ func startS3Server(t *testing.T, addr, dir string, extra ...string) (*proc, *cli
 // and a restart the objects are served; a second server on the bucket,
 // with a data directory of its own, serves objects it never received.
 func TestS3Store(t *testing.T) {
-	gw := s3test.Start(t, "braidbkt")
+	gw := s3test.Start(t, "braidbkt", "otherbkt")
 	addr, dir := freeAddr(t), t.TempDir()
 	srv, c := startS3Server(t, addr, dir)
 	start(t, "worker", "--server", c.URL(), "--threads", "2", "--name", "w1")
@@ -84,6 +84,13 @@ func TestS3Store(t *testing.T) {
 	// not; an input list may name such objects too.
 	if out := strings.TrimSpace(cli(t, c, "put", "--from", "s3://braidbkt/objs/objects/"+in.ID)); out != in.ID {
 		t.Fatalf("braid put --from: %q, want %s", out, in.ID)
+	}
+	// Only from buckets the operator allowed: the server's credentials may
+	// read more than its clients should.
+	_, err = c.Import(ctx, "s3://otherbkt/secret")
+	var refused *api.Error
+	if !errors.As(err, &refused) || refused.Code != api.CodeForbidden || !strings.Contains(refused.Message, "--s3-import") {
+		t.Fatalf("put --from a bucket not allowed: %v, want 403 naming --s3-import", err)
 	}
 	list := filepath.Join(t.TempDir(), "inputs")
 	if err := os.WriteFile(list, []byte("# from the bucket\ns3://braidbkt/objs/objects/"+in.ID+"\n"), 0o644); err != nil {

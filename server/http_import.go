@@ -10,6 +10,10 @@ import (
 	"github.com/braidhq/braid/store"
 )
 
+// ErrImportRefused is what Config.Import wraps to refuse a URL it will not
+// read for clients (a bucket the operator did not allow): 403.
+var ErrImportRefused = errors.New("server: import refused")
+
 // handleImport stores an object the server reads from a URL
 // (POST /v1/objects?from=s3://BUCKET/KEY): the client sends no bytes, and
 // the server reads the object once, hashing it on the way into the store.
@@ -27,6 +31,9 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request, from strin
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, &apiError{status: http.StatusNotFound, code: api.CodeNoObject, msg: err.Error()})
+		return
+	case errors.Is(err, ErrImportRefused):
+		writeError(w, &apiError{status: http.StatusForbidden, code: api.CodeForbidden, msg: err.Error()})
 		return
 	case errors.Is(err, store.ErrUnavailable):
 		writeError(w, err)

@@ -23,6 +23,7 @@ type storeFlags struct {
 	endpoint   string
 	cacheDir   string
 	cacheBytes int64
+	imports    string // --s3-import
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
@@ -30,6 +31,7 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.endpoint, "s3-endpoint", "", "the S3 endpoint URL, over AWS_ENDPOINT_URL (for --store and put --from)")
 	fs.StringVar(&f.cacheDir, "store-cache", "", "with --store s3://…: cache objects read from the bucket in this directory (inputs used by many units)")
 	fs.Int64Var(&f.cacheBytes, "store-cache-max", 10<<30, "the --store-cache directory's bound, in bytes (least recently read go first)")
+	fs.StringVar(&f.imports, "s3-import", "", "buckets, comma-separated, whose objects clients may have this server read (braid put --from s3://BUCKET/KEY)\nwith its own credentials (default: the --store bucket; \"\" without --store: none)")
 }
 
 // apply sets cfg's OpenStore and Import from the flags.
@@ -62,7 +64,20 @@ func (f *storeFlags) apply(cfg *server.Config, log *slog.Logger) error {
 	default:
 		return fmt.Errorf("--store %q: want s3://BUCKET[/PREFIX] (or no --store for the data directory)", f.url)
 	}
+	allowed := map[string]bool{s3cfg.Bucket: s3cfg.Bucket != ""}
+	for _, b := range strings.Split(f.imports, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			allowed[b] = true
+		}
+	}
 	cfg.Import = func(ctx context.Context, url string) (io.ReadCloser, int64, error) {
+		// The server's credentials may read more than its clients should:
+		// only the buckets the operator named.
+		if bucket, _, err := s3.ParseURL(url); err != nil {
+			return nil, 0, err
+		} else if !allowed[bucket] {
+			return nil, 0, fmt.Errorf("%w: bucket %q is not one this server imports from (braid server --s3-import)", server.ErrImportRefused, bucket)
+		}
 		c, err := s3.NewClient(ctx, s3.Config{Bucket: "any", Endpoint: f.endpoint})
 		if err != nil {
 			return nil, 0, err
