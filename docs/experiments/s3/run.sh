@@ -61,11 +61,12 @@ import json, subprocess, sys, platform
 tmp, out, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 def load(n): return json.load(open(f"{tmp}/{n}.json"))
 res = {
+  "provenance": {"commit": subprocess.run(["git","describe","--always","--dirty"],capture_output=True,text=True).stdout.strip(),
+                 "kernel": platform.release(),
+                 "go": subprocess.run(["go","version"],capture_output=True,text=True).stdout.strip(),
+                 "flags": ["docs/experiments/s3/run.sh", str(runs)]},
   "experiment": "s3 store cost against the local store",
   "command": f"docs/experiments/s3/run.sh {runs}",
-  "commit": subprocess.run(["git","describe","--always","--dirty"],capture_output=True,text=True).stdout.strip(),
-  "kernel": platform.release(),
-  "go": subprocess.run(["go","version"],capture_output=True,text=True).stdout.strip(),
   "s3_server": "versitygw v1.8.0 posix, loopback, same disk",
   "flags": {"overhead": "--transport sctp --units 10000 --size 19456 --runs %d [--inputs] [--store s3://braidbkt/bench]" % runs,
             "large": "braid put / braid get of 1 GiB, braid server --auth=false [--store s3://braidbkt/large]"},
