@@ -39,15 +39,15 @@ func (s *Store) PutBytes(ctx context.Context, p []byte) (Info, error) {
 // and is published with one copy to its final key once the id is known.
 func (s *Store) Put(ctx context.Context, r io.Reader) (Info, error) {
 	r = ctxReader{ctx, r}
-	first := make([]byte, s.cfg.PartSize)
-	n, err := io.ReadFull(r, first)
+	var first bytes.Buffer // grows with what comes: a small object costs no part-sized buffer
+	_, err := io.CopyN(&first, r, s.cfg.PartSize)
 	switch {
-	case err == io.EOF || err == io.ErrUnexpectedEOF:
-		return s.PutBytes(ctx, first[:n])
+	case err == io.EOF:
+		return s.PutBytes(ctx, first.Bytes())
 	case err != nil:
 		return Info{}, fmt.Errorf("store/s3: reading the object: %w", err)
 	}
-	return s.putMultipart(ctx, io.MultiReader(bytes.NewReader(first), r))
+	return s.putMultipart(ctx, io.MultiReader(&first, r))
 }
 
 // publish makes object id (size bytes) visible, or refreshes it if it is

@@ -161,26 +161,30 @@ func testPutGet(t *testing.T, sp Space) {
 	}
 }
 
-// testLarge stores an object bigger than an S3 store's single-request
-// limit in tests, through a reader that is not seekable.
+// testLarge stores objects around and past an S3 store's single-request
+// limit in tests (5 MiB, its part size), through readers that are not
+// seekable.
 func testLarge(t *testing.T, sp Space) {
 	s := open(t, sp, store.Config{})
-	body := make([]byte, 13<<20+7)
-	rand.Read(body)
-	info, err := s.Put(ctx, io.MultiReader(bytes.NewReader(body[:1<<20]), bytes.NewReader(body[1<<20:])))
-	if err != nil {
-		t.Fatal(err)
+	sizes := []int{5 << 20, 5<<20 + 1, 10 << 20, 13<<20 + 7}
+	for _, size := range sizes {
+		body := make([]byte, size)
+		rand.Read(body)
+		info, err := s.Put(ctx, io.MultiReader(bytes.NewReader(body[:1<<20]), bytes.NewReader(body[1<<20:])))
+		if err != nil {
+			t.Fatalf("Put of %d bytes: %v", size, err)
+		}
+		if info.ID != idOf(body) || info.Size != int64(len(body)) {
+			t.Fatalf("Put of %d bytes = %+v", size, info)
+		}
+		wantBytes(t, s, info.ID, body)
+		again, err := s.Put(ctx, bytes.NewReader(body))
+		if err != nil || !again.Existing {
+			t.Fatalf("Put of %d bytes again = %+v, %v; want existing", size, again, err)
+		}
 	}
-	if info.ID != idOf(body) || info.Size != int64(len(body)) {
-		t.Fatalf("Put = %+v", info)
-	}
-	wantBytes(t, s, info.ID, body)
-	again, err := s.Put(ctx, bytes.NewReader(body))
-	if err != nil || !again.Existing {
-		t.Fatalf("Put again = %+v, %v; want existing", again, err)
-	}
-	if list, err := s.List(ctx); err != nil || len(list) != 1 {
-		t.Fatalf("List = %+v, %v; want the one object (no temporary ones)", list, err)
+	if list, err := s.List(ctx); err != nil || len(list) != len(sizes) {
+		t.Fatalf("List = %+v, %v; want the %d objects (no temporary ones)", list, err, len(sizes))
 	}
 }
 
