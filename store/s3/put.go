@@ -58,30 +58,46 @@ func (s *Store) Put(ctx context.Context, r io.Reader) (Info, error) {
 // and only then checks that the object exists, so a collector on another
 // server that removed the object after checking the lease sees the fresh
 // marker when it checks again, and restores the object from the trash.
+// The write itself needs no lock: a removal can only find the object it
+// writes fresh.
 func (s *Store) publish(ctx context.Context, id string, size int64, write func(context.Context, string) (bool, error)) (Info, error) {
-	st := s.lock(id)
-	defer st.Unlock()
-	if at, ok := st.recent(id, s.cfg.TouchEvery, time.Now()); ok {
-		return Info{ID: id, Size: size, Created: at, Existing: true}, nil
-	}
-	if _, err := s.head(ctx, s.objectKey(id)); err == nil {
-		if info, err := s.refreshLocked(ctx, st, id); err == nil || !errors.Is(err, store.ErrNotFound) {
-			info.Existing = true
-			return info, err
-		}
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return Info{}, err
+	if info, ok, err := s.refreshIfThere(ctx, id, size); ok || err != nil {
+		return info, err
 	}
 	now := time.Now()
 	existed, err := write(ctx, s.objectKey(id))
 	if err != nil {
 		return Info{}, err
 	}
+	st := s.lock(id)
 	st.remember(id, now)
+	st.Unlock()
 	if !existed {
 		s.counted(1, size)
 	}
 	return Info{ID: id, Size: size, Created: leaseOf(now), Existing: existed}, nil
+}
+
+// refreshIfThere refreshes object id if it exists, and says whether it did.
+func (s *Store) refreshIfThere(ctx context.Context, id string, size int64) (Info, bool, error) {
+	st := s.lock(id)
+	defer st.Unlock()
+	if at, ok := st.recent(id, s.cfg.TouchEvery, time.Now()); ok {
+		return Info{ID: id, Size: size, Created: at, Existing: true}, true, nil
+	}
+	_, err := s.head(ctx, s.objectKey(id))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Info{}, false, nil
+	case err != nil:
+		return Info{}, false, err
+	}
+	info, err := s.refreshLocked(ctx, st, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return Info{}, false, nil // removed meanwhile: write it anew
+	}
+	info.Existing = true
+	return info, err == nil, err
 }
 
 // putMultipart streams r to a temporary key in parts, then publishes it.
