@@ -335,7 +335,9 @@ type WorkerInfo struct {
 	RAMBytes      int64  `json:"ram_bytes"`
 	DiskFreeBytes int64  `json:"disk_free_bytes"`
 	MaxThreads    int    `json:"max_threads"`
-	// FreeThreads are the threads not running a unit right now.
+	// FreeThreads are the threads not running a unit when the worker
+	// announced itself (registration, a change, a refresh); a server's
+	// Worker.BusyThreads is current.
 	FreeThreads int `json:"free_threads"`
 	// LeasedThreads are the threads lent to servers right now (the sum of
 	// the leases; docs/leases.md).
@@ -377,11 +379,19 @@ type Worker struct {
 	Streams   int        `json:"streams"`
 	// Lease is how many of the streams the worker lends this server now
 	// (a worker shared by several servers divides its threads by demand).
-	Lease        int       `json:"lease"`
-	UnitsDone    int       `json:"units_done"`
-	Error        string    `json:"error,omitempty"`
-	RegisteredAt time.Time `json:"registered_at"`
-	LastSeen     time.Time `json:"last_seen"`
+	Lease int `json:"lease"`
+	// BusyThreads is how many of the worker's threads run this server's
+	// units now: its streams that hold a unit sent and not yet answered.
+	// (Info.FreeThreads is the worker's own figure from when it last
+	// announced itself.)
+	BusyThreads int `json:"busy_threads"`
+	// InFlightUnits is how many of this server's units the worker holds
+	// now, running or queued behind a running one.
+	InFlightUnits int       `json:"in_flight_units"`
+	UnitsDone     int       `json:"units_done"`
+	Error         string    `json:"error,omitempty"`
+	RegisteredAt  time.Time `json:"registered_at"`
+	LastSeen      time.Time `json:"last_seen"`
 }
 
 // Registration is the server's answer to a worker's registration.

@@ -77,3 +77,21 @@ func (c *Core) InFlight(name string) int {
 	}
 	return n
 }
+
+// BusyStreams is how many of the worker's streams hold a unit, sent and
+// not yet answered: the worker's threads busy with this core's units (a
+// stream's window may hold more than the one it runs); zero for a worker
+// that is not up.
+func (c *Core) BusyStreams(name string) int {
+	w := c.workers[name]
+	if w == nil || !w.up {
+		return 0
+	}
+	n := 0
+	for _, k := range w.inflight {
+		if k > 0 {
+			n++
+		}
+	}
+	return n
+}

@@ -14,6 +14,8 @@
 //	func (c *Core) Progress(job string) (JobProgress, bool)
 //	func (c *Core) Demand(worker string) int           // streams this server could use
 //	func (c *Core) Workers() []WorkerStatus            // introspection
+//	func (c *Core) InFlight(worker string) int         // units sent, not answered
+//	func (c *Core) BusyStreams(worker string) int      // streams holding one
 //	func (c *Core) Jobs() []string
 //	func (c *Core) Forget(job string) bool             // drop a finished job
 //

@@ -183,7 +183,7 @@ func (s *Server) handleListWorkers(w http.ResponseWriter, r *http.Request) {
 	out := []api.Worker{}
 	err := s.disp.do(r.Context(), func() {
 		for _, wc := range s.disp.workers {
-			out = append(out, wc.status())
+			out = append(out, s.disp.workerStatus(wc))
 		}
 	})
 	if err != nil {
@@ -234,7 +234,7 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.disp.do(r.Context(), func() {
 		if wc := s.disp.workers[name]; wc != nil {
-			out = wc.status()
+			out = s.disp.workerStatus(wc)
 		}
 	}); err != nil {
 		writeError(w, err)

@@ -35,9 +35,12 @@ type workerConn struct {
 	errText      string
 }
 
-func (w *workerConn) status() api.Worker {
+// workerStatus is w as the API shows it, with the units the core has
+// there now (on the loop).
+func (d *dispatcher) workerStatus(w *workerConn) api.Worker {
 	s := api.Worker{Info: w.info, State: w.state, Transport: w.transport, UnitsDone: w.unitsDone,
-		Error: w.errText, RegisteredAt: w.registeredAt, LastSeen: w.lastSeen}
+		Error: w.errText, RegisteredAt: w.registeredAt, LastSeen: w.lastSeen,
+		BusyThreads: d.core.BusyStreams(w.info.Name), InFlightUnits: d.core.InFlight(w.info.Name)}
 	if w.assoc != nil {
 		s.Streams, s.Lease = w.assoc.Streams(), w.lease
 	}

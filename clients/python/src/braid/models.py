@@ -310,6 +310,10 @@ class Worker:
     last_seen: datetime
     transport: Optional[str] = None
     lease: Optional[int] = None
+    #: The worker's threads running this server's units now (``info.free_threads`` is from its last announcement).
+    busy_threads: Optional[int] = None
+    #: This server's units the worker holds now, running or queued.
+    in_flight_units: Optional[int] = None
     error: Optional[str] = None
 
 
