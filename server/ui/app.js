@@ -30,10 +30,12 @@ function h(tag, attrs, ...children) {
   return el;
 }
 
-async function errorText(r) {
+// errorText is the message of braid's error answer r, with its code in
+// front unless plain is set.
+async function errorText(r, plain) {
   try {
     const b = await r.json();
-    if (b && b.error) return b.error.code + ": " + b.error.message;
+    if (b && b.error) return plain ? b.error.message : b.error.code + ": " + b.error.message;
   } catch (_) { /* not braid's JSON */ }
   return r.status + " " + r.statusText;
 }
@@ -42,7 +44,7 @@ async function api(path, opts = {}) {
   const headers = Object.assign({}, opts.headers || {});
   if (token) headers.Authorization = "Bearer " + token;
   const r = await fetch(path, Object.assign({}, opts, { headers }));
-  if (r.status === 401) throw new AuthError(await errorText(r));
+  if (r.status === 401) throw new AuthError(await errorText(r, true));
   if (!r.ok) throw new Error(await errorText(r));
   return r;
 }
@@ -108,12 +110,15 @@ function show(...nodes) {
 }
 
 function fail(e) {
-  if (e instanceof AuthError) { login(e.message); return; }
+  // Without a token the server's "needs a token" is no error: the form
+  // says what to do. A token it refused (expired, revoked) is one.
+  if (e instanceof AuthError) { login(token ? "The server refused the saved token: " + e.message : ""); return; }
   if (e && e.name === "AbortError") return;
   const p = document.getElementById("view-error") || main().appendChild(h("p", { id: "view-error", class: "error" }));
   p.textContent = String(e && e.message ? e.message : e);
 }
 
+// login shows the log-in form, with why (if not empty) as its error.
 function login(why) {
   leave();
   token = "";
@@ -121,20 +126,30 @@ function login(why) {
   document.getElementById("logout").hidden = true;
   const node = document.getElementById("login-tpl").content.cloneNode(true);
   show(node);
-  if (why) document.getElementById("login-error").textContent = why;
+  loginError(why);
+  document.getElementById("token").addEventListener("input", () => loginError(""));
   document.getElementById("login-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
     token = document.getElementById("token").value.trim();
     try {
       await getJSON("/v1/workers");
     } catch (e) {
-      document.getElementById("login-error").textContent = String(e.message || e);
+      const why = String(e.message || e);
+      loginError(e instanceof AuthError ? "The server refused this token: " + why : why);
       token = "";
       return;
     }
     sessionStorage.setItem(TOKEN_KEY, token);
     route();
   });
+}
+
+// loginError shows text under the log-in form, or hides the line when
+// text is empty.
+function loginError(text) {
+  const p = document.getElementById("login-error");
+  p.textContent = text || "";
+  p.hidden = !text;
 }
 
 function leave() {
@@ -156,32 +171,63 @@ function progressBar(p, id) {
 
 // --- the cluster: workers and jobs
 
+// headRow is a table's header row; the columns named in nums are numbers.
+function headRow(names, nums) {
+  return h("thead", {}, h("tr", {}, names.map((c) => h("th", { class: nums.includes(c) ? "num" : null }, c))));
+}
+
+const WORKER_COLS = ["worker", "state", "transport", "lent/streams", "threads", "busy", "free", "in flight", "cores", "units", "last seen", "error"];
+const JOB_COLS = ["job", "op", "state", "progress", "units", "done", "avg/unit", "received", "reason"];
+
 async function clusterView() {
   const workers = h("tbody", { id: "workers" });
   const jobs = h("tbody", { id: "jobs" });
   show(
     h("h1", {}, "Cluster"),
     h("h2", {}, "Workers"),
-    h("table", {}, h("thead", {}, h("tr", {}, ["worker", "state", "transport", "lent/streams", "threads", "free", "cores", "units", "last seen", "error"].map((c, i) => h("th", { class: i >= 3 && i <= 7 ? "num" : null }, c)))), workers),
+    h("table", {}, headRow(WORKER_COLS, ["lent/streams", "threads", "busy", "free", "in flight", "cores", "units"]), workers),
     h("h2", {}, "Jobs"),
-    h("table", {}, h("thead", {}, h("tr", {}, ["job", "op", "state", "progress", "units", "done", "avg/unit", "received"].map((c, i) => h("th", { class: i >= 4 && i <= 6 ? "num" : null }, c)))), jobs),
+    h("table", {}, headRow(JOB_COLS, ["units", "done", "avg/unit"]), jobs),
   );
   every(1000, async () => {
     const [ws, js] = await Promise.all([getJSON("/v1/workers"), getJSON("/v1/jobs")]);
-    workers.replaceChildren(...ws.map((w) => h("tr", { "data-worker": w.info.name },
-      h("td", {}, w.info.name), h("td", { class: "state-" + w.state }, w.state), h("td", {}, w.transport || ""),
-      h("td", { class: "num" }, `${w.lease}/${w.streams}`), h("td", { class: "num" }, w.info.max_threads),
-      h("td", { class: "num" }, w.info.free_threads), h("td", { class: "num" }, w.info.cores),
-      h("td", { class: "num" }, w.units_done), h("td", {}, fmtTime(w.last_seen)), h("td", { class: "error" }, w.error || ""))));
-    if (ws.length === 0) workers.replaceChildren(h("tr", {}, h("td", { colspan: 10, class: "muted" }, "no workers registered")));
+    workers.replaceChildren(...ws.map(workerRow));
+    if (ws.length === 0) workers.replaceChildren(h("tr", {}, h("td", { colspan: WORKER_COLS.length, class: "muted" }, "no workers registered")));
     js.reverse(); // newest first
-    jobs.replaceChildren(...js.map((j) => h("tr", { "data-job": j.id },
-      h("td", {}, h("a", { href: "#/jobs/" + j.id }, j.id)), h("td", {}, j.spec.op),
-      h("td", { class: "state-" + j.state }, j.state), h("td", {}, progressBar(j.progress)),
-      h("td", { class: "num" }, j.progress.total), h("td", { class: "num" }, j.progress.done),
-      h("td", { class: "num" }, j.avg_unit_ms ? fmtMS(j.avg_unit_ms) : ""), h("td", {}, fmtTime(j.received_at)))));
-    if (js.length === 0) jobs.replaceChildren(h("tr", {}, h("td", { colspan: 8, class: "muted" }, "no jobs")));
+    jobs.replaceChildren(...js.map(jobRow));
+    if (js.length === 0) jobs.replaceChildren(h("tr", {}, h("td", { colspan: JOB_COLS.length, class: "muted" }, "no jobs")));
   });
+}
+
+// workerRow is a worker's row: its threads busy with this server's units
+// and the rest free, as the server counts them now (the worker's own
+// free_threads is from when it registered), blank unless it is up.
+function workerRow(w) {
+  const up = w.state === "up", threads = w.info.max_threads, busy = w.busy_threads || 0;
+  const num = (cls, v) => h("td", { class: "num " + cls }, up ? v : "");
+  return h("tr", { "data-worker": w.info.name },
+    h("td", {}, w.info.name), h("td", { class: "state-" + w.state }, w.state), h("td", {}, w.transport || ""),
+    h("td", { class: "num" }, `${w.lease}/${w.streams}`), h("td", { class: "num threads" }, threads),
+    num("busy", busy), num("free", Math.max(threads - busy, 0)), num("in-flight", w.in_flight_units || 0),
+    h("td", { class: "num" }, w.info.cores), h("td", { class: "num" }, w.units_done),
+    h("td", {}, fmtTime(w.last_seen)), clipped("error", w.error));
+}
+
+// jobRow is a job's row; its last cell says why a job failed, or why a
+// queued one waits.
+function jobRow(j) {
+  const reason = j.error ? clipped("error job-error", j.error) : clipped("muted job-waiting", j.waiting);
+  return h("tr", { "data-job": j.id },
+    h("td", {}, h("a", { href: "#/jobs/" + j.id }, j.id)), h("td", {}, j.spec.op),
+    h("td", { class: "state-" + j.state }, j.state), h("td", {}, progressBar(j.progress)),
+    h("td", { class: "num" }, j.progress.total), h("td", { class: "num" }, j.progress.done),
+    h("td", { class: "num" }, j.avg_unit_ms ? fmtMS(j.avg_unit_ms) : ""), h("td", {}, fmtTime(j.received_at)), reason);
+}
+
+// clipped is a cell for text that may be long: cut to the column's width
+// with an ellipsis, the whole text in its tooltip.
+function clipped(cls, text) {
+  return h("td", { class: "clip " + cls, title: text || null }, text || "");
 }
 
 // --- one job: live progress, timeline, throughput
@@ -191,7 +237,7 @@ async function jobView(id) {
   const gantt = h("div", { id: "gantt-box" });
   const tput = h("div", { id: "throughput-box" });
   show(h("h1", {}, "Job ", h("span", { id: "job-id" }, id)), facts,
-    h("h2", {}, "Units over time, by worker and stream"), gantt,
+    h("h2", {}, "Units over time, by worker and stream"), timelineLegend(), gantt,
     h("h2", {}, "Throughput (units finished per interval)"), tput);
   let job = null, lastUnits = 0;
   const draw = (j) => {
@@ -246,6 +292,16 @@ async function jobView(id) {
 }
 
 const W = 1000, LABEL = 90, ROW = 16;
+
+// timelineLegend says what the timeline's bars and colours mean.
+function timelineLegend() {
+  const item = (cls, text) => h("span", { class: "item" }, h("span", { class: "swatch " + cls }), text);
+  return h("div", { id: "gantt-legend", class: "legend" },
+    item("span", "sent → returned (on the way, or queued at the worker)"),
+    item("unit done", "computing at the worker"),
+    item("unit running", "running now"),
+    item("unit failed", "failed"));
+}
 
 // timeline draws one bar per unit from when it was sent to when its result
 // came back (or now), one row per worker and stream.
@@ -303,10 +359,28 @@ function throughput(j) {
 async function opsView() {
   const ops = await getJSON("/v1/operations");
   show(h("h1", {}, "Operations"),
-    h("table", { id: "ops" }, h("thead", {}, h("tr", {}, h("th", {}, "operation"), h("th", {}, "what it does"), h("th", {}, "tiles"), h("th", {}, "parameters"))),
-      h("tbody", {}, ops.map((o) => h("tr", {},
-        h("td", {}, o.name), h("td", {}, o.summary), h("td", {}, o.tileable ? "yes" : ""),
-        h("td", {}, o.params.map((p) => h("div", {}, h("code", {}, p.name), ` ${p.type}${p.default !== undefined ? " = " + p.default : ""}: ${p.doc}`))))))));
+    h("table", { id: "ops" }, headRow(["operation", "what it does", "tiles", "parameters"], []),
+      h("tbody", {}, ops.map((o) => h("tr", { "data-op": o.name },
+        h("td", {}, h("div", {}, o.name), opKind(o)), h("td", {}, o.summary || ""), h("td", {}, o.tileable ? "yes" : ""),
+        h("td", {}, o.params && o.params.length ? o.params.map(paramLine) : h("span", { class: "muted" }, "none")))))));
+}
+
+// opKind is the line under a user operation's name: its version, how it
+// runs and its module's digest (in full in the tooltip).
+function opKind(o) {
+  if (!o.kind || o.kind === "builtin") return h("div", { class: "muted kind" }, "built-in");
+  const how = o.kind === "exec" ? `${o.interpreter} script` : `${o.kind}, ${o.abi || "command"} ABI`;
+  return h("div", { class: "muted kind" }, `v${o.version} · ${how} · `, h("code", { title: o.digest }, (o.digest || "").slice(0, 12)));
+}
+
+// paramLine is one parameter: name, type, default and range, then its
+// doc when it has one, e.g. "sigma float, default 2, range 0..64 — …".
+function paramLine(p) {
+  const facts = [p.type];
+  if (p.default !== undefined && p.default !== "") facts.push("default " + p.default);
+  if (p.min !== undefined || p.max !== undefined) facts.push(`range ${p.min ?? ""}..${p.max ?? ""}`);
+  return h("div", { class: "param", "data-param": p.name }, h("code", {}, p.name), " " + facts.join(", "),
+    p.doc ? h("span", { class: "muted" }, " — " + p.doc) : null);
 }
 
 async function route() {
