@@ -14,12 +14,14 @@ build:
 	$(GO) build -ldflags "-X github.com/braidhq/braid/version.Version=$$(git describe --always --dirty 2>/dev/null)" -o $(BIN) ./cmd/braid
 
 ## examples: build the example user operations (examples/ops) into bin/ops/*.wasm with the Go
-## toolchain's wasip1 port; `braid op add` registers them (docs/user-ops.md)
+## toolchain's wasip1 port, and the C one (cblur) with clang and wasi-libc when they are installed
+## (mk/wasi-c.sh; it says so when it skips); `braid op add` registers them (docs/user-ops.md)
 examples:
 	@mkdir -p bin/ops
 	GOOS=wasip1 GOARCH=wasm $(GO) build -o bin/ops/wordcount.wasm ./examples/ops/wordcount
 	GOOS=wasip1 GOARCH=wasm $(GO) build -o bin/ops/blur.wasm ./examples/ops/blur
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o bin/ops/echo.wasm ./examples/ops/echo
+	@sh mk/wasi-c.sh build bin/ops/cblur.wasm examples/ops/cblur/cblur.c || [ $$? = 3 ]
 
 ## demo: start a server and two workers on loopback and run the sample jobs
 demo: build
@@ -29,7 +31,8 @@ demo: build
 ## with the race detector, the Python client's tests, a short run of the API fuzzer
 test: test-deps fmt-check vet lint tidy-check pion-sctp-check unit test-pion test-python test-api
 
-## test-deps: install the system packages the tests use (promtool), as root, when missing
+## test-deps: install the system packages the tests use (promtool, chromium, clang with wasi-libc),
+## as root, when missing
 test-deps:
 	@sh mk/pkgs.sh
 

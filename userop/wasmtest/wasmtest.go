@@ -1,8 +1,10 @@
 // Package wasmtest builds WebAssembly modules for tests with the Go
-// toolchain's wasip1 port, and assembles tiny hand-written ones.
+// toolchain's wasip1 port or clang with wasi-libc, and assembles tiny
+// hand-written ones.
 package wasmtest
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,6 +49,44 @@ func Build(t testing.TB, pkg string, reactor bool) []byte {
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building %s for wasip1: %v\n%s", pkg, err, msg)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built[key] = b
+	return b
+}
+
+// BuildC compiles the C program src (a path relative to the module root)
+// into a command module with clang and wasi-libc, as `make examples` does
+// (mk/wasi-c.sh). Without them (Debian's clang, lld, wasi-libc and
+// libclang-rt-dev-wasm32; `make test-deps` installs them as root) it skips
+// the test, saying what to install.
+func BuildC(t testing.TB, src string) []byte {
+	t.Helper()
+	key := "c " + src
+	mu.Lock()
+	defer mu.Unlock()
+	if b, ok := built[key]; ok {
+		return b
+	}
+	dir, err := os.MkdirTemp("", "wasmtest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "m.wasm")
+	cmd := exec.Command("sh", "mk/wasi-c.sh", "build", out, src)
+	cmd.Dir = Root(t)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if e, ok := err.(*exec.ExitError); ok && e.ExitCode() == 3 {
+		t.Skipf("SKIPPED, NOT TESTED: %s", bytes.TrimSpace(stderr.Bytes()))
+	}
+	if err != nil {
+		t.Fatalf("building %s: %v\n%s", src, err, stderr.Bytes())
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
