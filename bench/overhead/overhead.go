@@ -1,7 +1,9 @@
 // Package overhead is the engine behind `braid bench overhead`: how many
 // units per second of an operation that does nothing (the built-in noop,
 // or a user operation's module) the whole system runs — client, server,
-// data plane and workers — and what a submit costs.
+// data plane and workers — and what a submit costs. It runs other
+// operations too, on an input given (Op.Input), to compare one with
+// another through the whole system, by rate and by CPU time per unit.
 //
 // Each transport gets a cluster of its own: in this process (package
 // cluster), or with Config.Net as processes across the emulated WAN
@@ -13,8 +15,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
 	"slices"
 	"text/tabwriter"
@@ -22,6 +26,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/bench/netcluster"
+	"github.com/braidhq/braid/bench/tperf"
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/cluster"
 	"github.com/braidhq/braid/internal/benchout"
@@ -44,6 +49,11 @@ type Result struct {
 	HeapMiB     float64 `json:"heap_mib,omitempty"` // Go heap in use after the submit, in-process runs
 	MakespanMS  float64 `json:"makespan_ms"`
 	UnitsPerSec float64 `json:"units_per_sec"`
+	// CPUPerUnitMS is the CPU time (user and system) this process spent
+	// per unit from the submit to the job's end: client, server, workers
+	// and operation together; in-process runs only. On a machine shared
+	// with other work it varies far less than the rate does.
+	CPUPerUnitMS float64 `json:"cpu_ms_per_unit,omitempty"`
 	// With --cut: the path and delay, whether the job ended before the
 	// cut, and the server's count of units taken back from workers whose
 	// association ended, and of associations it found silent, meanwhile.
@@ -64,7 +74,8 @@ type Config struct {
 	// Op is the operation the units run (default: the built-in noop).
 	Op Op
 	// Units per job (default 20,000) and Runs jobs per transport
-	// (default 3); Size bytes of input per unit (0: empty inputs).
+	// (default 3); Size bytes of input per unit (0: empty inputs; with
+	// Op.Input, its length).
 	Units, Runs, Size int
 	// Workers and their Threads size the cluster (default 2 × 2).
 	Workers, Threads int
@@ -92,6 +103,9 @@ func (c Config) withDefaults() Config {
 	if c.Op.Name == "" {
 		c.Op.Name = "noop"
 	}
+	if c.Op.Input != nil {
+		c.Size = len(c.Op.Input)
+	}
 	setDefault(&c.Units, 20000)
 	setDefault(&c.Runs, 3)
 	setDefault(&c.Workers, 2)
@@ -111,6 +125,9 @@ func setDefault(v *int, def int) {
 // Run runs cfg.Runs jobs on each transport's cluster, in the order given.
 func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	cfg = cfg.withDefaults()
+	if cfg.Op.Input != nil && cfg.Op.Inputs {
+		return nil, errors.New("overhead: Op.Input gives every unit one object, Op.Inputs each its own: not both")
+	}
 	var all []Result
 	for _, tname := range cfg.Transports {
 		rs, err := runs(ctx, cfg, tname)
@@ -122,12 +139,14 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	return all, nil
 }
 
-// Op is the operation the benchmark runs: the built-in noop, or a user
-// operation's module, registered under Name.
+// Op is the operation the benchmark runs: a built-in (noop unless
+// named), or a user operation's module, registered under Name.
 type Op struct {
 	Name, ABI string
-	Module    []byte // nil: Name is a built-in operation
-	Inputs    bool   // one object per unit
+	Module    []byte            // nil: Name is a built-in operation
+	Params    map[string]string // the job's; a Module declares each as a string
+	Input     []byte            // every unit's input (nil: Config.Size random bytes)
+	Inputs    bool              // one random object per unit; not with Input
 }
 
 // register makes op a user operation on cl's server, if it is one.
@@ -135,9 +154,14 @@ func (op Op) register(ctx context.Context, cl *client.Client) error {
 	if op.Module == nil {
 		return nil
 	}
+	spec := api.OperationSpec{Name: op.Name, ABI: op.ABI}
+	for _, k := range slices.Sorted(maps.Keys(op.Params)) {
+		spec.Params = append(spec.Params, api.Parameter{Name: k, Type: "string"})
+	}
 	obj, err := cl.Put(ctx, bytes.NewReader(op.Module))
 	if err == nil {
-		_, err = cl.AddOperation(ctx, api.OperationSpec{Name: op.Name, Module: obj.ID, ABI: op.ABI})
+		spec.Module = obj.ID
+		_, err = cl.AddOperation(ctx, spec)
 	}
 	return err
 }
@@ -186,6 +210,7 @@ func runs(ctx context.Context, cfg Config, tname string) ([]Result, error) {
 	var out []Result
 	for range cfg.Runs {
 		runtime.GC()
+		cpu0 := tperf.CPUSeconds()
 		start := time.Now()
 		j, err := cl.Submit(ctx, spec)
 		if err != nil {
@@ -213,21 +238,30 @@ func runs(ctx context.Context, cfg Config, tname string) ([]Result, error) {
 			return nil, fmt.Errorf("job %s: %s %s", j.ID, j.State, j.Error)
 		}
 		r.MakespanMS, r.UnitsPerSec = j.MakespanMS, float64(cfg.Units)/(j.MakespanMS/1000)
+		if nc == nil {
+			r.CPUPerUnitMS = (tperf.CPUSeconds() - cpu0) * 1000 / float64(cfg.Units)
+		}
 		out = append(out, r)
 	}
 	return out, nil
 }
 
 // Spec uploads the benchmark's input and makes its job: units repeats of
-// one random object of size bytes, or with op.Inputs one unit per
-// distinct object, the objects named by an input list (log hears of the
-// upload).
+// one object, op.Input or random bytes of size, or with op.Inputs one unit
+// per distinct random object, the objects named by an input list (log
+// hears of the upload).
 func Spec(ctx context.Context, cl *client.Client, op Op, units, size int, log io.Writer) (api.JobSpec, error) {
 	payload := make([]byte, size)
 	spec := api.JobSpec{Op: op.Name}
+	if len(op.Params) > 0 {
+		spec.Params = op.Params
+	}
 	var list bytes.Buffer
 	for i := range units {
 		_, _ = rand.Read(payload)
+		if op.Input != nil {
+			payload = op.Input
+		}
 		obj, err := cl.Put(ctx, bytes.NewReader(payload))
 		if err != nil {
 			return spec, err
@@ -251,21 +285,26 @@ func Spec(ctx context.Context, cl *client.Client, op Op, units, size int, log io
 func WriteTable(out io.Writer, rs []Result, runs int) error {
 	runs = max(runs, 1)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "transport\top\tworkers×threads\tunits\tbytes/unit\tinputs\tsubmit ms\theap MiB\tbest units/s\tmedian units/s\t")
+	fmt.Fprintln(w, "transport\top\tworkers×threads\tunits\tbytes/unit\tinputs\tsubmit ms\theap MiB\tbest units/s\tmedian units/s\tmedian CPU ms/unit\t")
 	for i := 0; i < len(rs); i += runs {
 		group := rs[i:min(i+runs, len(rs))]
-		rates := make([]float64, len(group))
+		rates, cpu := make([]float64, len(group)), make([]float64, len(group))
 		for k, r := range group {
-			rates[k] = r.UnitsPerSec
+			rates[k], cpu[k] = r.UnitsPerSec, r.CPUPerUnitMS
 		}
 		slices.Sort(rates)
+		slices.Sort(cpu)
 		r := group[0]
 		inputs := "one"
 		if r.Inputs {
 			inputs = "each its own"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d×%d\t%d\t%d\t%s\t%.1f\t%.0f\t%s\t%s\t\n", r.Transport, r.Op, r.Workers, r.Threads, r.Units, r.Size,
-			inputs, r.SubmitMS, r.HeapMiB, benchout.UnitRate(rates[len(rates)-1]), benchout.UnitRate(benchout.Quantile(rates, 0.5)))
+		cpuText := "-" // runs across the emulated WAN
+		if c := benchout.Quantile(cpu, 0.5); c > 0 {
+			cpuText = fmt.Sprintf("%.3f", c)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d×%d\t%d\t%d\t%s\t%.1f\t%.0f\t%s\t%s\t%s\t\n", r.Transport, r.Op, r.Workers, r.Threads, r.Units, r.Size,
+			inputs, r.SubmitMS, r.HeapMiB, benchout.UnitRate(rates[len(rates)-1]), benchout.UnitRate(benchout.Quantile(rates, 0.5)), cpuText)
 	}
 	return w.Flush()
 }

@@ -20,9 +20,10 @@ import (
 )
 
 // runBenchOverhead is `braid bench overhead`: units/s of a no-op
-// operation through the whole system (bench/overhead).
+// operation, or another on a given input, through the whole system
+// (bench/overhead).
 func runBenchOverhead(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("bench overhead", "[--transport NAME] [--units N] [--runs N] [--net SPEC] [--wasm FILE [--abi ABI]]", e)
+	fs := newFlagSet("bench overhead", "[--transport NAME] [--units N] [--runs N] [--net SPEC] [--op OP | --wasm FILE [--abi ABI]] [--input FILE] [--param K=V]", e)
 	tlist := fs.String("transport", transports.Default, "transports to measure, comma-separated; NAME+tls (sctp+tls, tcp+tls, tcpn+tls) forces data-plane encryption (on loopback it is off by default)")
 	units := fs.Int("units", 20000, "units per run")
 	runs := fs.Int("runs", 3, "runs per transport (the best and the median are reported)")
@@ -38,6 +39,10 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	abi := fs.String("abi", api.ABIReactor, "the --wasm module's ABI: command or reactor")
 	storeURL := fs.String("store", "", "keep the server's objects in s3://BUCKET[/PREFIX] (a new prefix under it per transport; see 'braid server -h'),\nnot in its data directory")
 	s3Endpoint := fs.String("s3-endpoint", "", "the S3 endpoint URL, over AWS_ENDPOINT_URL")
+	opName := fs.String("op", "noop", "the built-in operation to run, e.g. blur with an --input image")
+	inputFile := fs.String("input", "", "each unit's input: this FILE instead of --size random bytes (an image for --op blur;\na PPM for the C blur example, docs/user-ops.md)")
+	var params multiFlag
+	fs.Var(&params, "param", "an operation parameter `key=value` (repeatable); a --wasm module declares each as a string")
 	inputs := fs.Bool("inputs", false, "give each unit an object of its own: upload --units distinct objects and submit\none job over them with an input list (the job of --input-list), not --repeat on one")
 	var topts transports.Options
 	registerTransportFlags(fs, &topts)
@@ -47,9 +52,12 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 	if *units < 1 || *runs < 1 || *nWorkers < 1 || *threads < 1 || *size < 0 {
 		return usageErrorf("--units, --runs, --workers and --threads must be positive, and --size not negative")
 	}
-	cfg := overhead.Config{Transports: strings.Split(*tlist, ","), Options: topts, Op: overhead.Op{Name: "noop", Inputs: *inputs},
+	cfg := overhead.Config{Transports: strings.Split(*tlist, ","), Options: topts, Op: overhead.Op{Name: *opName, Inputs: *inputs},
 		Units: *units, Runs: *runs, Size: *size, Workers: *nWorkers, Threads: *threads, Window: *window, Log: e.stderr}
 	if *wasm != "" {
+		if isSet(fs, "op") {
+			return usageErrorf("--op names a built-in operation and --wasm runs a module: give one")
+		}
 		code, err := os.ReadFile(*wasm)
 		if err != nil {
 			return err
@@ -61,6 +69,18 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 			return usageErrorf("--store runs the server in this process: not with --net")
 		}
 		cfg.Store, cfg.OpenStore = *storeURL, benchStore(*storeURL, *s3Endpoint)
+	}
+	var err error
+	if cfg.Op.Params, err = benchParams(params); err != nil {
+		return err
+	}
+	if *inputFile != "" {
+		if *inputs {
+			return usageErrorf("--input gives every unit the same object and --inputs each one of its own: give one")
+		}
+		if cfg.Op.Input, err = os.ReadFile(*inputFile); err != nil {
+			return err
+		}
 	}
 	if *netSpec != "" {
 		if *cpuProfile != "" {
@@ -101,6 +121,19 @@ func runBenchOverhead(ctx context.Context, args []string, e *env) error {
 		return printJSON(e.stdout, all)
 	}
 	return overhead.WriteTable(e.stdout, all, *runs)
+}
+
+// benchParams parses --param key=value flags.
+func benchParams(params multiFlag) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range params {
+		k, v, ok := strings.Cut(p, "=")
+		if _, dup := out[k]; !ok || k == "" || dup {
+			return nil, usageErrorf("--param %q: want key=value, each key once", p)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 // parseCut reads --cut's PATH@DELAY for a bed of paths paths.
