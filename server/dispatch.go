@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -83,10 +84,21 @@ func newDispatcher(s *Server) *dispatcher {
 }
 
 // do runs f on the loop and waits for it; it fails if the server stops.
+// When ctx ends first, do returns ctx's error only if f has not started,
+// and then f never runs; once f has started, do waits for it, since f may
+// read and write what its caller owns (the request, the caller's results).
 func (d *dispatcher) do(ctx context.Context, f func()) error {
+	const queued, started, abandoned = 0, 1, 2
+	var state atomic.Int32
 	done := make(chan struct{})
+	run := func() {
+		if state.CompareAndSwap(queued, started) {
+			f()
+			close(done)
+		}
+	}
 	select {
-	case d.ctl <- func() { f(); close(done) }:
+	case d.ctl <- run:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-d.s.stopped:
@@ -96,8 +108,16 @@ func (d *dispatcher) do(ctx context.Context, f func()) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
-	case <-d.s.stopped:
+		if state.CompareAndSwap(queued, abandoned) {
+			return ctx.Err()
+		}
+	case <-d.exited:
+		return ErrServerClosed // the loop is gone: what is still in ctl never runs
+	}
+	select { // f is running on the loop: it ends soon
+	case <-done:
+		return nil
+	case <-d.exited:
 		return ErrServerClosed
 	}
 }
