@@ -65,7 +65,11 @@ func TestTLSControlPlane(t *testing.T) {
 	}
 
 	// A worker without the CA stops at once, saying why.
-	code, _, stderr = cliExit(t, c, "worker", "--secret", secret, "--threads", "1", "--name", "blind")
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = cliExit(t, c, "worker", "--secret-file", secretFile, "--threads", "1", "--name", "blind")
 	if code != 1 || !strings.Contains(stderr, "is not trusted") {
 		t.Errorf("worker without --ca: exit %d, stderr %q", code, stderr)
 	}

@@ -66,7 +66,7 @@ port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)
 url=http://127.0.0.1:$port
 # Uploads are bounded (16 MiB), yet a repeat job's manifest (up to 100,000
 # units of about 130 bytes) must still fit.
-"$tmp/braid" server --listen "127.0.0.1:$port" --data "$tmp/data" --secret "$secret" \
+BRAID_SECRET=$secret "$tmp/braid" server --listen "127.0.0.1:$port" --data "$tmp/data" \
 	--max-object 16777216 --drain-timeout 0s >"$tmp/server.log" 2>&1 &
 pids+=($!)
 server=$!
@@ -75,7 +75,7 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 curl -sf "$url/healthz" >/dev/null || { echo "apifuzz: the server did not come up"; exit 1; }
-"$tmp/braid" worker --server "$url" --secret "$secret" --threads 2 --drain-timeout 0s >"$tmp/worker.log" 2>&1 &
+BRAID_SECRET=$secret "$tmp/braid" worker --server "$url" --threads 2 --drain-timeout 0s >"$tmp/worker.log" 2>&1 &
 pids+=($!)
 worker=$!
 

@@ -148,7 +148,7 @@ func (s *Server) workerAuth(h http.HandlerFunc) http.HandlerFunc {
 		if subtle.ConstantTimeCompare(got, want) != 1 {
 			writeError(w, &apiError{status: http.StatusUnauthorized, code: api.CodeUnauthorized,
 				msg: "changing the worker registry needs the worker token (" + api.WorkerTokenHeader +
-					"), which workers derive from the cluster secret: start the worker with the server's --secret"})
+					"), which workers derive from the cluster secret: give the worker the server's secret (--secret-file or $BRAID_SECRET)"})
 			return
 		}
 		h(w, r)

@@ -180,7 +180,7 @@ func (c *Config) validate() error {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if len(c.Secret) == 0 {
-		return errors.New("server: a cluster secret is required (--secret or $BRAID_SECRET)")
+		return errors.New("server: a cluster secret is required (Config.Secret: --secret-file or $BRAID_SECRET)")
 	}
 	if len(c.Transports) == 0 {
 		return errors.New("server: no data-plane transports configured")

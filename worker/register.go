@@ -210,7 +210,7 @@ func rejection(err error) string {
 	}
 	switch ae.Code {
 	case api.CodeUnauthorized:
-		return "wrong cluster secret: start the worker with the server's secret (--secret, --secret-file or $BRAID_SECRET)"
+		return "wrong cluster secret: start the worker with the server's secret (--secret-file or $BRAID_SECRET)"
 	case api.CodeNotFound:
 		return "no braid worker registry at this URL (" + msg + "); give the server's base URL, such as http://HOST:7070"
 	}

@@ -166,7 +166,7 @@ func (c *Config) validate() error {
 	case len(c.Servers) == 0:
 		return errors.New("worker: at least one --server is required")
 	case len(c.Secret) == 0:
-		return errors.New("worker: a cluster secret is required (--secret or $BRAID_SECRET)")
+		return errors.New("worker: a cluster secret is required (Config.Secret: --secret-file or $BRAID_SECRET)")
 	case c.Transport == nil:
 		return errors.New("worker: no transport")
 	}

@@ -13,10 +13,16 @@ import (
 // and stderr.
 func runCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return runCmdEnv(t, nil, args...)
+}
+
+// runCmdEnv is runCmd with the environment variables in vars.
+func runCmdEnv(t *testing.T, vars map[string]string, args ...string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	code := run(ctx, args, &env{stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+	code := run(ctx, args, &env{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return vars[k] }})
 	return code, stdout.String(), stderr.String()
 }
 

@@ -194,21 +194,26 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// secretFlags read the cluster secret from --secret, --secret-file or
-// $BRAID_SECRET, in that order.
+// secretFlags read the cluster secret from --secret-file or $BRAID_SECRET.
+// --secret is refused: a process's command line is readable by every
+// local user (/proc/PID/cmdline, ps) and by the scripts a worker runs.
 type secretFlags struct {
 	secret, file string
 }
 
 func (s *secretFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&s.secret, "secret", "", "cluster secret shared by servers and workers ($BRAID_SECRET)")
-	fs.StringVar(&s.file, "secret-file", "", "read the cluster secret from this file")
+	fs.StringVar(&s.secret, "secret", "", "refused: the command line is public (ps, /proc); give --secret-file or $BRAID_SECRET")
+	fs.StringVar(&s.file, "secret-file", "", "read the cluster secret from this file (or set $BRAID_SECRET)")
 }
+
+// errSecretOnCommandLine is the usage error for --secret.
+var errSecretOnCommandLine = usageErrorf("--secret puts the cluster secret on the command line, where every local user can read it " +
+	"(ps, /proc/PID/cmdline): write it to a file only you can read and give --secret-file FILE, or set $BRAID_SECRET")
 
 func (s *secretFlags) value(e *env) ([]byte, error) {
 	switch {
 	case s.secret != "":
-		return []byte(s.secret), nil
+		return nil, errSecretOnCommandLine
 	case s.file != "":
 		b, err := os.ReadFile(s.file)
 		if err != nil {

@@ -71,7 +71,7 @@ func runWorkersRm(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	if secret == nil && cf.tokenFor() == "" {
-		return errors.New("removing a worker needs the cluster secret (--secret, --secret-file or $BRAID_SECRET) or an admin token (--token or $BRAID_TOKEN)")
+		return errors.New("removing a worker needs the cluster secret (--secret-file or $BRAID_SECRET) or an admin token (--token or $BRAID_TOKEN)")
 	}
 	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
 		c := s.Client
@@ -93,7 +93,7 @@ func runWorkersRm(ctx context.Context, args []string, e *env) error {
 func removeError(err error, withSecret bool) string {
 	var ae *api.Error
 	if withSecret && errors.As(err, &ae) && ae.Code == api.CodeUnauthorized {
-		return "wrong cluster secret: give the server's (--secret, --secret-file or $BRAID_SECRET)"
+		return "wrong cluster secret: give the server's (--secret-file or $BRAID_SECRET)"
 	}
 	return apiMessage(err)
 }

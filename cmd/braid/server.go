@@ -18,7 +18,7 @@ import (
 )
 
 func runServer(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("server", "[--listen ADDR] [--data DIR] [--secret S]", e)
+	fs := newFlagSet("server", "[--listen ADDR] [--data DIR] [--secret-file FILE]", e)
 	listen := fs.String("listen", "127.0.0.1:7070", "HTTP control-plane address")
 	data := fs.String("data", "braid-data", "directory for objects and job state")
 	name := fs.String("name", "braid-server", "this server's name, as workers see it")
@@ -51,6 +51,10 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	secret, err := sec.value(e)
+	if err != nil {
+		return err
+	}
 	if *window < 0 || *window > server.MaxWindow {
 		return fmt.Errorf("--window %d: want 1 to %d units in flight per stream (what a stream's send queue holds), or 0 for the default",
 			*window, server.MaxWindow)
@@ -70,10 +74,6 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	}
 	topts.Logger = log
 	if err := prof.start(ctx, log); err != nil {
-		return err
-	}
-	secret, err := sec.value(e)
-	if err != nil {
 		return err
 	}
 	if secret == nil {

@@ -52,6 +52,10 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	secret, err := sec.value(e)
+	if err != nil {
+		return err
+	}
 	if cfgErr != nil {
 		return cfgErr
 	}
@@ -78,12 +82,8 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 	if err := prof.start(ctx, log); err != nil {
 		return err
 	}
-	secret, err := sec.value(e)
-	if err != nil {
-		return err
-	}
 	if secret == nil {
-		return errors.New("a cluster secret is required: --secret, --secret-file or $BRAID_SECRET")
+		return errors.New("a cluster secret is required: --secret-file FILE or $BRAID_SECRET")
 	}
 	t, err := transports.New(*tname, topts)
 	if err != nil {

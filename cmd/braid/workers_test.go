@@ -46,7 +46,7 @@ func startTestServerTimeout(t *testing.T, timeout time.Duration) string {
 // --threads is checked before anything starts, naming the limit.
 func TestWorkerThreadsFlag(t *testing.T) {
 	for _, n := range []string{"0", "-1", "100000"} {
-		code, _, stderr := runCmd(t, "worker", "--server", "http://127.0.0.1:1", "--secret", "s", "--threads", n)
+		code, _, stderr := runCmdEnv(t, map[string]string{"BRAID_SECRET": "s"}, "worker", "--server", "http://127.0.0.1:1", "--threads", n)
 		want := "braid worker: --threads " + n + ": want 1 to 1024 processing threads (leave it out for one per CPU)\n"
 		if code != 1 || stderr != want {
 			t.Errorf("--threads %s: exit %d, stderr %q; want 1 and %q", n, code, stderr, want)
@@ -57,7 +57,7 @@ func TestWorkerThreadsFlag(t *testing.T) {
 // A worker refused for good exits 1, saying by which server and why.
 func TestWorkerRejectedExits(t *testing.T) {
 	url := startTestServer(t)
-	code, _, stderr := runCmd(t, "worker", "--server", url, "--secret", "not it", "--transport", "tcpn", "--threads", "1")
+	code, _, stderr := runCmdEnv(t, map[string]string{"BRAID_SECRET": "not it"}, "worker", "--server", url, "--transport", "tcpn", "--threads", "1")
 	want := "braid worker: rejected by server " + url + ": wrong cluster secret"
 	if code != 1 || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant 1 and %q", code, stderr, want)
@@ -101,7 +101,7 @@ func TestWorkersRm(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "needs the cluster secret") {
 		t.Errorf("without the secret: exit %d, stderr %q", code, stderr)
 	}
-	code, stdout, stderr := runCmd(t, "workers", "rm", "--server", url, "--secret", testSecret, "live", "dead", "nobody")
+	code, stdout, stderr := runCmdEnv(t, map[string]string{"BRAID_SECRET": testSecret}, "workers", "rm", "--server", url, "live", "dead", "nobody")
 	if code != 1 || stdout != "removed worker dead\n" {
 		t.Errorf("exit %d, stdout %q; want 1 and only dead removed", code, stdout)
 	}

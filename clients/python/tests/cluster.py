@@ -74,7 +74,7 @@ class Cluster:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.server_argv = [binary, "server", "--listen", f"127.0.0.1:{port}", "--data", str(self.data),
-                            "--secret", SECRET, "--drain-timeout", "1s", "--log-level", "warn", *self.server_args]
+                            "--drain-timeout", "1s", "--log-level", "warn", *self.server_args]
         self.spawn("server", self.server_argv)
         self.until(self.healthy, "the server answers /healthz")
         # The server checks tokens (its default) and writes its first admin
@@ -83,7 +83,7 @@ class Cluster:
         if tok.exists():
             self.token = tok.read_text().strip() or None
         for i, args in enumerate(self.worker_args):
-            self.spawn(f"worker{i + 1}", [binary, "worker", "--server", self.url, "--secret", SECRET,
+            self.spawn(f"worker{i + 1}", [binary, "worker", "--server", self.url,
                                           "--drain-timeout", "1s", "--log-level", "warn",
                                           "--wasm-cache", str(self.tmp / f"wasm{i + 1}"), *args])
         self.until(self.workers_up, f"{len(self.worker_args)} workers are up")
@@ -108,8 +108,11 @@ class Cluster:
         if log not in self.logs:
             self.logs.append(log)
         with open(log, "ab") as out:
+            # The secret goes in the environment: braid refuses --secret,
+            # as every local user could read it in the command line.
+            env = dict(os.environ, BRAID_SECRET=SECRET)
             return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    preexec_fn=_die_with_parent)
+                                    preexec_fn=_die_with_parent, env=env)
 
     def until(self, ok: Callable[[], bool], what: str) -> None:
         deadline = time.monotonic() + START_TIMEOUT
