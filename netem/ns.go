@@ -84,12 +84,21 @@ func nsPids(name string) []int {
 }
 
 // InNS runs f on an OS thread that has joined the named network namespace;
-// sockets f opens stay in that namespace wherever they are used later. The
-// thread is discarded afterwards.
+// sockets f opens stay in that namespace wherever they are used later.
+// The thread goes back to its own namespace afterwards, or, if it cannot,
+// is discarded: a thread left in a bed's namespace would put the whole
+// process there in the eyes of `ip netns pids` when it is the main thread
+// (which Go never ends), and a bed's teardown kills such processes.
 func InNS(name string, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
+		runtime.LockOSThread() // unlocked only once back home
+		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- fmt.Errorf("netem: this thread's namespace: %w", err)
+			return
+		}
+		defer unix.Close(home)
 		fd, err := unix.Open(filepath.Join(netnsDir, name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			errc <- fmt.Errorf("netem: namespace %s: %w", name, err)
@@ -101,7 +110,11 @@ func InNS(name string, f func() error) error {
 			errc <- fmt.Errorf("netem: enter namespace %s: %w", name, err)
 			return
 		}
-		errc <- f()
+		err = f()
+		if unix.Setns(home, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
 	}()
 	return <-errc
 }

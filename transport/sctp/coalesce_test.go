@@ -195,7 +195,7 @@ func TestMuxLingersForShortestPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newMux(pc, 8, func(*pconn) {}, t.Logf)
+	m := newMux(pc, 8, initTemplate{}, func(*pconn) {}, t.Logf)
 	defer func() { _ = m.sock.close() }()
 	conns := make([]*pconn, 3)
 	for i := range conns {

@@ -62,11 +62,13 @@ type Config struct {
 	// aborted. Default 5 s.
 	CloseTimeout time.Duration
 	// MaxHalfOpen caps the associations a Listener holds mid-handshake,
-	// an eighth of them per source address. Default 64. A peer that has not
-	// echoed its state cookie within a second is dropped, and an INIT
-	// beyond either bound evicts the oldest unproven handshake, or else the
-	// oldest one (see mux.go), so that forged INITs and silent peers cannot
-	// lock real peers out.
+	// an eighth of them per source address. Default 64. Only a peer that
+	// returned the listener's stateless cookie gets one (cookie.go), so
+	// forged INITs and ClientHellos hold none; a newcomer beyond either
+	// bound evicts one (silent ones and those of the busiest source first,
+	// mux.go) rather than being refused, and one that has not spoken braid's
+	// handshake within five seconds is dropped, so that peers that associate
+	// and stay silent cannot lock real peers out.
 	MaxHalfOpen int
 	// AcceptBacklog is how many handshaken associations wait for Accept.
 	// Default 16.

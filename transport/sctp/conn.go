@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/transport/internal/alive"
+	"github.com/braidhq/braid/transport/internal/preauth"
 	"github.com/pion/transport/v5/deadline"
 )
 
@@ -42,16 +43,18 @@ type pconn struct {
 	// sealed: the peer speaks DTLS (dtls.go), so packets are records that
 	// pion/dtls checks, and not SCTP; set before the first packet.
 	sealed bool
-	// proven is set once the peer has echoed its state cookie, or its
-	// DTLS cookie (mux.go).
-	proven     atomic.Bool
-	proofTimer *time.Timer // set by the mux under its lock, before any packet
-	hook       garbageHook
-	life       alive.Clock
-	rtt        rttClock
-	serr       sendErr
-	tx         txRound
-	rd         *deadline.Deadline
+	// snap, for a plaintext peer, is what its association starts from
+	// (init_cookie.go); set before the first packet.
+	snap *snapInit
+	// slot holds the association's place among the listener's handshakes
+	// (mux.go) until it has authenticated or failed.
+	slot *preauth.Slot
+	hook garbageHook
+	life alive.Clock
+	rtt  rttClock
+	serr sendErr
+	tx   txRound
+	rd   *deadline.Deadline
 	// linger is the coalescing delay this association wants (setLinger),
 	// -1 until it has one; the mux applies the smallest of its
 	// associations' to the shared socket.
@@ -88,8 +91,8 @@ const maxQueued = 16 << 20
 
 // deliver hands a packet to the reader, dropping it when the queue is full.
 func (c *pconn) deliver(p packet) {
-	if !c.proven.Load() && !c.sealed && len(p.p) > sctpCommonHeader && p.p[sctpCommonHeader] == chunkCookieEcho {
-		c.proven.Store(true)
+	if c.snap != nil && len(p.p) > sctpCommonHeader && p.p[sctpCommonHeader] == chunkCookieEcho {
+		c.m.cookieAckAgain(c, p.p) // the peer has not had our COOKIE-ACK
 	}
 	n := int64(p.share())
 	if c.inB.Add(n) > maxQueued {
@@ -135,9 +138,6 @@ func (c *pconn) Write(p []byte) (int, error) {
 	case <-c.closed:
 		return 0, net.ErrClosed
 	default:
-	}
-	if c.sealed && !c.proven.Load() && isServerHello(p) {
-		c.proven.Store(true) // the peer echoed the DTLS cookie (dtls.go)
 	}
 	c.life.Sent()
 	c.rtt.sent(p)
@@ -260,12 +260,16 @@ func (c *pconn) SetWriteDeadline(time.Time) error  { return nil }
 type dconn struct {
 	*net.UDPConn
 	sealed bool // packets are DTLS records (see pconn.sealed)
-	sock   *udpSocket
-	hook   garbageHook
-	life   alive.Clock
-	rtt    rttClock
-	serr   sendErr
-	tx     txRound
+	// dropHelloVerify is set once the dialer has the listener's DTLS
+	// cookie: later HelloVerifyRequests answer probes it sent again, and
+	// would confuse pion's client (dtls_cookie.go).
+	dropHelloVerify atomic.Bool
+	sock            *udpSocket
+	hook            garbageHook
+	life            alive.Clock
+	rtt             rttClock
+	serr            sendErr
+	tx              txRound
 }
 
 func newDconn(uc *net.UDPConn) *dconn {
@@ -327,10 +331,23 @@ func (c *dconn) ReadPacket() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		if c.staleHello(pk) {
+			continue
+		}
 		if p, ok := admit(pk, nil, c.checks()); ok {
 			return p, nil
 		}
 	}
+}
+
+// staleHello drops pk, and reports so, if it is a HelloVerifyRequest that
+// came after the dialer had its cookie.
+func (c *dconn) staleHello(pk packet) bool {
+	if c.sealed && c.dropHelloVerify.Load() && isHelloVerify(pk.p) {
+		pk.rb.release()
+		return true
+	}
+	return false
 }
 
 // checks is what admit checks c's packets with: nothing for DTLS records.
@@ -354,6 +371,9 @@ func (c *dconn) Read(p []byte) (int, error) {
 		pk, err := c.sock.rd.next()
 		if err != nil {
 			return 0, err
+		}
+		if c.staleHello(pk) {
+			continue
 		}
 		if q, ok := admit(pk, p, c.checks()); ok {
 			return len(q), nil

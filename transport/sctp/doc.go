@@ -4,9 +4,11 @@
 //
 // Each association runs over one UDP 4-tuple. A Listener serves any number of
 // associations on one UDP port: datagrams are demultiplexed by remote address
-// into per-association net.Conn wrappers, and a datagram from a new address
-// that carries an SCTP INIT starts a new server-side association (at most
-// Config.MaxHalfOpen at a time may be mid-handshake).
+// into per-association net.Conn wrappers. A datagram from a new address
+// that opens a handshake (an SCTP INIT, a DTLS ClientHello) is answered
+// with a stateless cookie, and only one that returns a valid cookie starts
+// a new server-side association (cookie.go; at most Config.MaxHalfOpen at
+// a time may be mid-handshake).
 //
 // UDP I/O is batched (batch.go): datagrams are read with recvmmsg, and
 // each round of packets pion's write loop produces is sent with one sendmmsg

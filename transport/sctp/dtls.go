@@ -13,6 +13,7 @@ import (
 	"github.com/braidhq/braid/transport/internal/alive"
 	"github.com/braidhq/braid/transport/internal/clustertls"
 	"github.com/pion/dtls/v3"
+	"github.com/pion/dtls/v3/pkg/protocol/handshake"
 )
 
 // Encryption (Config.TLS): SCTP over DTLS over UDP, the WebRTC data
@@ -26,11 +27,11 @@ import (
 // A listener tells the two apart by an association's first datagram: a
 // DTLS ClientHello or an SCTP INIT (isClientHello, isInit). It takes DTLS
 // from anyone and plaintext only where Config.TLS allows it for the peer
-// (transport.TLSMode.AcceptPlain: from loopback, under the default). A
-// DTLS server answers a ClientHello with a stateless cookie first
-// (HelloVerifyRequest), and sends its ServerHello only to a ClientHello
-// that echoes it; that ServerHello is the proof of address the listener
-// waits for (mux.go), as the COOKIE-ECHO is for plaintext SCTP.
+// (transport.TLSMode.AcceptPlain: from loopback, under the default). The
+// listener answers a ClientHello with a stateless cookie first
+// (HelloVerifyRequest) and starts a DTLS server only for a ClientHello
+// that echoes it (cookie.go, dtls_cookie.go), as it answers an INIT and
+// creates the association only for a COOKIE-ECHO in plaintext SCTP.
 //
 // pion/dtls reads datagrams of at most 8 KiB, and a record's plaintext may
 // not exceed 16 KiB, so an encrypted association's packets are at most
@@ -89,26 +90,39 @@ func dtlsOptions(cfgs *clustertls.Configs, mtu int) []dtls.Option {
 	}
 }
 
-// dialDTLS runs the DTLS client handshake over a dialer's conn.
+// dialDTLS runs the DTLS client handshake over a dialer's conn, with the
+// listener's cookie in its first ClientHello (dtls_cookie.go).
 func dialDTLS(ctx context.Context, c *dconn, secret []byte, mtu int) (*sealedConn, error) {
+	cookie, err := fetchCookie(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	withCookie := func(ch handshake.MessageClientHello) handshake.Message {
+		ch.Cookie = cookie
+		return &ch
+	}
 	return handshakeDTLS(ctx, c, secret, func(cfgs *clustertls.Configs) (*dtls.Conn, error) {
 		var opts []dtls.ClientOption
 		for _, o := range dtlsOptions(cfgs, mtu) {
 			opts = append(opts, o)
 		}
-		opts = append(opts, dtls.WithRootCAs(cfgs.Pool), dtls.WithServerName(clustertls.ServerName))
+		opts = append(opts, dtls.WithRootCAs(cfgs.Pool), dtls.WithServerName(clustertls.ServerName),
+			dtls.WithClientHelloMessageHook(withCookie))
 		return dtls.ClientWithOptions(recordConn{c}, c.RemoteAddr(), opts...)
 	})
 }
 
-// acceptDTLS runs the DTLS server handshake over an accepted conn.
+// acceptDTLS runs the DTLS server handshake over an accepted conn, whose
+// first ClientHello carried a valid cookie (the listener checked it, so
+// pion/dtls skips its own hello verification).
 func acceptDTLS(ctx context.Context, c *pconn, secret []byte, mtu int) (*sealedConn, error) {
 	return handshakeDTLS(ctx, c, secret, func(cfgs *clustertls.Configs) (*dtls.Conn, error) {
 		var opts []dtls.ServerOption
 		for _, o := range dtlsOptions(cfgs, mtu) {
 			opts = append(opts, o)
 		}
-		opts = append(opts, dtls.WithClientCAs(cfgs.Pool), dtls.WithClientAuth(dtls.RequireAndVerifyClientCert))
+		opts = append(opts, dtls.WithClientCAs(cfgs.Pool), dtls.WithClientAuth(dtls.RequireAndVerifyClientCert),
+			dtls.WithInsecureSkipVerifyHello(true))
 		return dtls.ServerWithOptions(recordConn{c}, c.RemoteAddr(), opts...)
 	})
 }

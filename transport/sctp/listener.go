@@ -41,8 +41,16 @@ func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.L
 		return nil, fmt.Errorf("sctp: listen %s: %w", addr, err)
 	}
 	setBuffers(pc, t.cfg.SocketBuffer)
+	inits, err := newInitTemplate(t.cfg.ReceiveBuffer)
+	if err != nil {
+		_ = pc.Close()
+		return nil, err
+	}
 	l := &Listener{t: t, cfg: cfg, ready: make(chan *Association, t.cfg.AcceptBacklog), closed: make(chan struct{})}
-	l.m = newMux(pc, t.cfg.MaxHalfOpen, l.serve, func(msg string, args ...any) { t.cfg.Logger.Debug(msg, args...) })
+	l.m = newMux(pc, t.cfg.MaxHalfOpen, inits, l.serve, func(msg string, args ...any) { t.cfg.Logger.Debug(msg, args...) })
+	l.m.zeroOK = func(peer netip.AddrPort) bool {
+		return t.cfg.ZeroChecksum || transport.IsLoopback(net.UDPAddrFromAddrPort(peer))
+	}
 	l.m.plainOK = func(peer netip.AddrPort) bool { return t.cfg.TLS.AcceptPlain(net.UDPAddrFromAddrPort(peer)) }
 	var lastRefusal atomic.Int64
 	l.m.refused = func(peer netip.AddrPort) {
@@ -99,7 +107,7 @@ func (l *Listener) logf(format string, args ...any) {
 	l.t.logf(format, args...)
 }
 
-// serve is called by the mux for an INIT from a new address.
+// serve is called by the mux for a new peer that returned a valid cookie.
 func (l *Listener) serve(c *pconn) {
 	l.wg.Add(1)
 	go func() {
@@ -141,18 +149,39 @@ func (l *Listener) establish(c *pconn) (*Association, error) {
 			_ = c.Close()
 			return nil, err
 		}
+		c.slot.Proved() // its certificate chains to the cluster's authority
 		conn = sc
 	}
-	var opts []sctp.ServerOption
-	for _, o := range l.t.options(conn, conn.garbage(), pr, p, c.sealed) {
-		opts = append(opts, o)
-	}
-	pa, err := sctp.ServerWithOptions(opts...)
+	pa, err := l.associate(ctx, c, conn, pr, p)
 	if err != nil {
 		_ = conn.Close()
 		return nil, ctxErr(ctx, err)
 	}
 	return l.t.handshake(ctx, pa, conn, pr, true, l.logf, func(hc transport.HandshakeConn) (transport.HandshakeResult, func(), error) {
-		return transport.ListenHandshake(ctx, hc, l.cfg)
+		return transport.ListenHandshake(ctx, c.slot.Conn(hc), c.slot.Config(l.cfg, nil))
 	})
+}
+
+// associate makes the pion association over conn: over DTLS, a server
+// that answers the peer's INIT; in plaintext, where the mux has answered
+// it already (init_cookie.go), one built from both INITs (SNAP), sending
+// from the SCTP ports the peer sent its INIT to.
+func (l *Listener) associate(ctx context.Context, c *pconn, conn assocConn, pr *prober, p path) (*sctp.Association, error) {
+	if c.snap == nil {
+		var opts []sctp.ServerOption
+		for _, o := range l.t.options(conn, conn.garbage(), pr, p, c.sealed) {
+			opts = append(opts, o)
+		}
+		return sctp.ServerWithOptions(opts...)
+	}
+	c.rtt.rtt.Store(int64(max(c.snap.rtt, 1)))
+	var nc net.Conn = conn
+	if c.snap.ports != [2]uint16{pionPort, pionPort} {
+		nc = &portConn{Conn: conn, src: c.snap.ports[0], dst: c.snap.ports[1]}
+	}
+	opts := []sctp.ClientOption{sctp.WithSNAP(c.snap.local, c.snap.remote)}
+	for _, o := range l.t.options(nc, conn.garbage(), pr, p, false) {
+		opts = append(opts, o)
+	}
+	return sctp.ClientContext(ctx, opts...)
 }

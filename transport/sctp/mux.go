@@ -1,57 +1,62 @@
 package sctp
 
 import (
+	"bytes"
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/braidhq/braid/transport/internal/preauth"
 )
 
 // mux owns a listener's UDP socket and routes datagrams by remote address.
 // The socket closes once the listener is closed and its last association has
 // ended, so that accepted associations outlive Listener.Close.
+//
+// A datagram from an address that has no association is a stranger's: the
+// mux answers one that opens a handshake with a stateless cookie, and
+// creates an association only for one that returns a valid cookie (see
+// cookie.go). Such associations then wait in a preauth.Gate until they
+// have authenticated: MaxHalfOpen in all and an eighth of that per source
+// address, a newcomer evicting one (preauth's order: from sources that have
+// not proved the secret before, silent, from the source holding the most,
+// the oldest) rather than being refused, and each given proofWait to send
+// the braid handshake's first message.
 type mux struct {
 	pc    *net.UDPConn
 	sock  *udpSocket     // pc's batched I/O
-	onNew func(c *pconn) // called for an INIT from a new address
+	onNew func(c *pconn) // called for an association from a new address
 	log   func(msg string, args ...any)
 	// plainOK says whether plaintext SCTP is taken from a peer (else only
 	// DTLS is, dtls.go); refused logs a refusal, at most once a second.
 	plainOK func(netip.AddrPort) bool
 	refused func(peer netip.AddrPort)
 
-	mu      sync.Mutex // guards conns, half, closing
+	jar   *cookieJar
+	inits initTemplate
+	// zeroOK says whether an association with peer accepts zero checksums
+	// (Transport.options).
+	zeroOK func(peer netip.AddrPort) bool
+	gate   preauth.Gate
+
+	mu      sync.Mutex // guards conns, closing
 	conns   map[netip.AddrPort]*pconn
-	half    map[*pconn]time.Time // mid-handshake associations and when they began
-	maxHalf int
 	closing bool
 }
 
-func newMux(pc *net.UDPConn, maxHalf int, onNew func(*pconn), log func(string, ...any)) *mux {
-	return &mux{pc: pc, sock: newUDPSocket(pc, false), onNew: onNew, log: log,
-		conns: map[netip.AddrPort]*pconn{}, half: map[*pconn]time.Time{}, maxHalf: maxHalf}
+func newMux(pc *net.UDPConn, maxHalf int, inits initTemplate, onNew func(*pconn), log func(string, ...any)) *mux {
+	return &mux{pc: pc, sock: newUDPSocket(pc, false), onNew: onNew, log: log, jar: newCookieJar(), inits: inits,
+		conns: map[netip.AddrPort]*pconn{},
+		gate:  preauth.Gate{MaxTotal: maxHalf, MaxPerSource: max(1, maxHalf/maxHalfPerSourceDiv), Quiet: proofWait}}
 }
 
-// Half-open associations cost a pion association each, and an INIT costs
-// its sender nothing (its source address may be forged), so a listener
-// bounds them, in total (Config.MaxHalfOpen) and per source address (an
-// eighth of that), and keeps none whose peer has not proved its address
-// for long: a peer that has not echoed its state cookie (COOKIE-ECHO,
-// which needs the INIT-ACK sent to its address) within proofWait is
-// dropped. When a bound is reached a new INIT evicts the oldest unproven
-// handshake, of its source if that bound was hit, or if there is none the
-// oldest proven one (a peer that has not finished the braid handshake
-// yet), rather than being refused, so that neither a flood of forged INITs
-// nor peers that associate and stay silent lock a real peer out.
-//
-// proofWait outlasts two losses of the proof: the dialer resends it after
-// one second and then two (pion's first retransmission timeouts, SCTP's
-// T1 and DTLS's flight timer alike), so a third try comes three seconds
-// in. A handshake dropped sooner strands the dialer: its COOKIE-ECHO
-// reaches an unknown peer, and its DTLS cookie a new handshake that
-// answers with a new one. The bounds above, not this wait, are what hold
-// a flood off.
 const (
+	// proofWait is how long an association created from a valid cookie
+	// may take to send the braid handshake's first message: the DTLS
+	// handshake's remaining two round trips, SCTP's, and one more, with
+	// room for a lost flight (pion resends after one second, then two).
 	proofWait = 5 * time.Second
 	// One source address may hold MaxHalfOpen / maxHalfPerSourceDiv
 	// handshakes (at least one).
@@ -77,125 +82,139 @@ func (m *mux) readLoop() {
 	}
 }
 
-// opens tells whether datagram p opens an association: an SCTP INIT, or
-// a DTLS ClientHello (sealed).
-func opens(p []byte) (opening, sealed bool) {
-	if isInit(p) {
-		return true, false
-	}
-	return isClientHello(p), true
-}
-
-// route delivers p to its association or starts a new one for an INIT.
+// route delivers p to its association, or treats it as a stranger's.
 func (m *mux) route(from netip.AddrPort, p packet) {
 	m.mu.Lock()
-	c := m.conns[from]
-	opening, sealed := false, false
-	if c == nil && !m.closing {
-		opening, sealed = opens(p.p)
-	}
-	if opening {
-		if !sealed && m.plainOK != nil && !m.plainOK(from) {
-			m.mu.Unlock()
-			m.refused(from)
-			p.rb.release()
-			return
-		}
-		victim, ok := m.makeRoomLocked(from.Addr())
-		if ok {
-			c = newPconn(m, from)
-			c.sealed = sealed
-			m.conns[from] = c
-			m.half[c] = time.Now()
-			c.proofTimer = time.AfterFunc(proofWait, func() { m.dropUnproven(c) })
-			m.onNew(c) // under mu, so that no new association starts after close
-		}
-		m.mu.Unlock()
-		if victim != nil {
-			m.log("sctp: dropped a handshake to make room for a new INIT", "peer", victim.raddr, "new", from)
-			_ = victim.Close()
-		}
-		if c == nil {
-			m.log("sctp: dropped INIT: every handshake slot is taken", "peer", from)
-			p.rb.release()
-			return
-		}
+	c, closing := m.conns[from], m.closing
+	m.mu.Unlock()
+	switch {
+	case c != nil:
 		c.deliver(p)
-		return
-	}
-	m.mu.Unlock()
-	if c == nil {
-		m.log("sctp: dropped datagram from unknown peer", "peer", from, "bytes", len(p.p))
+	case closing:
 		p.rb.release()
+	default:
+		m.stranger(from, p)
+		p.rb.release()
+	}
+}
+
+// stranger handles a datagram from an address without an association; p
+// stays the caller's.
+func (m *mux) stranger(from netip.AddrPort, p packet) {
+	switch {
+	case isClientHello(p.p):
+		m.clientHello(from, p)
+	case isInit(p.p) || len(p.p) > sctpCommonHeader && p.p[sctpCommonHeader] == chunkCookieEcho:
+		if m.plainOK != nil && !m.plainOK(from) {
+			m.refused(from)
+			return
+		}
+		if isInit(p.p) {
+			m.answerInit(from, p.p)
+		} else {
+			m.cookieEcho(from, p)
+		}
+	default:
+		m.log("sctp: dropped datagram from unknown peer", "peer", from, "bytes", len(p.p))
+	}
+}
+
+// clientHello answers a ClientHello without a valid cookie with one, and
+// starts a DTLS association for one with a valid cookie.
+func (m *mux) clientHello(from netip.AddrPort, p packet) {
+	f, ok := parseClientHello(p.p)
+	if !ok || f.msgSeq != 0 {
+		m.log("sctp: dropped a ClientHello that is fragmented, malformed, or not a handshake's first", "peer", from)
 		return
 	}
-	c.deliver(p)
+	if _, _, valid := m.jar.open(from, f.cookie); !valid {
+		cookie := m.jar.seal(from, m.jar.stamp(nil))
+		m.sock.offer(appendHelloVerify(nil, f.recordSeq, cookie), net.UDPAddrFromAddrPort(from))
+		return
+	}
+	m.open(from, func(c *pconn) { c.sealed = true }, p)
 }
 
-// makeRoomLocked makes room for a handshake from src: ok if there is room,
-// with the handshake evicted for it, if any, to be closed by the caller.
-func (m *mux) makeRoomLocked(src netip.Addr) (victim *pconn, ok bool) {
-	perSource := max(1, m.maxHalf/maxHalfPerSourceDiv)
-	fromSrc := 0
-	for c := range m.half {
-		if c.raddr.Addr() == src {
-			fromSrc++
-		}
+// answerInit answers an INIT with an INIT-ACK carrying a state cookie.
+func (m *mux) answerInit(from netip.AddrPort, p []byte) {
+	remote := peerInit(p)
+	if remote == nil {
+		m.log("sctp: dropped an INIT too long or malformed", "peer", from)
+		return
 	}
-	if len(m.half) < m.maxHalf && fromSrc < perSource {
-		return nil, true
-	}
-	var oldest time.Time
-	var unproven bool
-	for c, born := range m.half {
-		if fromSrc >= perSource && c.raddr.Addr() != src {
-			continue
-		}
-		u := !c.proven.Load()
-		if victim == nil || (u && !unproven) || (u == unproven && born.Before(oldest)) {
-			victim, oldest, unproven = c, born, u
-		}
-	}
-	if victim == nil {
-		return nil, false
-	}
-	m.forgetLocked(victim)
-	return victim, true
+	sc := stateCookie{zero: m.zeroOK(from), remote: remote}
+	sc.tag, sc.tsn = randomTagTSN()
+	cookie := m.jar.seal(from, sc.append(m.jar.stamp(nil)))
+	m.sock.offer(appendInitAck(nil, p, m.inits.local(sc.zero, sc.tag, sc.tsn), cookie), net.UDPAddrFromAddrPort(from))
 }
 
-// forgetLocked removes c from the half-open set and the routing table.
-func (m *mux) forgetLocked(c *pconn) {
-	delete(m.half, c)
-	if m.conns[c.raddr] == c {
-		delete(m.conns, c.raddr)
+// cookieEcho starts a plaintext association for a COOKIE-ECHO whose cookie
+// is valid, and answers it with a COOKIE-ACK.
+func (m *mux) cookieEcho(from netip.AddrPort, p packet) {
+	cookie, ok := cookieEcho(p.p)
+	var body []byte
+	var age time.Duration
+	if ok {
+		body, age, ok = m.jar.open(from, cookie)
+	}
+	var sc stateCookie
+	if ok {
+		sc, ok = parseStateCookie(body)
+	}
+	if !ok {
+		m.log("sctp: dropped a COOKIE-ECHO without a valid cookie", "peer", from)
+		return
+	}
+	snap := &snapInit{local: m.inits.local(sc.zero, sc.tag, sc.tsn), remote: sc.remote, rtt: age,
+		peerTag: binary.BigEndian.Uint32(sc.remote[initTagOffset:]), cookie: append([]byte(nil), cookie...),
+		ports: [2]uint16{binary.BigEndian.Uint16(p.p[2:]), binary.BigEndian.Uint16(p.p[0:])}}
+	if m.open(from, func(c *pconn) { c.snap = snap }, p) {
+		m.sock.offer(appendCookieAck(nil, p.p, snap.peerTag), net.UDPAddrFromAddrPort(from))
 	}
 }
 
-// dropUnproven closes c if it is still half-open and its peer has not
-// echoed its cookie.
-func (m *mux) dropUnproven(c *pconn) {
-	m.mu.Lock()
-	_, half := m.half[c]
-	drop := half && !c.proven.Load()
-	if drop {
-		m.forgetLocked(c)
+// cookieAckAgain answers a COOKIE-ECHO that c's peer sent again, its
+// COOKIE-ACK lost.
+func (m *mux) cookieAckAgain(c *pconn, p []byte) {
+	if cookie, ok := cookieEcho(p); ok && bytes.Equal(cookie, c.snap.cookie) {
+		m.sock.offer(appendCookieAck(nil, p, c.snap.peerTag), c.ua)
 	}
-	m.mu.Unlock()
-	if drop {
-		m.log("sctp: dropped a handshake whose peer did not echo its cookie in time", "peer", c.raddr)
+}
+
+// open creates the association of a peer that returned a valid cookie,
+// set up by setup, enters it into the gate, starts its handshake and hands
+// it p (a copy). It reports whether it did: not if the listener is
+// closing, the address has an association already (p goes to it), or the
+// gate refused it.
+func (m *mux) open(from netip.AddrPort, setup func(*pconn), p packet) bool {
+	c := newPconn(m, from)
+	setup(c)
+	c.slot = m.gate.Enter(from.Addr(), func() {
+		m.log("sctp: dropped a handshake to make room for a newer one", "peer", from)
 		_ = c.Close()
+	})
+	m.mu.Lock()
+	old := m.conns[from]
+	if m.closing || old != nil || c.isClosed() {
+		m.mu.Unlock()
+		c.slot.Leave()
+		_ = c.Close()
+		if old != nil {
+			p.rb.retain()
+			old.deliver(p)
+		}
+		return false
 	}
+	m.conns[from] = c
+	m.onNew(c) // under mu, so that no new association starts after close
+	m.mu.Unlock()
+	p.rb.retain()
+	c.deliver(p)
+	return true
 }
 
 // established marks c as done with its handshake (successfully or not).
-func (m *mux) established(c *pconn) {
-	m.mu.Lock()
-	delete(m.half, c)
-	m.mu.Unlock()
-	if c.proofTimer != nil {
-		c.proofTimer.Stop()
-	}
-}
+func (m *mux) established(c *pconn) { c.slot.Leave() }
 
 func (m *mux) remove(c *pconn) {
 	m.mu.Lock()

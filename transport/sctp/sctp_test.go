@@ -3,6 +3,7 @@ package sctp_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -20,7 +21,52 @@ func newTransport(testing.TB) transport.Transport { return sctp.New(sctp.Config{
 func TestConformance(t *testing.T) {
 	transporttest.Run(t, func(t *testing.T) transport.Transport { return newTransport(t) },
 		"127.0.0.1:0", transporttest.Options{Garbage: udpGarbage, Timeout: 60 * time.Second,
-			Attacks: transporttest.Attacks{Silent: sctpSilent, Unauthenticated: sctpUnauthenticated}})
+			Attacks: transporttest.Attacks{Silent: sctpSilent, Unauthenticated: sctpUnauthenticated, Flood: clientHelloFlood}})
+}
+
+// TestINITFloodAcrossBed is the WAN flood case (transporttest's
+// DoS/WAN/Flood) against a plaintext listener (TLS off, so that it takes
+// SCTP from another host), flooded with a replayed INIT.
+func TestINITFloodAcrossBed(t *testing.T) {
+	transporttest.AttackAcrossBed(t, sctp.New(sctp.Config{TLS: transport.TLSOff}), initFlood, transporttest.FloodSources, "Flood")
+}
+
+// clientHelloFlood replays the first datagram of a DTLS dial, a ClientHello,
+// as transporttest.UDPFlood.
+func clientHelloFlood(ctx context.Context, addr string, n int) (func(), error) {
+	return replayFlood(ctx, sctp.New(sctp.Config{TLS: transport.TLSOn}), addr, n)
+}
+
+// initFlood replays the first datagram of a plaintext dial, an INIT.
+func initFlood(ctx context.Context, addr string, n int) (func(), error) {
+	return replayFlood(ctx, sctp.New(sctp.Config{TLS: transport.TLSOff}), addr, n)
+}
+
+// replayFlood captures the first datagram tr's dialer sends and floods addr
+// with it.
+func replayFlood(ctx context.Context, tr transport.Transport, addr string, n int) (func(), error) {
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	defer pc.Close()
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if a, err := tr.Dial(dctx, pc.LocalAddr().String(), transport.DialConfig{Secret: []byte("not the secret"), RecStreams: 1, MaxStreams: 1}); err == nil {
+			a.Abort(nil)
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	b := make([]byte, 2048)
+	_ = pc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	m, _, err := pc.ReadFrom(b)
+	if err != nil {
+		return nil, fmt.Errorf("capturing a dialer's first datagram: %w", err)
+	}
+	return transporttest.UDPFlood(ctx, addr, n, b[:m])
 }
 
 func BenchmarkTransport(b *testing.B) {

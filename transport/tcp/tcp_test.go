@@ -32,6 +32,14 @@ func TestConformanceTLS(t *testing.T) {
 	})
 }
 
+// TestPlainReconnectingAcrossBed is the WAN reconnecting case
+// (transporttest's DoS/WAN/Reconnecting) against a plaintext listener,
+// where only braid's own handshake (no TLS certificate) proves the dialer.
+func TestPlainReconnectingAcrossBed(t *testing.T) {
+	transporttest.AttackAcrossBed(t, tcp.New(tcp.Config{TLS: transport.TLSOff}), transporttest.TCPReconnecting,
+		transporttest.ReconnectingPeers, "Reconnecting")
+}
+
 func BenchmarkTransport(b *testing.B) {
 	transporttest.Bench(b, func(b *testing.B) transport.Transport {
 		return tcp.New(tcp.Config{})

@@ -29,6 +29,14 @@ type Attacks struct {
 	// certificate, then a control stream and more streams, written to
 	// until the listener's refusal arrives.
 	Unauthenticated Attack
+	// Flood: datagrams that open a handshake (a replayed DTLS ClientHello,
+	// an SCTP INIT) from n source ports at FloodRate, at most FloodMax
+	// (UDPFlood). Run across the WAN bed (dos_wan.go).
+	Flood Attack
+	// Reconnecting: n idle connections, each opened again as soon as the
+	// listener drops it, at most ReconnectMax in all (TCPReconnecting).
+	// Run across the WAN bed (dos_wan.go).
+	Reconnecting Attack
 }
 
 func (a Attacks) merge(b Attacks) Attacks {
@@ -37,6 +45,12 @@ func (a Attacks) merge(b Attacks) Attacks {
 	}
 	if b.Unauthenticated != nil {
 		a.Unauthenticated = b.Unauthenticated
+	}
+	if b.Flood != nil {
+		a.Flood = b.Flood
+	}
+	if b.Reconnecting != nil {
+		a.Reconnecting = b.Reconnecting
 	}
 	return a
 }

@@ -177,7 +177,16 @@ func cases() []testCase {
 		{"Liveness/StalledReaderIsAlive", testStalledReaderIsAlive},
 		{"DoS/SilentPeers", testSilentPeers},
 		{"DoS/UnauthenticatedPeers", testUnauthenticatedPeers},
+		{"DoS/WAN/Flood", testWANFlood},
+		{"DoS/WAN/Reconnecting", testWANReconnecting},
 	}
+}
+
+// caseTimeouts are the watchdogs of the cases that need longer than
+// Options.Timeout.
+var caseTimeouts = map[string]time.Duration{
+	"DoS/WAN/Flood":        wanCaseTimeout,
+	"DoS/WAN/Reconnecting": wanCaseTimeout,
 }
 
 // Run runs the whole suite. newT returns a fresh transport; addr is a listen
@@ -218,7 +227,7 @@ func Run(t *testing.T, newT func(t *testing.T) transport.Transport, addr string,
 	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) {
 			checkLeaks(t)
-			watchdog(t, o.Timeout)
+			watchdog(t, max(o.Timeout, caseTimeouts[c.name]))
 			c.fn(t, &suite{tr: newT(t), addr: addr, opts: o})
 		})
 	}

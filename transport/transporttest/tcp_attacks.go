@@ -6,13 +6,14 @@ import (
 	"encoding/binary"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/braidhq/braid/transport"
 )
 
 // TCPAttacks are the DoS attackers for transports whose first channel is a
 // TCP connection carrying length-prefixed handshake messages (tcp, tcpn).
-var TCPAttacks = Attacks{Silent: TCPSilent, Unauthenticated: TCPUnauthenticated}
+var TCPAttacks = Attacks{Silent: TCPSilent, Unauthenticated: TCPUnauthenticated, Reconnecting: TCPReconnecting}
 
 // TCPChannel is an Options.Channel hook for tcp and tcpn: a TCP connection
 // carrying length-prefixed handshake messages.
@@ -38,6 +39,45 @@ func TCPSilent(ctx context.Context, addr string, n int) (func(), error) {
 // without the secret).
 func TCPUnauthenticated(ctx context.Context, addr string, n int) (func(), error) {
 	return tcpPeers(ctx, addr, n, Hello)
+}
+
+// TCPReconnecting keeps n TCP connections to addr open, sending nothing,
+// and opens each again as soon as the listener drops it (its read ends),
+// until stop, ctx's end or ReconnectMax connections in all.
+func TCPReconnecting(ctx context.Context, addr string, n int) (func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var opened atomic.Int64
+	first := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			var d net.Dialer
+			for i := 0; ctx.Err() == nil && opened.Add(1) <= ReconnectMax; i++ {
+				c, err := d.DialContext(ctx, "tcp", addr)
+				if i == 0 {
+					first <- err
+				}
+				if err != nil {
+					return
+				}
+				stop := context.AfterFunc(ctx, func() { c.Close() })
+				_, _ = c.Read(make([]byte, 1)) // until the listener drops it
+				stop()
+				c.Close()
+			}
+		})
+	}
+	stop := func() {
+		cancel()
+		wg.Wait()
+	}
+	for range n {
+		if err := <-first; err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	return stop, nil
 }
 
 // tcpPeers opens n connections, writing first() on each if set; stop

@@ -3,16 +3,29 @@
 // the real servers by holding handshake slots.
 //
 // A listener enters every new connection into a Gate before the braid
-// handshake and takes it out (Leave) once the peer's MAC checks out, that
-// is, just before Admit. While inside, a connection
+// handshake and takes it out (Leave, or Proved) once the peer has proved
+// the secret: its MAC checked out, just before Admit, or its certificate
+// chained to the cluster's authority (TLS, DTLS). While inside, a
+// connection
 //
 //   - counts against a total (MaxTotal) and a per-source-address bound
-//     (MaxPerSource); a newcomer beyond either evicts the OLDEST connection
-//     in that set instead of being refused, so a flood of idle connections
-//     can delay a real dialer by no more than the time it takes to arrive;
+//     (MaxPerSource); a newcomer beyond either evicts one connection
+//     instead of being refused, so a flood can delay a real dialer by no
+//     more than the time it takes to arrive;
 //   - has Quiet (about a second) to send its first handshake message
 //     (Spoke); one that stays silent longer is evicted. After that only the
 //     transport's whole-handshake timeout applies.
+//
+// Which one a newcomer evicts matters where handshakes take round trips: a
+// real dialer's handshake stays in the gate for several of them, and a
+// flood that evicts it in the meantime locks it out. So the victim is, in
+// this order of preference, from a source that has not proved the secret
+// before (Proved) rather than from one that has; one that has not spoken
+// rather than one that is under way; from the source that holds the most
+// connections (fairness between sources); and the oldest. A newcomer from
+// an unproved source evicts only connections from unproved sources, and
+// when there are none it is itself refused. Within its own source (the
+// MaxPerSource bound) it evicts that source's silent connections first.
 //
 // Evicting calls the func given to Enter, which must make the handshake
 // fail soon (cancel its context, close its connection).
@@ -31,6 +44,8 @@ const (
 	DefaultMaxTotal     = 256
 	DefaultMaxPerSource = 32
 	DefaultQuiet        = time.Second
+	// DefaultKnown is how many proved sources a Gate remembers.
+	DefaultKnown = 1024
 )
 
 // Gate bounds connections awaiting authentication. The zero value uses the
@@ -38,19 +53,28 @@ const (
 type Gate struct {
 	MaxTotal, MaxPerSource int
 	Quiet                  time.Duration
+	// Known bounds the proved sources remembered (default DefaultKnown);
+	// beyond it the one proved longest ago is forgotten.
+	Known int
 
-	mu     sync.Mutex // guards order and perSrc
+	mu     sync.Mutex // guards the fields below and every Slot's elem and spoke
 	order  list.List  // of *Slot, oldest first
 	perSrc map[netip.Addr]int
+	known  map[netip.Addr]time.Time // sources that proved the secret, and when last
 }
 
 // Slot is one connection inside a Gate.
 type Slot struct {
 	g     *Gate
 	src   netip.Addr
+	known bool // src had proved the secret when the slot entered
 	evict func()
 	timer *time.Timer
-	elem  *list.Element // nil once the slot has left the gate (guarded by g.mu)
+	elem  *list.Element // nil once the slot has left the gate
+	spoke bool
+	// pending, if not nil, reports whether the peer's first bytes are
+	// waiting (EnterConn).
+	pending func() bool
 }
 
 // Source is the address a connection is counted under: its IP, without
@@ -76,44 +100,96 @@ func (g *Gate) limits() (total, perSrc int, quiet time.Duration) {
 	return total, perSrc, quiet
 }
 
-// Enter admits a connection from src, evicting the oldest ones beyond the
-// bounds. evict is called at most once, without the gate's lock held, if
-// this connection is evicted later (too old in a full gate, or silent for
-// Quiet); it must not call back into the Gate.
+// Enter admits a connection from src, evicting others beyond the bounds
+// (see the package comment); a newcomer that may evict no one is refused:
+// its evict func is called before Enter returns. evict is called at most
+// once, without the gate's lock held, if this connection is evicted (for a
+// newcomer, or silent for Quiet); it must not call back into the Gate.
 func (g *Gate) Enter(src netip.Addr, evict func()) *Slot {
+	return g.EnterConn(src, nil, evict)
+}
+
+// EnterConn is Enter for a connection whose first bytes may be waiting
+// before its handshake goroutine has read them: pending, if not nil,
+// reports whether they are (without waiting), and a connection found to
+// have them counts as spoken (Slot.Spoke), here and when it would be
+// chosen as a victim. A real dialer's first message follows its
+// connection's setup at once, so a flood of idle connections accepted
+// before its goroutine runs does not evict it.
+func (g *Gate) EnterConn(src netip.Addr, pending func() bool, evict func()) *Slot {
 	total, perSrc, quiet := g.limits()
-	s := &Slot{g: g, src: src, evict: evict}
-	var victims []*Slot
+	spoke := pending != nil && pending()
 	g.mu.Lock()
 	if g.perSrc == nil {
 		g.perSrc = make(map[netip.Addr]int)
 	}
+	_, known := g.known[src]
+	s := &Slot{g: g, src: src, known: known, evict: evict, pending: pending}
+	var victims []*Slot
+	refused := false
 	for g.perSrc[src] >= perSrc {
-		victims = append(victims, g.removeOldest(func(o *Slot) bool { return o.src == src }))
+		victims = append(victims, g.removeVictim(func(o *Slot) bool { return o.src == src }))
 	}
-	for g.order.Len() >= total {
-		victims = append(victims, g.removeOldest(func(*Slot) bool { return true }))
+	for g.order.Len() >= total && !refused {
+		v := g.removeVictim(func(o *Slot) bool { return known || !o.known })
+		if v == nil {
+			refused = true
+			break
+		}
+		victims = append(victims, v)
 	}
-	s.elem = g.order.PushBack(s)
-	g.perSrc[src]++
-	s.timer = time.AfterFunc(quiet, s.expire)
+	if !refused {
+		s.elem = g.order.PushBack(s)
+		g.perSrc[src]++
+		s.spoke = spoke
+		s.timer = time.AfterFunc(quiet, s.expire)
+		if spoke {
+			s.timer.Stop()
+		}
+	}
 	g.mu.Unlock()
 	for _, v := range victims {
 		v.evict()
 	}
+	if refused {
+		evict()
+	}
 	return s
 }
 
-// removeOldest takes the oldest slot matching keep out of the gate. The
-// caller holds g.mu and knows there is one.
-func (g *Gate) removeOldest(match func(*Slot) bool) *Slot {
-	for e := g.order.Front(); e != nil; e = e.Next() {
-		if o := e.Value.(*Slot); match(o) {
-			g.remove(o)
-			return o
+// removeVictim takes out of the gate the slot that a newcomer evicts among
+// those that may (see the package comment), or returns nil if none may.
+// The caller holds g.mu.
+func (g *Gate) removeVictim(may func(*Slot) bool) *Slot {
+	for {
+		var v *Slot
+		for e := g.order.Front(); e != nil; e = e.Next() { // oldest first: ties go to the oldest
+			if o := e.Value.(*Slot); may(o) && (v == nil || g.worse(o, v)) {
+				v = o
+			}
 		}
+		if v != nil && !v.spoke && v.pending != nil && v.pending() {
+			v.spoke = true // its bytes came before its goroutine ran: choose again
+			v.timer.Stop()
+			continue
+		}
+		if v != nil {
+			g.remove(v)
+		}
+		return v
 	}
-	panic("preauth: no slot to evict")
+}
+
+// worse reports whether a is a better victim than b: from an unproved
+// source, silent, from a source holding more. The caller holds g.mu.
+func (g *Gate) worse(a, b *Slot) bool {
+	if a.known != b.known {
+		return !a.known
+	}
+	if a.spoke != b.spoke {
+		return !a.spoke
+	}
+	return g.perSrc[a.src] > g.perSrc[b.src]
 }
 
 // remove takes s out of the gate; g.mu is held. It reports whether s was
@@ -149,11 +225,12 @@ func (s *Slot) expire() {
 }
 
 // Spoke records that the peer sent a well-formed first handshake message:
-// the Quiet deadline no longer applies, but the slot still counts and can
-// still be evicted by newcomers.
+// the Quiet deadline no longer applies, and newcomers evict silent
+// connections first, but the slot still counts and can still be evicted.
 func (s *Slot) Spoke() {
 	s.g.mu.Lock()
 	if s.elem != nil {
+		s.spoke = true
 		s.timer.Stop()
 	}
 	s.g.mu.Unlock()
@@ -165,4 +242,40 @@ func (s *Slot) Leave() {
 	s.g.mu.Lock()
 	s.g.remove(s)
 	s.g.mu.Unlock()
+}
+
+// Proved takes the slot out of the gate because its peer proved it knows
+// the secret, and remembers its source as proved: while there, newcomers
+// from unproved sources cannot evict its later connections.
+func (s *Slot) Proved() {
+	g := s.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.remove(s)
+	if !s.src.IsValid() {
+		return
+	}
+	if g.known == nil {
+		g.known = make(map[netip.Addr]time.Time)
+	}
+	limit := g.Known
+	if limit <= 0 {
+		limit = DefaultKnown
+	}
+	if _, ok := g.known[s.src]; !ok && len(g.known) >= limit {
+		g.forgetOldestLocked()
+	}
+	g.known[s.src] = time.Now()
+}
+
+// forgetOldestLocked forgets the source proved longest ago; g.mu is held.
+func (g *Gate) forgetOldestLocked() {
+	var oldest netip.Addr
+	var at time.Time
+	for a, t := range g.known {
+		if !oldest.IsValid() || t.Before(at) {
+			oldest, at = a, t
+		}
+	}
+	delete(g.known, oldest)
 }

@@ -72,6 +72,102 @@ func TestQuiet(t *testing.T) {
 	}
 }
 
+// TestSilentFirstWithinSource: a source over its bound loses its silent
+// connections before the one under way, even when that one is the oldest:
+// a real dialer behind the same address as a flood of idle connections
+// keeps its handshake.
+func TestSilentFirstWithinSource(t *testing.T) {
+	g := &Gate{MaxTotal: 100, MaxPerSource: 4, Quiet: time.Hour}
+	real := g.Enter(srcA, func() { t.Error("the connection under way was evicted") })
+	defer real.Leave()
+	real.Spoke()
+	var evicted atomic.Int64
+	for range 50 {
+		s := g.Enter(srcA, func() { evicted.Add(1) })
+		defer s.Leave()
+	}
+	if evicted.Load() != 47 || g.Len() != 4 {
+		t.Errorf("evicted %d, Len %d; want 47 and 4", evicted.Load(), g.Len())
+	}
+}
+
+// TestFairAcrossSources: when the total is reached, newcomers evict from
+// the source holding the most, so one with a single connection keeps it.
+func TestFairAcrossSources(t *testing.T) {
+	g := &Gate{MaxTotal: 8, MaxPerSource: 8, Quiet: time.Hour}
+	lone := g.Enter(srcB, func() { t.Error("the lone source's connection was evicted") })
+	defer lone.Leave()
+	for i := range 100 {
+		src := netip.AddrFrom4([4]byte{10, 1, 0, byte(i % 4)})
+		s := g.Enter(src, func() {})
+		defer s.Leave()
+	}
+	if g.Len() != 8 {
+		t.Errorf("Len %d, want 8", g.Len())
+	}
+}
+
+// TestProvedSourcesFirst: a source that proved the secret before keeps its
+// connections against newcomers from unproved sources, which are refused
+// when only proved sources' connections are left; a proved newcomer still
+// gets in.
+func TestProvedSourcesFirst(t *testing.T) {
+	g := &Gate{MaxTotal: 2, MaxPerSource: 2, Quiet: time.Hour}
+	g.Enter(srcA, func() {}).Proved()
+	if g.Len() != 0 {
+		t.Fatalf("Len %d after Proved, want 0", g.Len())
+	}
+	k1 := g.Enter(srcA, func() { t.Error("a proved source's connection was evicted by a stranger") })
+	k2 := g.Enter(srcA, func() { t.Error("a proved source's connection was evicted by a stranger") })
+	var refused atomic.Bool
+	g.Enter(srcB, func() { refused.Store(true) })
+	if !refused.Load() || g.Len() != 2 {
+		t.Fatalf("stranger refused %v, Len %d; want true and 2", refused.Load(), g.Len())
+	}
+	k1.Leave()
+	var evicted atomic.Bool
+	s := g.Enter(srcB, func() { evicted.Store(true) })
+	k3 := g.Enter(srcA, func() {})
+	if !evicted.Load() {
+		t.Error("a proved newcomer did not evict the stranger")
+	}
+	s.Leave()
+	k2.Leave()
+	k3.Leave()
+}
+
+// TestKnownBounded: the proved sources remembered are bounded.
+func TestKnownBounded(t *testing.T) {
+	g := &Gate{Known: 3}
+	for i := range 10 {
+		g.Enter(netip.AddrFrom4([4]byte{10, 2, 0, byte(i)}), func() {}).Proved()
+	}
+	g.mu.Lock()
+	n := len(g.known)
+	g.mu.Unlock()
+	if n != 3 {
+		t.Errorf("%d proved sources remembered, want 3", n)
+	}
+}
+
+// TestPendingSpoken: a connection whose first bytes arrived after it
+// entered, before its goroutine read them, is found out when it would be
+// evicted, and kept as spoken.
+func TestPendingSpoken(t *testing.T) {
+	g := &Gate{MaxTotal: 100, MaxPerSource: 4, Quiet: time.Hour}
+	var arrived atomic.Bool
+	real := g.EnterConn(srcA, func() bool { return arrived.Load() }, func() { t.Error("the connection with bytes waiting was evicted") })
+	defer real.Leave()
+	arrived.Store(true)
+	for range 20 {
+		s := g.EnterConn(srcA, func() bool { return false }, func() {})
+		defer s.Leave()
+	}
+	if g.Len() != 4 {
+		t.Errorf("Len %d, want 4", g.Len())
+	}
+}
+
 func TestTally(t *testing.T) {
 	var tl Tally
 	t0 := time.Unix(1000, 0)

@@ -24,13 +24,14 @@ func (c *spokeConn) ReadMsg() ([]byte, error) {
 }
 
 // Config returns cfg with an Admit that first takes the slot out of the
-// gate: ListenHandshake calls Admit only once the dialer's MAC checked out,
-// so from then on the connection is authenticated and no longer counts.
-// proved, if not nil, is called there too.
+// gate as Proved: ListenHandshake calls Admit only once the dialer's MAC
+// checked out, so from then on the connection is authenticated and no
+// longer counts, and its source is known. proved, if not nil, is called
+// there too.
 func (s *Slot) Config(cfg transport.ListenConfig, proved func()) transport.ListenConfig {
 	admit := cfg.Admit
 	cfg.Admit = func(p transport.PeerInfo, n int) (int, func(), error) {
-		s.Leave()
+		s.Proved()
 		if proved != nil {
 			proved()
 		}

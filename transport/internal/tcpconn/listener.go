@@ -20,9 +20,11 @@ import (
 // connection dropped.
 //
 // Connections whose peer has not authenticated yet are bounded by a
-// preauth.Gate: in total and per source address, the oldest evicted when a
-// newcomer would exceed a bound, and each given about a second to send its
-// first handshake message.
+// preauth.Gate: in total and per source address, one evicted when a
+// newcomer would exceed a bound (silent ones first), and each given about a
+// second to send its first bytes. A connection leaves the gate once its
+// peer has proved the secret: its TLS certificate chains to the cluster's
+// authority, or (in plaintext) its MAC checked out.
 type Listener struct {
 	ln      *net.TCPListener
 	logf    func(string, ...any)
@@ -98,7 +100,11 @@ func (l *Listener) acceptLoop() {
 		backoff = 5 * time.Millisecond
 		tune(c)
 		ctx, cancel := context.WithCancelCause(l.ctx)
-		slot := l.gate.Enter(preauth.Source(c.RemoteAddr()), func() { cancel(errEvicted) })
+		// A dialer sends its first bytes right after its handshake: the
+		// gate looks for them before it would evict the connection, so
+		// that a flood of idle connections accepted before its goroutine
+		// runs does not evict it.
+		slot := l.gate.EnterConn(preauth.Source(c.RemoteAddr()), func() bool { return hasData(c) }, func() { cancel(errEvicted) })
 		l.wg.Go(func() {
 			defer cancel(nil)
 			defer slot.Leave()
@@ -112,7 +118,7 @@ func (l *Listener) handshake(ctx context.Context, c *net.TCPConn, slot *preauth.
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	remote := c.RemoteAddr()
-	sc, err := accept(ctx, c, l.sec)
+	sc, err := accept(ctx, c, l.sec, slot)
 	var a transport.Association
 	if err == nil {
 		a, err = l.setup(ctx, sc, slot)

@@ -35,3 +35,18 @@ func peekByte(c *net.TCPConn) (byte, Conn, error) {
 	}
 	return b[0], c, nil
 }
+
+// hasData reports whether bytes are waiting on c already, without
+// waiting for any.
+func hasData(c *net.TCPConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var b [1]byte
+	n := 0
+	_ = rc.Control(func(fd uintptr) {
+		n, _, _ = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	})
+	return n > 0
+}

@@ -6,10 +6,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"syscall"
 
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/internal/clustertls"
+	"github.com/braidhq/braid/transport/internal/preauth"
 )
 
 // Conn is a connection an association runs on: a *net.TCPConn, or TLS
@@ -37,7 +40,33 @@ type Options struct {
 }
 
 // Dial opens a connection to addr, over TLS if sec says so for the peer.
+// A connection the listener drops before its TLS handshake ends (a reset,
+// or an end of stream) is dialed again, up to droppedRetries times: a
+// listener whose pre-authentication slots a flood from the dialer's own
+// address churns may evict it before its first bytes arrive
+// (preauth.Gate), and nothing of braid's has been sent on it yet.
 func Dial(ctx context.Context, addr string, sec Options) (Conn, error) {
+	for try := 0; ; try++ {
+		c, err := dialOnce(ctx, addr, sec)
+		if err == nil || try == droppedRetries || ctx.Err() != nil || !dropped(err) {
+			return c, err
+		}
+	}
+}
+
+// droppedRetries is how often Dial dials again a connection dropped
+// during its TLS handshake.
+const droppedRetries = 2
+
+// dropped reports a TLS handshake that ended because the listener closed
+// the connection, not because either end refused the other.
+func dropped(err error) bool {
+	return !errors.Is(err, transport.ErrAuth) &&
+		(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF))
+}
+
+// dialOnce is one try of Dial.
+func dialOnce(ctx context.Context, addr string, sec Options) (Conn, error) {
 	c, err := DialConn(ctx, addr, sec)
 	if err != nil {
 		return nil, err
@@ -60,13 +89,16 @@ func Dial(ctx context.Context, addr string, sec Options) (Conn, error) {
 
 // accept looks at the first byte of an accepted connection and, if it
 // starts a TLS handshake, completes it as the server; plaintext is taken
-// only where sec allows it for the peer. ctx bounds the wait.
-func accept(ctx context.Context, c *net.TCPConn, sec Options) (Conn, error) {
+// only where sec allows it for the peer. ctx bounds the wait. The slot
+// learns when the first byte came (Spoke) and when a TLS peer's
+// certificate proved the secret (Proved).
+func accept(ctx context.Context, c *net.TCPConn, sec Options, slot *preauth.Slot) (Conn, error) {
 	stop := InterruptOn(ctx, c)
 	first, rest, err := peekByte(c)
 	if err = Settle(ctx, c, stop, err); err != nil {
 		return nil, err
 	}
+	slot.Spoke()
 	if !clustertls.IsHandshake(first) {
 		if !sec.Mode.AcceptPlain(c.RemoteAddr()) {
 			c.Close()
@@ -85,6 +117,7 @@ func accept(ctx context.Context, c *net.TCPConn, sec Options) (Conn, error) {
 		c.Close()
 		return nil, tlsError(err)
 	}
+	slot.Proved() // the client's certificate chains to the cluster's authority
 	return tc, nil
 }
 
