@@ -204,8 +204,16 @@ type ListenConfig struct {
 	// error refuses the association (the dialer gets ErrRefused with its
 	// text). A nil Admit grants n.
 	Admit func(peer PeerInfo, n int) (granted int, release func(), err error)
-	// Logf, if set, receives one line per refused or failed peer.
+	// Logf, if set, receives lines about refused or failed peers, with
+	// the error among the arguments: a listener logs the first from each
+	// source address in an interval (about 10 s) at once, and the others
+	// of that interval as one line per source with their count, so that a
+	// flood costs a line per source, not one per peer.
 	Logf func(format string, args ...any)
+	// Refused, if set, is called once for every peer a listener refused
+	// or dropped before it authenticated, with the reason: the exact count
+	// (metrics) that Logf's lines aggregate. It must not block.
+	Refused func(peer net.Addr, err error)
 }
 
 // NegotiateStreams applies psock's rule: min(max(recA, recB), maxA, maxB),

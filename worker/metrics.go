@@ -40,7 +40,7 @@ func newWorkerMetrics(w *Worker) *workerMetrics {
 	gauge := func(name, help string, f func() float64) prometheus.GaugeFunc {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
-	m.reg.MustRegister(m.traffic, run, m.handedBack, m.liveness, m.queued, m.compute,
+	m.reg.MustRegister(m.traffic, run, m.handedBack, m.liveness, m.queued, m.compute, w.refusals,
 		gauge("braid_worker_threads", "Processing threads this worker has.",
 			func() float64 { return float64(w.cfg.Threads) }),
 		gauge("braid_worker_threads_busy", "Threads running a unit now.",

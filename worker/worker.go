@@ -40,6 +40,7 @@ import (
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/userop"
 	"github.com/braidhq/braid/version"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config configures a Worker. Zero values mean the documented defaults.
@@ -186,7 +187,8 @@ type Worker struct {
 	wg      sync.WaitGroup
 
 	metrics   *workerMetrics
-	metricsLn net.Listener // nil without Config.MetricsListen
+	refusals  *prometheus.CounterVec // peers the listener refused, by reason (refusals.go)
+	metricsLn net.Listener           // nil without Config.MetricsListen
 
 	wasm *userop.Runtime // nil when it runs no user operation (NoWasm and no AllowExec)
 
@@ -222,10 +224,12 @@ func New(cfg Config) (*Worker, error) {
 	for _, url := range cfg.Servers {
 		w.announce[url] = make(chan struct{}, 1)
 	}
+	w.refusals = newPeerRefusals()
 	lc := transport.ListenConfig{Secret: cfg.Secret, Name: cfg.Name, ID: cfg.Name, Epoch: w.epoch,
 		Liveness: cfg.Liveness, RecStreams: cfg.Threads,
 		MaxStreams: cfg.Threads, Admit: w.admit,
-		Logf: func(format string, args ...any) { w.log.Warn(fmt.Sprintf(format, args...)) }}
+		Logf:    func(format string, args ...any) { w.log.Warn(fmt.Sprintf(format, args...)) },
+		Refused: func(_ net.Addr, err error) { w.refusals.WithLabelValues(refusalReason(err)).Inc() }}
 	ln, err := cfg.Transport.Listen(cfg.Listen, lc)
 	if err != nil {
 		return nil, fmt.Errorf("worker: listen %s: %w", cfg.Listen, err)

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/preauth"
 )
 
 // Listen binds addr and accepts associations in the background; Accept
@@ -44,6 +45,7 @@ func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.L
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &listener{t: t, c: c, cfg: cfg, addr: addrOf(local), ctx: ctx, cancel: cancel,
 		ready: make(chan transport.Association)}
+	l.refusals.Log = l.logf
 	l.wg.Go(l.acceptLoop)
 	return l, nil
 }
@@ -60,6 +62,9 @@ type listener struct {
 	ready  chan transport.Association
 	wg     sync.WaitGroup
 	once   sync.Once
+	// refusals aggregates the lines about refused peers: one per source
+	// per interval, not one per peer.
+	refusals preauth.Refusals
 }
 
 func (l *listener) Addr() net.Addr { return l.addr }
@@ -80,6 +85,7 @@ func (l *listener) Close() error {
 		l.cancel()
 		l.c.f.Close()
 		l.wg.Wait()
+		l.refusals.Close()
 	})
 	return nil
 }
@@ -88,6 +94,15 @@ func (l *listener) logf(format string, args ...any) {
 	if l.cfg.Logf != nil {
 		l.cfg.Logf(format, args...)
 	}
+}
+
+// refuse reports a peer refused, or whose handshake failed: to Refused,
+// and to the log through the aggregator.
+func (l *listener) refuse(peer Addr, err error, format string, args ...any) {
+	if l.cfg.Refused != nil {
+		l.cfg.Refused(peer, err)
+	}
+	l.refusals.Note(peer.Addr(), format, args...)
 }
 
 func (l *listener) acceptLoop() {
@@ -138,14 +153,16 @@ func (l *listener) handshake(fd int) {
 		l.logf("ksctp: %v", err)
 		return
 	}
+	var pa Addr
 	peer := "unknown peer"
 	if sa, err := unix.Getpeername(fd); err == nil {
-		pa := addrOf(sa)
+		pa = addrOf(sa)
 		peer = pa.String()
 		if !cfg.TLS.AcceptPlain(pa) {
 			c.f.Close()
-			l.logf("ksctp: refused %s: kernel SCTP cannot encrypt, and data-plane TLS is %s for it "+
-				"(it must reach this host's userspace stack over UDP, or both ends need --data-plane-tls=off)", peer, cfg.TLS)
+			l.refuse(pa, fmt.Errorf("%w: kernel SCTP cannot encrypt, and data-plane TLS is %s", transport.ErrAuth, cfg.TLS),
+				"ksctp: refused %s: kernel SCTP cannot encrypt, and data-plane TLS is %s for it "+
+					"(it must reach this host's userspace stack over UDP, or both ends need --data-plane-tls=off)", peer, cfg.TLS)
 			return
 		}
 	}
@@ -157,7 +174,7 @@ func (l *listener) handshake(fd int) {
 	undo()
 	if err != nil {
 		c.f.Close()
-		l.logf("ksctp: handshake with %s failed: %v", peer, err)
+		l.refuse(pa, err, "ksctp: handshake with %s failed: %v", peer, err)
 		return
 	}
 	a := newAssoc(c, res, hc.early, release, &l.t.cfg)

@@ -31,13 +31,13 @@ var _ transport.Listener = (*Listener)(nil)
 // connections are bounded by a preauth.Gate, in total and per source, the
 // oldest evicted first and the silent ones after a second.
 type Listener struct {
-	t         *Transport
-	cfg       transport.ListenConfig
-	ql        *quicgo.EarlyListener
-	ready     chan *Association
-	gate      preauth.Gate
-	evictions preauth.Tally // logged as a summary, not a line per peer
-	authed    sync.Map      // *quicgo.Conn -> struct{}: connections whose peer authenticated
+	t        *Transport
+	cfg      transport.ListenConfig
+	ql       *quicgo.EarlyListener
+	ready    chan *Association
+	gate     preauth.Gate
+	refusals preauth.Refusals // a line per source per interval, not per peer
+	authed   sync.Map         // *quicgo.Conn -> struct{}: connections whose peer authenticated
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -51,6 +51,7 @@ func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.L
 		return nil, fmt.Errorf("quic: listen %s: %w", addr, err)
 	}
 	l := &Listener{t: t, cfg: cfg, ready: make(chan *Association)}
+	l.refusals.Log = l.logf
 	qcfg := t.cfg.quicConfig(cfg.Liveness)
 	qcfg.AllowConnectionWindowIncrease = func(qc *quicgo.Conn, _ uint64) bool {
 		_, ok := l.authed.Load(qc)
@@ -87,6 +88,7 @@ func (l *Listener) Close() error {
 	l.cancel()
 	err := l.ql.Close()
 	l.wg.Wait()
+	l.refusals.Close()
 	return err
 }
 
@@ -121,13 +123,17 @@ func (l *Listener) serve(ctx context.Context, qc *quicgo.Conn, slot *preauth.Slo
 	defer cancel()
 	a, err := l.establish(ctx, qc, slot)
 	if err != nil {
-		if errors.Is(context.Cause(ctx), errEvicted) {
-			if n := l.evictions.Note(time.Now()); n > 0 {
-				l.logf("quic: dropped %d unauthenticated peers, the latest %s: %v", n, qc.RemoteAddr(), errEvicted)
-			}
+		evicted := errors.Is(context.Cause(ctx), errEvicted)
+		if evicted {
+			err = errEvicted
+		}
+		if l.cfg.Refused != nil {
+			l.cfg.Refused(qc.RemoteAddr(), err)
+		}
+		l.refusals.Note(preauth.Source(qc.RemoteAddr()), "quic: association from %s failed: %v", qc.RemoteAddr(), err)
+		if evicted {
 			return
 		}
-		l.logf("quic: association from %s failed: %v", qc.RemoteAddr(), err)
 		if errors.Is(err, transport.ErrRefused) { // let the dialer read why
 			select {
 			case <-qc.Context().Done():
@@ -268,6 +274,7 @@ func acceptStreams(ctx context.Context, next func(context.Context) (*quicgo.Stre
 func (l *Listener) logf(format string, args ...any) {
 	if l.cfg.Logf != nil {
 		l.cfg.Logf(format, args...)
+		return
 	}
 	l.t.logf(format, args...)
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"math/big"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,13 @@ func (r *refusals) config(secret []byte) transport.ListenConfig {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.lines = append(r.lines, strings.TrimSpace(f)+" "+strings.Join(strs(a), " "))
+		},
+		// Logf's lines come a line per source address per interval;
+		// Refused hears of every refusal.
+		Refused: func(_ net.Addr, err error) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.lines = append(r.lines, "refused: "+err.Error())
 		},
 		Admit: func(_ transport.PeerInfo, n int) (int, func(), error) { r.admits.Add(1); return n, nil, nil }}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,4 +149,41 @@ func strangerState(m *mux) (conns, slots int) {
 	}
 	m.mu.Unlock()
 	return conns, m.gate.Len()
+}
+
+// TestForgedFloodLogsLittle: a flood of forged INITs and ClientHellos from
+// many source ports of one address costs the listener's log at most a line
+// per source address per interval, not a line (or two) per datagram.
+func TestForgedFloodLogsLittle(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tls  transport.TLSMode
+		p    func(t *testing.T) []byte
+	}{
+		{"INIT", transport.TLSAuto, func(*testing.T) []byte {
+			init := sctpPacket(pionPort, pionPort, initChunk())
+			binary.BigEndian.PutUint32(init[4:], 0)
+			binary.LittleEndian.PutUint32(init[8:], 0)
+			binary.LittleEndian.PutUint32(init[8:], crc32.Checksum(init, castagnoli))
+			return init
+		}},
+		{"ClientHello", transport.TLSOn, clientHello},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var lines atomic.Int64
+			tr := New(Config{TLS: tc.tls})
+			ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, RecStreams: 1, MaxStreams: 1,
+				Logf: func(string, ...any) { lines.Add(1) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			const n = 300
+			sendFlood(t, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 2)}, ln.Addr().(*net.UDPAddr), tc.p(t), n)
+			time.Sleep(time.Second) // for the listener to read, handshake and fail what it would
+			if got := lines.Load(); got > 1 {
+				t.Errorf("%d log lines for %d forged datagrams from one address, want at most 1", got, n)
+			}
+		})
+	}
 }

@@ -6,10 +6,9 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/transport/internal/preauth"
 	"github.com/pion/sctp"
 )
 
@@ -21,6 +20,7 @@ type Listener struct {
 	cfg transport.ListenConfig
 	m   *mux
 
+	refusals  preauth.Refusals  // aggregates the log lines of refused peers
 	ready     chan *Association // handshaken, waiting for Accept
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -52,13 +52,11 @@ func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.L
 		return t.cfg.ZeroChecksum || transport.IsLoopback(net.UDPAddrFromAddrPort(peer))
 	}
 	l.m.plainOK = func(peer netip.AddrPort) bool { return t.cfg.TLS.AcceptPlain(net.UDPAddrFromAddrPort(peer)) }
-	var lastRefusal atomic.Int64
+	l.refusals.Log = l.logf
 	l.m.refused = func(peer netip.AddrPort) {
-		if now := time.Now().UnixNano(); now-lastRefusal.Load() > int64(time.Second) {
-			lastRefusal.Store(now)
-			l.logf("sctp: refused plaintext SCTP from %s: data-plane TLS is %s, so this listener takes only DTLS from it "+
-				"(give the peer's braid a matching --data-plane-tls, or a newer braid)", peer, t.cfg.TLS)
-		}
+		err := fmt.Errorf("%w: plaintext SCTP, and data-plane TLS is %s", transport.ErrAuth, t.cfg.TLS)
+		l.refuse(peer, err, "sctp: refused plaintext SCTP from %s: data-plane TLS is %s, so this listener takes only DTLS from it "+
+			"(give the peer's braid a matching --data-plane-tls, or a newer braid)", peer, t.cfg.TLS)
 	}
 	l.m.start()
 	return l, nil
@@ -87,6 +85,7 @@ func (l *Listener) Close() error {
 		close(l.closed)
 		l.m.close()
 		l.wg.Wait()
+		l.refusals.Close()
 		for {
 			select {
 			case a := <-l.ready:
@@ -99,12 +98,23 @@ func (l *Listener) Close() error {
 	return nil
 }
 
-// logf reports a refused or failed peer to the listener's Logf and logger.
+// logf logs a line about the listener's peers: to its Logf if it has
+// one, else to the transport's logger.
 func (l *Listener) logf(format string, args ...any) {
 	if l.cfg.Logf != nil {
 		l.cfg.Logf(format, args...)
+		return
 	}
 	l.t.logf(format, args...)
+}
+
+// refuse reports a peer refused, or whose handshake failed: to Refused,
+// and to the log through the aggregator (a line per source per interval).
+func (l *Listener) refuse(peer netip.AddrPort, err error, format string, args ...any) {
+	if l.cfg.Refused != nil {
+		l.cfg.Refused(net.UDPAddrFromAddrPort(peer), err)
+	}
+	l.refusals.Note(peer.Addr(), format, args...)
 }
 
 // serve is called by the mux for a new peer that returned a valid cookie.
@@ -115,7 +125,7 @@ func (l *Listener) serve(c *pconn) {
 		a, err := l.establish(c)
 		l.m.established(c)
 		if err != nil {
-			l.logf("sctp: association from %s failed: %v", c.raddr, err)
+			l.refuse(c.raddr, err, "sctp: association from %s failed: %v", c.raddr, err)
 			return
 		}
 		select {

@@ -30,7 +30,8 @@ type mux struct {
 	onNew func(c *pconn) // called for an association from a new address
 	log   func(msg string, args ...any)
 	// plainOK says whether plaintext SCTP is taken from a peer (else only
-	// DTLS is, dtls.go); refused logs a refusal, at most once a second.
+	// DTLS is, dtls.go); refused reports a refusal (the listener logs a
+	// line per source per interval).
 	plainOK func(netip.AddrPort) bool
 	refused func(peer netip.AddrPort)
 

@@ -133,7 +133,7 @@ func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.L
 		}
 		return mux.New([]mux.Conn{c}, t.muxConfig(res, release)), nil
 	}
-	l, err := tcpconn.Listen("tcp", addr, t.cfg.HandshakeTimeout, cfg.Logf, tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP, CC: t.cfg.CC}, setup)
+	l, err := tcpconn.Listen("tcp", addr, t.cfg.HandshakeTimeout, cfg.Logf, cfg.Refused, tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP, CC: t.cfg.CC}, setup)
 	if err != nil {
 		return nil, fmt.Errorf("tcp: listen %s: %w", addr, err)
 	}

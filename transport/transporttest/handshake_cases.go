@@ -3,6 +3,8 @@ package transporttest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,6 +135,40 @@ func testWrongSecret(t *testing.T, s *suite) {
 	}
 	if admits.Load() != 0 {
 		t.Errorf("Admit called %d times for an unauthenticated peer", admits.Load())
+	}
+}
+
+// testRefusalsAggregated: refused peers are each reported to Refused, but
+// logged a line per source address per interval: refusalDials dials with a
+// wrong secret from one address give one line at once and, when the
+// listener closes (or the interval ends), one saying how many more came.
+func testRefusalsAggregated(t *testing.T, s *suite) {
+	const refusalDials = 12
+	lc, lg := listenCfg(t, 1, 1)
+	var refused atomic.Int64
+	lc.Refused = func(_ net.Addr, err error) {
+		refused.Add(1)
+		if !errors.Is(err, transport.ErrAuth) {
+			t.Errorf("Refused with %v, want an error wrapping ErrAuth", err)
+		}
+	}
+	ln := s.listen(t, lc)
+	dc := dialCfg(1, 1)
+	dc.Secret = []byte("some other secret")
+	for i := range refusalDials {
+		if a, err := s.tr.Dial(timeoutCtx(t, 10*time.Second), ln.Addr().String(), dc); err == nil {
+			a.Abort(errTestDone)
+			t.Fatalf("dial %d with a wrong secret succeeded", i)
+		}
+	}
+	waitCount(t, &refused, refusalDials, "refused peers")
+	if n := lg.count(); n != 1 {
+		t.Errorf("%d log lines for %d refused peers from one address within the interval, want 1:\n%s", n, refusalDials, lg.text())
+	}
+	ln.Close()
+	want := fmt.Sprintf("%d more like it from ", refusalDials-1)
+	if !lg.waitFor(want, 3*time.Second) || lg.count() != 2 {
+		t.Errorf("after Close: want a second line saying %q, got:\n%s", want, lg.text())
 	}
 }
 

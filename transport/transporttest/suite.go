@@ -153,6 +153,7 @@ func cases() []testCase {
 		{"Handshake/AdmitRefuses", testAdmitRefuses},
 		{"Handshake/WrongSecret", testWrongSecret},
 		{"Handshake/ForgedMAC", testForgedMAC},
+		{"Handshake/RefusalsAggregated", testRefusalsAggregated},
 		{"MessageBoundaries", testBoundaries},
 		{"OrderWithinStream", testOrder},
 		{"IndependentStreams", testIndependence},
@@ -291,6 +292,20 @@ func (l *logger) Logf(format string, args ...any) {
 	if !l.done {
 		l.t.Logf("listener: %s", line)
 	}
+}
+
+// count is the number of lines logged so far.
+func (l *logger) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.lines)
+}
+
+// text is the lines logged so far.
+func (l *logger) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
 }
 
 // waitFor waits up to d for a line containing sub.

@@ -373,7 +373,7 @@ type MuxConfigFunc func(res transport.HandshakeResult, release func()) mux.Confi
 // connections each, joined with label: see setup.
 func Listen(name, addr string, timeout time.Duration, sec tcpconn.Options, label string, cfg transport.ListenConfig, count CountFunc, muxConfig MuxConfigFunc) (*tcpconn.Listener, error) {
 	g := newGatherer(name, label, cfg.Secret)
-	return tcpconn.Listen(name, addr, timeout, cfg.Logf, sec, func(ctx context.Context, c tcpconn.Conn, slot *preauth.Slot) (transport.Association, error) {
+	return tcpconn.Listen(name, addr, timeout, cfg.Logf, cfg.Refused, sec, func(ctx context.Context, c tcpconn.Conn, slot *preauth.Slot) (transport.Association, error) {
 		return g.setup(ctx, c, slot, cfg, count, muxConfig)
 	})
 }

@@ -1,7 +1,9 @@
 package preauth
 
 import (
+	"fmt"
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -150,6 +152,48 @@ func TestKnownBounded(t *testing.T) {
 	}
 }
 
+// TestRefusalsAggregated: the first refusal of a source in an interval is
+// logged at once, the others of the interval in one line with their count;
+// sources past MaxSources share a line.
+func TestRefusalsAggregated(t *testing.T) {
+	lines := make(chan string, 100)
+	r := &Refusals{Every: 50 * time.Millisecond, MaxSources: 2, Log: func(f string, a ...any) { lines <- fmt.Sprintf(f, a...) }}
+	defer r.Close()
+	srcC := netip.MustParseAddr("10.0.0.3")
+	for i := range 5 {
+		r.Note(srcA, "refused A %d", i)
+		r.Note(srcB, "refused B %d", i)
+		r.Note(srcC, "refused C %d", i)
+	}
+	got := []string{<-lines, <-lines}
+	slices.Sort(got)
+	if got[0] != "refused A 0" || got[1] != "refused B 0" {
+		t.Fatalf("first lines %q, want one for A and one for B", got)
+	}
+	var rest []string
+	for range 3 {
+		select {
+		case l := <-lines:
+			rest = append(rest, l)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("summaries after the interval: %q, want 3", rest)
+		}
+	}
+	slices.Sort(rest)
+	want := []string{"4 more like it from 10.0.0.1 in the last 100ms; the latest: refused A 4",
+		"4 more like it from 10.0.0.2 in the last 100ms; the latest: refused B 4",
+		"5 more from other sources in the last 100ms; the latest: refused C 4"}
+	for i := range want {
+		if rest[i] != want[i] {
+			t.Errorf("summary %d: %q, want %q", i, rest[i], want[i])
+		}
+	}
+	r.Note(srcA, "refused A again")
+	if l := <-lines; l != "refused A again" {
+		t.Errorf("first line of the next interval %q", l)
+	}
+}
+
 // TestPendingSpoken: a connection whose first bytes arrived after it
 // entered, before its goroutine read them, is found out when it would be
 // evicted, and kept as spoken.
@@ -165,14 +209,5 @@ func TestPendingSpoken(t *testing.T) {
 	}
 	if g.Len() != 4 {
 		t.Errorf("Len %d, want 4", g.Len())
-	}
-}
-
-func TestTally(t *testing.T) {
-	var tl Tally
-	t0 := time.Unix(1000, 0)
-	got := []int{tl.Note(t0), tl.Note(t0.Add(time.Millisecond)), tl.Note(t0.Add(2 * time.Millisecond)), tl.Note(t0.Add(1100 * time.Millisecond))}
-	if want := []int{1, 0, 0, 3}; got[0] != want[0] || got[1] != want[1] || got[2] != want[2] || got[3] != want[3] {
-		t.Errorf("Note gave %v, want %v", got, want)
 	}
 }

@@ -33,7 +33,8 @@ type Listener struct {
 	sec     Options
 
 	gate      preauth.Gate
-	evictions preauth.Tally // logged as a summary, not a line per peer
+	refused   func(net.Addr, error)
+	refusals  preauth.Refusals // a line per source per interval, not per peer
 	ready     chan transport.Association
 	closed    chan struct{}
 	ctx       context.Context // cancelled by Close
@@ -60,8 +61,9 @@ var ErrHandedOff = errors.New("tcpconn: connection handed off")
 type SetupFunc func(ctx context.Context, c Conn, slot *preauth.Slot) (transport.Association, error)
 
 // Listen binds addr and starts accepting with setup; sec says which peers
-// must use TLS (accept).
-func Listen(name, addr string, timeout time.Duration, logf func(string, ...any), sec Options, setup SetupFunc) (*Listener, error) {
+// must use TLS (accept). Peers whose handshake fails are reported to
+// refused, if not nil, each one, and to logf through a preauth.Refusals.
+func Listen(name, addr string, timeout time.Duration, logf func(string, ...any), refused func(net.Addr, error), sec Options, setup SetupFunc) (*Listener, error) {
 	lc := net.ListenConfig{Control: controlCC(sec.CC)}
 	lc.SetMultipathTCP(sec.MPTCP)
 	nl, err := lc.Listen(context.Background(), "tcp", addr)
@@ -73,8 +75,9 @@ func Listen(name, addr string, timeout time.Duration, logf func(string, ...any),
 		logf = func(string, ...any) {}
 	}
 	prefixed := func(format string, args ...any) { logf(name+": "+format, args...) }
-	l := &Listener{ln: ln, logf: prefixed, timeout: timeout, setup: setup, sec: sec,
+	l := &Listener{ln: ln, logf: prefixed, timeout: timeout, setup: setup, sec: sec, refused: refused,
 		ready: make(chan transport.Association), closed: make(chan struct{})}
+	l.refusals.Log = prefixed
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.wg.Go(l.acceptLoop)
 	return l, nil
@@ -128,12 +131,12 @@ func (l *Listener) handshake(ctx context.Context, c *net.TCPConn, slot *preauth.
 	}
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errEvicted) {
-			if n := l.evictions.Note(time.Now()); n > 0 {
-				l.logf("dropped %d unauthenticated peers, the latest %s: %v", n, remote, errEvicted)
-			}
-			return
+			err = errEvicted
 		}
-		l.logf("dropped peer %s: %v", remote, err)
+		if l.refused != nil {
+			l.refused(remote, err)
+		}
+		l.refusals.Note(preauth.Source(remote), "dropped peer %s: %v", remote, err)
 		return
 	}
 	select {
@@ -167,6 +170,7 @@ func (l *Listener) Close() error {
 		l.cancel()
 		err = l.ln.Close()
 		l.wg.Wait()
+		l.refusals.Close()
 	})
 	return err
 }
