@@ -56,7 +56,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 	m.compute = hist("braid_unit_compute_seconds", "Time a worker thread spent running accepted units, as the worker measured it.")
 	m.transit = hist("braid_unit_transit_seconds", "Round trip of accepted units less the worker's queued and compute time: the send queue, both transfers and the result's wait for the dispatch loop.")
 	m.reg.MustRegister(m.traffic, m.unitsSent, finished, requeued, liveness, m.queued, m.compute, m.transit,
-		newStateCollector(s))
+		newStateCollector(s), s.limiter.refused, s.limiter.open)
 	return m
 }
 

@@ -129,6 +129,12 @@ type Config struct {
 	// who reaches the server may do anything: `braid server` turns it on
 	// unless told --auth=false.
 	Auth bool
+	// MaxConns bounds the control API's open connections (default: half
+	// the process's open-file limit, at most 65,536), and MaxConnsPerSource
+	// those from one IP address (default 512; negative: only MaxConns).
+	// Past a bound the oldest idle keep-alive connection is closed to make
+	// room, and if none is idle the newcomer is answered 503 (connlimit.go).
+	MaxConns, MaxConnsPerSource int
 	// Logger receives the server's logs (default: discard).
 	Logger *slog.Logger
 }
@@ -176,6 +182,15 @@ func (c *Config) validate() error {
 	if c.ForgetWorkersAfter == 0 {
 		c.ForgetWorkersAfter = DefaultForgetWorkersAfter
 	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = defaultMaxConns()
+	}
+	switch {
+	case c.MaxConnsPerSource == 0:
+		c.MaxConnsPerSource = DefaultMaxConnsPerSource
+	case c.MaxConnsPerSource < 0:
+		c.MaxConnsPerSource = c.MaxConns
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -196,6 +211,9 @@ type Server struct {
 	db    *statedb.DB
 	disp  *dispatcher
 	ln    net.Listener
+	// limiter bounds the API's connections and header bytes (connlimit.go);
+	// ln is it, or TLS over it.
+	limiter *connLimiter
 
 	// ctx ends when the server stops hard: after draining, or at once if
 	// Run's context ends before it serves. Dials, stream reads and sends,
@@ -277,10 +295,12 @@ func New(cfg Config) (*Server, error) {
 		db.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	limiter := newConnLimiter(ln, cfg.MaxConns, cfg.MaxConnsPerSource)
+	ln = limiter
 	if cfg.TLS != nil {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: st, ctx: context.Background(), db: db, ln: ln, tokens: toks, userOps: userOps, checks: make(chan struct{}, checkSlots),
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, ctx: context.Background(), db: db, ln: ln, limiter: limiter, tokens: toks, userOps: userOps, checks: make(chan struct{}, checkSlots),
 		stopped: make(chan struct{}), jobs: map[string]*jobRun{}}
 	s.disp = newDispatcher(s)
 	s.metrics = newServerMetrics(s)
@@ -370,7 +390,8 @@ func (s *Server) Run(ctx context.Context) error {
 	s.ctx = life
 	loopCtx, stopLoop := context.WithCancel(context.Background())
 	defer stopLoop()
-	hs := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	hs := &http.Server{Handler: s.limiter.Wrap(s.routes()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: apiIdleTimeout,
+		MaxHeaderBytes: maxHeaderBytes, ConnState: s.limiter.Track, ConnContext: s.limiter.ConnContext,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	loopDone := make(chan struct{})
 	go func() {

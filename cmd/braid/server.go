@@ -38,6 +38,8 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	var tf serverTLSFlags
 	tf.register(fs)
 	liveness := fs.Duration("liveness", 3*time.Second, "a worker silent this long on its association is taken for dead and its units go elsewhere (the smaller of the two ends' values applies)")
+	maxConns := fs.Int("max-conns", 0, "control API connections open at once (0: half the open-file limit, at most 65536); past it the oldest idle one is closed, or the newcomer told 503")
+	maxConnsPerSource := fs.Int("max-conns-per-source", server.DefaultMaxConnsPerSource, "control API connections open at once from one IP address (-1: only --max-conns)")
 	var sec secretFlags
 	var logs logFlags
 	var topts transports.Options
@@ -96,7 +98,8 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	}
 	cfg := server.Config{Listen: *listen, DataDir: *data, Secret: secret, Name: *name, Auth: *auth, TLS: tlsCfg,
 		Transports: ts, MaxObjectSize: *maxObj, UploadIdleTimeout: *uploadIdle, HeartbeatTimeout: *hbTimeout, Window: *window, ByteHorizon: byteHorizonConfig(*byteHorizon),
-		RetainFor: *retainFor, RetainJobs: *retainJobs, GCGrace: *gcGrace, DrainTimeout: *drainTimeout, Liveness: *liveness, ForgetWorkersAfter: *forgetWorkers, Logger: log}
+		RetainFor: *retainFor, RetainJobs: *retainJobs, GCGrace: *gcGrace, DrainTimeout: *drainTimeout, Liveness: *liveness, ForgetWorkersAfter: *forgetWorkers, Logger: log,
+		MaxConns: *maxConns, MaxConnsPerSource: *maxConnsPerSource}
 	if err := stf.apply(&cfg, log); err != nil {
 		return err
 	}
