@@ -26,6 +26,9 @@ func (s *Server) handleAddOp(w http.ResponseWriter, r *http.Request) {
 	}
 	op, err := s.checkOp(r, &spec)
 	if err != nil {
+		if ae := (*apiError)(nil); errors.As(err, &ae) && ae.status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "5")
+		}
 		writeError(w, err)
 		return
 	}
@@ -59,24 +62,19 @@ func (s *Server) checkOp(r *http.Request, spec *api.OperationSpec) (api.Operatio
 	if !store.ValidID(spec.Module) {
 		return api.Operation{}, badRequest(api.CodeBadRequest, "module %q is not an object id: upload the .wasm file with `braid put` first (braid op add does both)", spec.Module)
 	}
-	limit := int64(userop.MaxModule)
-	if spec.ABI == api.ABIExec {
-		limit = userop.MaxScript
-	}
-	code, err := store.ReadAll(r.Context(), s.store, spec.Module, limit)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return api.Operation{}, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("module object %s does not exist; upload it with `braid put`", spec.Module)}
-	case errors.Is(err, store.ErrTooLarge):
-		return api.Operation{}, badRequest(api.CodeTooLarge, "the module is over %d bytes", limit)
-	case err != nil:
+	code, err := s.readModule(r, spec)
+	if err != nil {
 		return api.Operation{}, err
 	}
 	kind := api.OpWasm
 	if spec.ABI == api.ABIExec {
-		kind, err = api.OpExec, userop.CheckScript(code)
+		kind, err = api.OpExec, userop.CheckScript(code.b)
 	} else {
 		err = s.checkModule(r, code, spec)
+	}
+	code.release()
+	if ae := (*apiError)(nil); errors.As(err, &ae) {
+		return api.Operation{}, err
 	}
 	if err != nil {
 		return api.Operation{}, badRequest(api.CodeBadModule, "%v", trimErr(err, userop.ErrBadSpec))
@@ -90,20 +88,63 @@ func (s *Server) checkOp(r *http.Request, spec *api.OperationSpec) (api.Operatio
 		Kind: kind, Digest: spec.Module, ABI: spec.ABI, Interpreter: spec.Interpreter, Reach: spec.Reach, Limits: &limits}, nil
 }
 
-// checkSlots bounds the modules a server compiles at once: compiling a
-// big module takes seconds of a core, and registering is open to every
-// submit token.
-const checkSlots = 2
+// module is a module's bytes, read under a hold on the check budget
+// (modchecks.go) if it is WebAssembly.
+type module struct {
+	b []byte
+	h *hold
+}
 
-// checkModule compiles a module to check it, in one of the check slots.
-func (s *Server) checkModule(r *http.Request, code []byte, spec *api.OperationSpec) error {
-	select {
-	case s.checks <- struct{}{}:
-		defer func() { <-s.checks }()
-	case <-r.Context().Done():
-		return r.Context().Err()
+func (m module) release() {
+	if m.h != nil {
+		m.h.release()
 	}
-	return userop.Check(r.Context(), code, spec.ABI, spec.Limits.MemoryMiB)
+}
+
+// readModule reads a registration's module: a script up to
+// userop.MaxScript, WebAssembly up to userop.MaxModule once the check
+// budget holds what compiling a module of its size could take.
+func (s *Server) readModule(r *http.Request, spec *api.OperationSpec) (module, error) {
+	limit := int64(userop.MaxModule)
+	if spec.ABI == api.ABIExec {
+		limit = userop.MaxScript
+	}
+	info, err := s.store.Stat(r.Context(), spec.Module)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return module{}, &apiError{status: 404, code: api.CodeNoObject, msg: fmt.Sprintf("module object %s does not exist; upload it with `braid put`", spec.Module)}
+	case err != nil:
+		return module{}, err
+	case info.Size > limit:
+		return module{}, &apiError{status: http.StatusRequestEntityTooLarge, code: api.CodeTooLarge,
+			msg: fmt.Sprintf("the module is %d bytes, over the %d a user operation may have", info.Size, limit)}
+	}
+	var m module
+	if spec.ABI != api.ABIExec {
+		if m.h, err = s.modChecks.acquire(r.Context(), callerOf(r).id, userop.CompileCostBound(info.Size)); err != nil {
+			return module{}, err
+		}
+	}
+	m.b, err = store.ReadAll(r.Context(), s.store, spec.Module, limit)
+	if err != nil {
+		m.release()
+		return module{}, err
+	}
+	return m, nil
+}
+
+// checkModule compiles a module to check it, its hold on the check budget
+// cut to what compiling it can take (userop.CompileCost).
+func (s *Server) checkModule(r *http.Request, code module, spec *api.OperationSpec) error {
+	cost, err := userop.CompileCost(code.b)
+	if errors.Is(err, userop.ErrFunctionTooLarge) {
+		return &apiError{status: http.StatusRequestEntityTooLarge, code: api.CodeTooLarge, msg: trimErr(err, userop.ErrBadSpec)}
+	}
+	if err != nil {
+		return err
+	}
+	code.h.shrink(cost)
+	return userop.Check(r.Context(), code.b, spec.ABI, spec.Limits.MemoryMiB)
 }
 
 // handleRemoveOp removes a user operation: DELETE /v1/operations/{name}.

@@ -238,10 +238,10 @@ type Server struct {
 	metricsHandler http.Handler // GET /metrics
 
 	tokens *tokens // nil without Config.Auth
-	// userOps is the catalogue of user operations; checks holds a token
-	// per module being compiled (checkModule).
-	userOps *userOps
-	checks  chan struct{}
+	// userOps is the catalogue of user operations; modChecks bounds the
+	// memory their module checks take (modchecks.go).
+	userOps   *userOps
+	modChecks *moduleChecks
 }
 
 // New opens the data directory and binds the HTTP listener.
@@ -300,7 +300,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TLS != nil {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: st, ctx: context.Background(), db: db, ln: ln, limiter: limiter, tokens: toks, userOps: userOps, checks: make(chan struct{}, checkSlots),
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, ctx: context.Background(), db: db, ln: ln, limiter: limiter, tokens: toks, userOps: userOps, modChecks: newModuleChecks(),
 		stopped: make(chan struct{}), jobs: map[string]*jobRun{}}
 	s.disp = newDispatcher(s)
 	s.metrics = newServerMetrics(s)

@@ -13,10 +13,18 @@ const (
 	maxItems     = 1_000_000 // functions, types, imports, exports, globals, segments, names
 	maxLocals    = 50_000    // per function
 	maxNameBytes = 100_000
+	// MaxFunction bounds one function's body, in bytes (V8's
+	// kV8MaxWasmFunctionSize): compiling a function costs memory in
+	// proportion to its size (CompileCost).
+	MaxFunction = 7_654_321
 	// maxTableElems bounds the entries of all a module's tables together:
 	// wazero keeps 8 bytes per entry outside the memory limit.
 	maxTableElems = 10_000_000
 )
+
+// ErrFunctionTooLarge is wrapped by the error of a module with a function
+// over MaxFunction bytes.
+var ErrFunctionTooLarge = errors.New("the module has a function too large to compile")
 
 // errCut reports a module whose structure runs past its end.
 var errCut = errors.New("a size runs past the end of its section")
@@ -27,20 +35,29 @@ var errCut = errors.New("a size runs past the end of its section")
 // reads the items, so a module of sixty bytes can ask it for hundreds of
 // gigabytes. Sections and items vet does not know are left to wazero.
 func vet(m []byte) error {
+	_, err := vetLargest(m)
+	return err
+}
+
+// vetLargest is vet that also returns the size of the module's largest
+// function body.
+func vetLargest(m []byte) (largest int, err error) {
 	r := vreader{b: m[8:]}
 	var tables uint64 // entries of every table, at their maximum
 	for len(r.b) > 0 && r.err == nil {
 		id := r.byte()
 		sec := vreader{b: r.take(r.u32()), tables: tables}
 		if r.err != nil {
-			return badSpec("the module is malformed: %s section: %v", sectionName(id), r.err)
+			return 0, badSpec("the module is malformed: %s section: %v", sectionName(id), r.err)
 		}
-		if err := vetSection(id, &sec); err != nil {
-			return badSpec("the module is malformed: %s section: %v", sectionName(id), err)
+		if err := vetSection(id, &sec); errors.Is(err, ErrFunctionTooLarge) {
+			return 0, fmt.Errorf("%w: %w", ErrBadSpec, err)
+		} else if err != nil {
+			return 0, badSpec("the module is malformed: %s section: %v", sectionName(id), err)
 		}
-		tables = sec.tables
+		tables, largest = sec.tables, max(largest, sec.largest)
 	}
-	return nil
+	return largest, nil
 }
 
 var sectionNames = []string{"custom", "type", "import", "function", "table", "memory", "global",
@@ -91,7 +108,14 @@ func vetSection(id byte, r *vreader) error {
 		}
 	case 10:
 		for i := uint32(0); i < n && r.ok(); i++ {
-			body := vreader{b: r.take(r.u32())}
+			size := r.u32()
+			if size > MaxFunction {
+				r.merge(fmt.Errorf("%w: function %d's body is %d bytes, at most %d (compiling a function takes about 50 times its size in memory)",
+					ErrFunctionTooLarge, i, size, MaxFunction))
+				break
+			}
+			r.largest = max(r.largest, int(size))
+			body := vreader{b: r.take(size)}
 			vetLocals(&body)
 			r.merge(body.err)
 		}
@@ -276,6 +300,7 @@ type vreader struct {
 	err     error
 	stopped bool
 	tables  uint64 // table entries counted so far (vetTable)
+	largest int    // the largest function body seen (code section)
 }
 
 func (r *vreader) stop() { r.stopped = true }

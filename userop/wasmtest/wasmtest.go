@@ -119,6 +119,26 @@ func Module(body ...byte) []byte {
 	return m
 }
 
+// BigFunction assembles a command module like Module's whose _start is
+// one function of about size bytes of code: one i32 local added to over
+// and over.
+func BigFunction(size int) []byte {
+	body := make([]byte, 0, size+16)
+	body = append(body, 1, 1, 0x7f) // one i32 local
+	for i := 0; len(body) < size; i++ {
+		body = append(body, 0x20, 0x00, 0x41, byte(i%64), 0x6a, 0x21, 0x00) // local.get 0; i32.const; i32.add; local.set 0
+	}
+	body = append(body, 0x0b)
+	m := []byte("\x00asm\x01\x00\x00\x00")
+	m = section(m, 1, []byte{1, 0x60, 0, 0})
+	m = section(m, 3, []byte{1, 0})
+	m = section(m, 5, []byte{1, 0, 1})
+	exports := append(append([]byte{2}, name("_start")...), 0, 0)
+	exports = append(append(exports, name("memory")...), 2, 0)
+	m = section(m, 7, exports)
+	return section(m, 10, append([]byte{1}, vec(body)...))
+}
+
 // Instructions for Module.
 var (
 	// Trap is unreachable.
