@@ -21,6 +21,12 @@ Prometheus); submit uploads objects, submits jobs, and sees and cancels its
 own jobs; admin does everything, tokens included. These commands need an
 admin token. A new server writes its first admin token to DATA/admin.token.
 
+A server is one trust domain: every token, whatever its role, may list and
+download every object (other tokens' uploads and job results included), and
+a read token sees every job with its parameters. Give tokens only to people
+who may see all of it, keep secrets out of job parameters, and run a server
+per tenant where that does not hold (docs/security.md).
+
 ` + configHelp + "\n"
 
 // runToken is `braid token create|list|revoke`.
