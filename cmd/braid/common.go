@@ -188,8 +188,11 @@ func (t *timeoutFlag) or(def time.Duration) time.Duration {
 	return def
 }
 
+// printJSON prints v as indented JSON for scripts and people alike: < > &
+// stay as they are (json's default escapes them for HTML).
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

@@ -68,3 +68,26 @@ func TestReportSaysTheCommandOnce(t *testing.T) {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }
+
+// --json output is readable: < > & are not escaped for HTML, in errors on
+// stderr as in results on stdout.
+func TestJSONIsNotHTMLEscaped(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/v1/jobs" {
+			_, _ = w.Write([]byte(`[{"id": "j-000000000001", "spec": {"op": "a<b>&c"}, "state": "done"}]`))
+			return
+		}
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error": {"code": "bad_parameter", "message": "want <1 & >0"}}`))
+	}))
+	defer srv.Close()
+	_, stdout, _ := runCmd(t, "jobs", "--json", "--server", srv.URL)
+	if !strings.Contains(stdout, `"op": "a<b>&c"`) {
+		t.Errorf("jobs --json: %s", stdout)
+	}
+	_, _, stderr := runCmd(t, "cancel", "--json", "--server", srv.URL, "j-000000000001")
+	if !strings.Contains(stderr, `want <1 & >0"`) {
+		t.Errorf("cancel --json: stderr %s", stderr)
+	}
+}

@@ -141,7 +141,9 @@ func exitCode(err error) int {
 func report(e *env, name string, err error) {
 	msg := err.Error()
 	if e.json != nil && *e.json {
-		_ = json.NewEncoder(e.stderr).Encode(struct {
+		enc := json.NewEncoder(e.stderr)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(struct {
 			Error string `json:"error"`
 			Code  string `json:"code"`
 		}{msg, errorCode(err)})
