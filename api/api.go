@@ -7,6 +7,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -452,3 +455,21 @@ type Token struct {
 // AdminTokenFile is the file in a server's data directory where it writes
 // the first admin token it makes (mode 0600).
 const AdminTokenFile = "admin.token"
+
+// MaxTiles is the most rows, and the most columns, of JobSpec.Tiles.
+const MaxTiles = 64
+
+// ParseTiles reads JobSpec.Tiles, "RxC" with R and C from 1 to MaxTiles.
+func ParseTiles(s string) (rows, cols int, err error) {
+	r, c, ok := strings.Cut(strings.ToLower(s), "x")
+	if ok {
+		rows, err = strconv.Atoi(r)
+		if err == nil {
+			cols, err = strconv.Atoi(c)
+		}
+	}
+	if !ok || err != nil || rows < 1 || cols < 1 || rows > MaxTiles || cols > MaxTiles {
+		return 0, 0, fmt.Errorf("tiles %q: want RxC with R and C between 1 and %d, e.g. 2x3", s, MaxTiles)
+	}
+	return rows, cols, nil
+}

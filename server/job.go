@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"image"
 	"maps"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -258,19 +256,4 @@ func restoredJob(rec statedb.Job) *jobRun {
 // of the moment the job failed or was cancelled.)
 func terminalProgress(p api.Progress) api.Progress {
 	return api.Progress{Total: p.Total, Done: p.Done, Failed: p.Failed, Cancelled: max(p.Total-p.Done-p.Failed, 0)}
-}
-
-// parseTiles reads "RxC".
-func parseTiles(s string) (rows, cols int, err error) {
-	r, c, ok := strings.Cut(strings.ToLower(s), "x")
-	if ok {
-		rows, err = strconv.Atoi(r)
-		if err == nil {
-			cols, err = strconv.Atoi(c)
-		}
-	}
-	if !ok || err != nil || rows < 1 || cols < 1 || rows > 64 || cols > 64 {
-		return 0, 0, fmt.Errorf("tiles %q: want RxC with R and C between 1 and 64, e.g. 2x3", s)
-	}
-	return rows, cols, nil
 }

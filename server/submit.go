@@ -71,7 +71,7 @@ func (s *Server) validateSpec(spec *api.JobSpec) error {
 		return badRequest(api.CodeBadRequest, "give repeat or tiles, not both")
 	}
 	if spec.Tiles != "" {
-		if _, _, err := parseTiles(spec.Tiles); err != nil {
+		if _, _, err := api.ParseTiles(spec.Tiles); err != nil {
 			return badRequest(api.CodeBadParameter, "%v", err)
 		}
 		if _, err := reach(); err != nil {
@@ -299,7 +299,7 @@ func unitParams(spec api.JobSpec) ops.Params {
 }
 
 func (s *Server) splitTiles(id string, spec api.JobSpec, input []byte, setup unitSetup, header int, received time.Time) (*jobRun, error) {
-	rows, cols, _ := parseTiles(spec.Tiles)
+	rows, cols, _ := api.ParseTiles(spec.Tiles)
 	halo, err := setup.reach()
 	if err != nil {
 		return nil, badRequest(api.CodeBadParameter, "%v", err)

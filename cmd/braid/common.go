@@ -12,11 +12,13 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/transports"
 	"github.com/braidhq/braid/transport"
@@ -125,7 +127,29 @@ func (c *clientFlags) run(ctx context.Context, e *env, def time.Duration, body f
 	cl = cl.WithRetry(client.Retry{For: math.MaxInt64, Notify: line.notify, Recovered: line.recovered})
 	err = body(ctx, session{cl, line})
 	line.end()
+	if c.tokenFor() == "" {
+		err = tokenHint(err)
+	}
 	return explain(ctx, err, d)
+}
+
+// localAdminToken is where `braid server` run here with its default --data
+// writes its first admin token.
+var localAdminToken = filepath.Join("braid-data", api.AdminTokenFile)
+
+// tokenHint adds to a server's refusal of a call that showed no token
+// where the token of a server started in this directory is. The CLI does
+// not send that token by itself: the server at --server may be another.
+func tokenHint(err error) error {
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Code != api.CodeUnauthorized {
+		return err
+	}
+	if _, serr := os.Stat(localAdminToken); serr != nil {
+		return err
+	}
+	msg := fmt.Sprintf("%v\n(%s is here: if its server is the one at --server, export BRAID_TOKEN=$(cat %s))", err, localAdminToken, localAdminToken)
+	return &hinted{msg, err}
 }
 
 // explain says what a client command's error means to its user: that no
@@ -247,7 +271,7 @@ func (l *logFlags) register(fs *flag.FlagSet) {
 func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(l.level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", l.level)
+		return nil, usageErrorf("--log-level %q: want debug, info, warn or error", l.level)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	if l.json {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,6 +40,9 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 	wait := fs.Bool("wait", false, "wait for the job to finish: print its id on stdout at once, then its final\n"+
 		"status on stderr (with --json: the final status on stdout); a failed job exits 1")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := emptyFlags(fs, "op", "input", "inputs", "input-list", "input-job"); err != nil {
 		return err
 	}
 	if given := btoi(*input != "") + btoi(*inputs != "") + btoi(*inputList != "") + btoi(*inputJob != ""); *op == "" || given != 1 {
@@ -146,6 +150,17 @@ func jobSpec(fs *flag.FlagSet, op, input string, params multiFlag, repeat int, t
 	if isSet(fs, "repeat") && (repeat < 1 || repeat > server.MaxUnits) {
 		return spec, usageErrorf("--repeat %d: want 1 to %d (leave it out for one unit)", repeat, server.MaxUnits)
 	}
+	if tiles != "" {
+		if _, _, err := api.ParseTiles(tiles); err != nil {
+			return spec, usageErrorf("--%v", err)
+		}
+	}
+	if repeat > 0 && tiles != "" {
+		return spec, usageErrorf("give --repeat or --tiles, not both")
+	}
+	if !slices.Contains(scheduler.PolicyNames, policy) {
+		return spec, usageErrorf("--policy %q: want %s", policy, orList(scheduler.PolicyNames))
+	}
 	for _, p := range params {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok || k == "" {
@@ -168,6 +183,18 @@ func jobSpec(fs *flag.FlagSet, op, input string, params multiFlag, repeat int, t
 		return spec, usageErrorf("--speculate %q: want true or false", speculate)
 	}
 	return spec, nil
+}
+
+// emptyFlags refuses an empty value given to one of the named flags
+// (`--input ""`, or `--input $ID` with $ID empty): each names a thing that
+// must be there.
+func emptyFlags(fs *flag.FlagSet, names ...string) error {
+	for _, name := range names {
+		if isSet(fs, name) && fs.Lookup(name).Value.String() == "" {
+			return usageErrorf("--%s is empty (is a variable that should hold its value empty?)", name)
+		}
+	}
+	return nil
 }
 
 // isSet reports whether the flag name was given.

@@ -12,8 +12,10 @@ import (
 	"github.com/braidhq/braid/api"
 )
 
-func listFlags(name string, args []string, e *env) (clientFlags, error) {
-	fs := newFlagSet(name, "", e)
+// listFlags parses the flags of a list command whose usage line is
+// "braid NAME synopsis".
+func listFlags(name, synopsis string, args []string, e *env) (clientFlags, error) {
+	fs := newFlagSet(name, synopsis, e)
 	var cf clientFlags
 	cf.register(fs, e)
 	return cf, parse(fs, args)
@@ -21,9 +23,9 @@ func listFlags(name string, args []string, e *env) (clientFlags, error) {
 
 // runList is a list command: get the list, then print it as JSON or with
 // print.
-func runList[T any](ctx context.Context, name string, args []string, e *env,
+func runList[T any](ctx context.Context, name, synopsis string, args []string, e *env,
 	get func(session, context.Context) ([]T, error), print func(*env, []T) error) error {
-	cf, err := listFlags(name, args, e)
+	cf, err := listFlags(name, synopsis, args, e)
 	if err != nil {
 		return err
 	}
@@ -40,15 +42,19 @@ func runList[T any](ctx context.Context, name string, args []string, e *env,
 }
 
 func runJobs(ctx context.Context, args []string, e *env) error {
-	return runList(ctx, "jobs", args, e, session.Jobs, printJobs)
+	return runList(ctx, "jobs", "", args, e, session.Jobs, printJobs)
 }
 
 func runWorkers(ctx context.Context, args []string, e *env) error {
 	if len(args) > 0 && args[0] == "rm" {
 		return runWorkersRm(ctx, args[1:], e)
 	}
-	return runList(ctx, "workers", args, e, session.Workers, printWorkers)
+	return runList(ctx, "workers", workersSynopsis, args, e, session.Workers, printWorkers)
 }
+
+// workersSynopsis is the usage of braid workers and workers rm.
+const workersSynopsis = `[--json]
+       braid workers rm NAME...  (remove workers that are down: braid workers rm -h)`
 
 // runWorkersRm removes workers that are down from the server's list. The
 // registry is guarded by the cluster secret, so it takes the secret as a
@@ -71,7 +77,7 @@ func runWorkersRm(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	if secret == nil && cf.tokenFor() == "" {
-		return errors.New("removing a worker needs the cluster secret (--secret-file or $BRAID_SECRET) or an admin token (--token or $BRAID_TOKEN)")
+		return usageErrorf("removing a worker needs the cluster secret (--secret-file or $BRAID_SECRET) or an admin token (--token or $BRAID_TOKEN)")
 	}
 	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
 		c := s.Client
@@ -115,7 +121,7 @@ func printRemoved(e *env, d deleted) {
 }
 
 func runOps(ctx context.Context, args []string, e *env) error {
-	return runList(ctx, "ops", args, e, session.Operations, printOps)
+	return runList(ctx, "ops", "", args, e, session.Operations, printOps)
 }
 
 func printJobs(e *env, jobs []api.Job) error {

@@ -12,9 +12,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -93,24 +95,27 @@ func main() {
 // run dispatches to a subcommand and maps its error to an exit code: 0 ok,
 // 1 failure, 2 bad usage, 130 interrupted (as a shell reports Ctrl-C).
 func run(ctx context.Context, args []string, e *env) int {
+	args, err := commandFirst(args)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "braid: %v\n", err)
+		return 2
+	}
 	if len(args) == 0 {
 		usage(e.stderr)
 		return 2
 	}
 	switch args[0] {
-	case "help", "-h", "--help":
-		usage(e.stdout)
-		return 0
+	case "help", "-h", "-help", "--help":
+		return help(ctx, args[1:], e)
 	case "-version", "--version":
 		args[0] = "version"
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(e.stderr, "braid: unknown command %q\n\n", args[0])
-		usage(e.stderr)
+		fmt.Fprintf(e.stderr, "braid: %s\n", unknownCommand(args[0]))
 		return 2
 	}
-	err := cmd.run(ctx, args[1:], e)
+	err = cmd.run(ctx, args[1:], e)
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -119,21 +124,99 @@ func run(ctx context.Context, args []string, e *env) int {
 	}
 	var ue *usageError
 	if errors.Is(err, errUsage) && !errors.As(err, &ue) {
-		return 2 // the flag package said why
+		return 2 // the command printed its usage
 	}
 	report(e, args[0], err)
 	return exitCode(err)
 }
 
-// exitCode is the exit code of a command that failed with err.
+// help is `braid help [COMMAND...]`: the list of commands, or a command's
+// own help (what `braid COMMAND -h` prints), on stdout.
+func help(ctx context.Context, args []string, e *env) int {
+	if len(args) == 0 {
+		usage(e.stdout)
+		return 0
+	}
+	if _, ok := commands[args[0]]; !ok {
+		fmt.Fprintf(e.stderr, "braid help: %s\n", unknownCommand(args[0]))
+		return 2
+	}
+	out := *e
+	out.stderr = e.stdout
+	return run(ctx, append(slices.Clone(args), "-h"), &out)
+}
+
+// unknownCommand says that name is no command, and which one it may be a
+// typo of.
+func unknownCommand(name string) string {
+	if near := nearest(name, slices.Collect(maps.Keys(commands))); near != "" {
+		return fmt.Sprintf("unknown command %q; did you mean %s? (braid %s -h shows its flags)", name, near, near)
+	}
+	return fmt.Sprintf("unknown command %q; braid help lists the commands", name)
+}
+
+// clientFlagArgs are the client flags that may come before the command
+// (`braid --server URL jobs`), and whether each takes a value.
+var clientFlagArgs = map[string]bool{"server": true, "token": true, "ca": true, "ca-fingerprint": true, "timeout": true, "json": false}
+
+// commandFirst moves client flags given before the command to after it,
+// where the command's flag set reads them.
+func commandFirst(args []string) ([]string, error) {
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i], "-") && !isHelpOrVersion(args[i]) {
+		name, _, withValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		takesValue, ok := clientFlagArgs[name]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("unknown flag %s before the command: only client flags (--server, --token, --json, ...) may come first; braid help lists the commands", args[i])
+		case takesValue && !withValue:
+			i++
+		}
+		i++
+	}
+	if i == 0 {
+		return args, nil
+	}
+	if i >= len(args) {
+		return nil, fmt.Errorf("%s: no command; braid help lists the commands", strings.Join(args, " "))
+	}
+	out := append([]string{args[i]}, args[:i]...)
+	return append(out, args[i+1:]...), nil
+}
+
+func isHelpOrVersion(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "-version", "--version":
+		return true
+	}
+	return false
+}
+
+// exitCode is the exit code of a command that failed with err. Bad usage
+// is 2 whether the command saw it or the server did (a parameter out of
+// range, an operation that does not exist).
 func exitCode(err error) int {
 	switch {
-	case errors.Is(err, errUsage):
+	case errors.Is(err, errUsage), serverRefusedUsage(err):
 		return 2
 	case errors.Is(err, errInterrupted):
 		return 130
 	}
 	return 1
+}
+
+// serverRefusedUsage reports whether err is the server's refusal of what
+// the user asked for: a bad parameter or input, an unknown operation.
+func serverRefusedUsage(err error) bool {
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.Code {
+	case api.CodeBadRequest, api.CodeBadParameter, api.CodeUnknownOp:
+		return true
+	}
+	return false
 }
 
 // report prints a command's error on stderr: `braid CMD: message`, or with
@@ -195,64 +278,16 @@ Commands:
 	}
 	fmt.Fprint(w, `
 Client commands take --server URL (default $BRAID_SERVER, else http://127.0.0.1:7070),
+--token T (default $BRAID_TOKEN; a new server writes its first one to DATA/admin.token),
 --json for scripts (errors too, on stderr), and --timeout D (default 1m; no limit for
 wait and submit --wait): until then they ride through a server that is unreachable, e.g.
-restarting. Ids may be shortened to a unique prefix. Exit codes: 0 done, 1 failed,
-2 bad usage, 130 interrupted. Run 'braid COMMAND -h' for a command's flags.
+restarting. These flags may also come before the command. Ids may be shortened to a
+unique prefix. Exit codes: 0 done, 1 failed, 2 bad usage (the server's bad_request,
+bad_parameter and unknown_operation too), 130 interrupted. Run 'braid help COMMAND'
+or 'braid COMMAND -h' for a command's flags.
 
 Quick start:  braid demo
 `)
-}
-
-// newFlagSet returns a flag set that reports errors as errUsage.
-func newFlagSet(name, synopsis string, e *env) *flag.FlagSet {
-	fs := flag.NewFlagSet("braid "+name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: braid %s %s\n\nFlags:\n", name, synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parse parses a command that takes flags and no other argument, mapping
-// errors to errUsage; a stray argument is an error that names it.
-func parse(fs *flag.FlagSet, args []string) error {
-	return parseArgs(fs, args, 0)
-}
-
-// parseArgs parses flags, which may come before or after positional
-// arguments (`braid get ID -o FILE`), and allows at most max positional
-// arguments (-1: any number). The caller checks for too few.
-func parseArgs(fs *flag.FlagSet, args []string, max int) error {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return errUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	if max >= 0 && len(pos) > max {
-		return strayArgument(fs, pos[max])
-	}
-	return fs.Parse(append([]string{"--"}, pos...))
-}
-
-// strayArgument is the usage error for an argument the command does not
-// take; a key=value where --param would take it says so.
-func strayArgument(fs *flag.FlagSet, arg string) error {
-	msg := fmt.Sprintf("unexpected argument %q", arg)
-	if k, _, ok := strings.Cut(arg, "="); ok && k != "" && fs.Lookup("param") != nil {
-		msg += fmt.Sprintf(" (did you mean --param %s?)", arg)
-	}
-	return usageErrorf("%s; run '%s -h' for its flags", msg, fs.Name())
 }
 
 // usageError is bad usage that run reports (exit 2) and the flag package

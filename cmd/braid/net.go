@@ -57,7 +57,7 @@ func runNet(ctx context.Context, args []string, e *env) error {
 	switch args[0] {
 	case "up":
 		if len(args) != 2 {
-			return usageErrorf("usage: braid net up SPEC (see 'braid net -h')")
+			return usageErrorf("want braid net up SPEC (see 'braid net -h')")
 		}
 		return netUp(ctx, args[1], e)
 	case "down":
@@ -72,7 +72,7 @@ func runNet(ctx context.Context, args []string, e *env) error {
 		return netStatus(e)
 	case "run":
 		if len(args) != 2 {
-			return usageErrorf("usage: braid net run SPEC")
+			return usageErrorf("want braid net run SPEC")
 		}
 		return netRun(ctx, args[1])
 	}

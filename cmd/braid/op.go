@@ -35,7 +35,10 @@ func runOp(ctx context.Context, args []string, e *env) error {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
 		return runOpAdd(ctx, args, e) // add's flags are op's
 	}
-	fmt.Fprintln(e.stderr, "usage: braid op "+opSynopsis)
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return unknownSubcommand("op", args[0], "add", "rm")
+	}
+	fmt.Fprintln(e.stderr, "Usage: braid op "+opSynopsis)
 	return errUsage
 }
 

@@ -58,14 +58,14 @@ func runServer(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	if *window < 0 || *window > server.MaxWindow {
-		return fmt.Errorf("--window %d: want 1 to %d units in flight per stream (what a stream's send queue holds), or 0 for the default",
+		return usageErrorf("--window %d: want 1 to %d units in flight per stream (what a stream's send queue holds), or 0 for the default",
 			*window, server.MaxWindow)
 	}
 	if err := checkRetention(*retainFor, *retainJobs, *gcGrace); err != nil {
 		return err
 	}
 	if *forgetWorkers == 0 {
-		return errors.New("--forget-workers-after 0 would forget a worker as soon as it is down; give a duration, or a negative one never to forget")
+		return usageErrorf("--forget-workers-after 0 would forget a worker as soon as it is down; give a duration, or a negative one never to forget")
 	}
 	if *drainTimeout == 0 {
 		*drainTimeout = -1 // the library's zero is its default; on the command line 0 means 0
@@ -147,11 +147,11 @@ const minGCGrace = time.Minute
 func checkRetention(retainFor time.Duration, retainJobs int, gcGrace time.Duration) error {
 	switch {
 	case retainFor == 0:
-		return errors.New("--retain-for 0 would forget every job as it ends, before its client reads it; give a duration, or a negative one for no age limit")
+		return usageErrorf("--retain-for 0 would forget every job as it ends, before its client reads it; give a duration, or a negative one for no age limit")
 	case retainJobs == 0:
-		return errors.New("--retain-jobs 0 would forget every job as it ends, before its client reads it; give at least 1, or a negative number for no limit")
+		return usageErrorf("--retain-jobs 0 would forget every job as it ends, before its client reads it; give at least 1, or a negative number for no limit")
 	case gcGrace >= 0 && gcGrace < minGCGrace:
-		return fmt.Errorf("--gc-grace %v: want at least %v (or a negative value never to collect)", gcGrace, minGCGrace)
+		return usageErrorf("--gc-grace %v: want at least %v (or a negative value never to collect)", gcGrace, minGCGrace)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -36,10 +35,10 @@ func (tf *serverTLSFlags) register(fs *flag.FlagSet) {
 // config returns the server's tls.Config, or nil for plain HTTP.
 func (tf *serverTLSFlags) config(listen, data string, log *slog.Logger) (*tls.Config, error) {
 	if (tf.cert == "") != (tf.key == "") {
-		return nil, errors.New("--tls-cert and --tls-key go together")
+		return nil, usageErrorf("--tls-cert and --tls-key go together")
 	}
 	if tf.insecure && (tf.cert != "" || tf.force) {
-		return nil, errors.New("--insecure-http contradicts --tls and --tls-cert")
+		return nil, usageErrorf("--insecure-http contradicts --tls and --tls-cert")
 	}
 	loop := loopbackAddr(listen)
 	if tf.cert == "" && !tf.force && (loop || tf.insecure) {

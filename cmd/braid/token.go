@@ -45,12 +45,11 @@ func runToken(ctx context.Context, args []string, e *env) error {
 	case "create":
 		return runTokenCreate(ctx, args[1:], e)
 	case "list":
-		return runList(ctx, "token list", args[1:], e, session.Tokens, printTokens)
+		return runList(ctx, "token list", "", args[1:], e, session.Tokens, printTokens)
 	case "revoke":
 		return runTokenRevoke(ctx, args[1:], e)
 	}
-	fmt.Fprint(e.stderr, tokenUsage)
-	return fmt.Errorf("token: unknown subcommand %q: want create, list or revoke", args[0])
+	return unknownSubcommand("token", args[0], "create", "list", "revoke")
 }
 
 // tokenCreateFlags is the flag set of `braid token create`.
@@ -70,13 +69,16 @@ func runTokenCreate(ctx context.Context, args []string, e *env) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if spec.Role == "" {
-		fs.Usage()
-		return fmt.Errorf("token create: --role is required (admin, submit or read)")
+	switch spec.Role {
+	case api.RoleAdmin, api.RoleSubmit, api.RoleRead:
+	case "":
+		return usageErrorf("token create: --role is required (admin, submit or read)")
+	default:
+		return usageErrorf("token create: --role %q: want admin, submit or read", spec.Role)
 	}
 	if spec.ExpiresIn != "" {
 		if _, err := server.ParseTTL(spec.ExpiresIn); err != nil {
-			return fmt.Errorf("token create: --expires %v", err)
+			return usageErrorf("token create: --expires %v", err)
 		}
 	}
 	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {

@@ -54,11 +54,11 @@ func TestTokenCommands(t *testing.T) {
 		t.Errorf("jobs without a token: exit %d, stderr %q", code, stderr)
 	}
 	code, _, stderr = runEnvCmd(t, admin, "token", "create", "--name", "ci")
-	if code != 1 || !strings.Contains(stderr, "--role is required") {
+	if code != 2 || !strings.Contains(stderr, "--role is required") {
 		t.Errorf("create without --role: exit %d, stderr %q", code, stderr)
 	}
 	code, _, stderr = runEnvCmd(t, admin, "token", "create", "--role", "read", "--expires", "soon")
-	if code != 1 || !strings.Contains(stderr, `--expires "soon"`) {
+	if code != 2 || !strings.Contains(stderr, `--expires "soon"`) {
 		t.Errorf("create with a bad --expires: exit %d, stderr %q", code, stderr)
 	}
 

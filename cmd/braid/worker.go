@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -72,7 +71,7 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 		}
 	}
 	if len(servers) == 0 {
-		return errors.New("no server to register with: give --server URL (or set $BRAID_SERVER)")
+		return usageErrorf("no server to register with: give --server URL (or set $BRAID_SERVER)")
 	}
 	log, err := logs.logger(e.stderr)
 	if err != nil {
@@ -83,7 +82,7 @@ func runWorker(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	if secret == nil {
-		return errors.New("a cluster secret is required: --secret-file FILE or $BRAID_SECRET")
+		return usageErrorf("a cluster secret is required: --secret-file FILE or $BRAID_SECRET")
 	}
 	t, err := transports.New(*tname, topts)
 	if err != nil {
@@ -125,7 +124,7 @@ func checkThreads(fs *flag.FlagSet, n int) error {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "threads" })
 	if given && (n < 1 || n > transport.MaxStreams) {
-		return fmt.Errorf("--threads %d: want 1 to %d processing threads (leave it out for one per CPU)", n, transport.MaxStreams)
+		return usageErrorf("--threads %d: want 1 to %d processing threads (leave it out for one per CPU)", n, transport.MaxStreams)
 	}
 	return nil
 }

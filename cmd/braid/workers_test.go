@@ -48,8 +48,8 @@ func TestWorkerThreadsFlag(t *testing.T) {
 	for _, n := range []string{"0", "-1", "100000"} {
 		code, _, stderr := runCmdEnv(t, map[string]string{"BRAID_SECRET": "s"}, "worker", "--server", "http://127.0.0.1:1", "--threads", n)
 		want := "braid worker: --threads " + n + ": want 1 to 1024 processing threads (leave it out for one per CPU)\n"
-		if code != 1 || stderr != want {
-			t.Errorf("--threads %s: exit %d, stderr %q; want 1 and %q", n, code, stderr, want)
+		if code != 2 || stderr != want {
+			t.Errorf("--threads %s: exit %d, stderr %q; want 2 and %q", n, code, stderr, want)
 		}
 	}
 }
@@ -98,7 +98,7 @@ func TestWorkersRm(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	code, _, stderr := runCmd(t, "workers", "rm", "--server", url, "dead")
-	if code != 1 || !strings.Contains(stderr, "needs the cluster secret") {
+	if code != 2 || !strings.Contains(stderr, "needs the cluster secret") {
 		t.Errorf("without the secret: exit %d, stderr %q", code, stderr)
 	}
 	code, stdout, stderr := runCmdEnv(t, map[string]string{"BRAID_SECRET": testSecret}, "workers", "rm", "--server", url, "live", "dead", "nobody")
@@ -118,7 +118,7 @@ func TestWorkersRm(t *testing.T) {
 // --forget-workers-after 0 would forget workers the moment they are down.
 func TestForgetWorkersAfterZero(t *testing.T) {
 	code, _, stderr := runCmd(t, "server", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--forget-workers-after", "0")
-	if code != 1 || !strings.Contains(stderr, "--forget-workers-after 0") {
+	if code != 2 || !strings.Contains(stderr, "--forget-workers-after 0") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
