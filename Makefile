@@ -8,10 +8,10 @@ PKGS    := ./...
 
 all: build
 
-# build stamps the binary with `git describe` (braid --version); outside git
-# it falls back to the version Go records.
+# build stamps the binary with `git describe` (braid --version), the commit as
+# go build in a clone records it; outside git it falls back to what Go records.
 build:
-	$(GO) build -ldflags "-X github.com/braidhq/braid/version.Version=$$(git describe --always --dirty 2>/dev/null)" -o $(BIN) ./cmd/braid
+	$(GO) build -ldflags "-X github.com/braidhq/braid/version.Version=$$(git describe --always --dirty --abbrev=12 2>/dev/null)" -o $(BIN) ./cmd/braid
 
 ## examples: build the example user operations (examples/ops) into bin/ops/*.wasm with the Go
 ## toolchain's wasip1 port, and the C one (cblur) with clang and wasi-libc when they are installed
