@@ -77,7 +77,7 @@ func (c *Client) attempt(ctx context.Context, req request, read func(*http.Respo
 		o.answered()
 	}
 	if err := checkStatus(c.base, resp); err != nil {
-		return err
+		return wrongPath(c.base, err)
 	}
 	return read(resp)
 }
@@ -111,6 +111,9 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, error) 
 	}
 	resp, err := c.http.Do(hr)
 	if err != nil {
+		if plainHTTPAnswer(err) {
+			return nil, final(wrongScheme(c.base, "http", err))
+		}
 		if untrusted(err) {
 			var ue *url.Error
 			if errors.As(err, &ue) {
@@ -140,7 +143,11 @@ func checkStatus(base string, resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var err error = &eb.Error
 	if json.Unmarshal(b, &eb) != nil || eb.Error.Code == "" {
-		err = notBraid(base, resp, b)
+		nb := notBraid(base, resp, b)
+		if nb.HTTPSOnly() {
+			return wrongScheme(base, "https", nb)
+		}
+		err = nb
 	} else {
 		// Say the code once: the server's message may start with it too.
 		eb.Error.Message = strings.TrimPrefix(eb.Error.Message, eb.Error.Code+": ")
@@ -163,9 +170,6 @@ type NotBraidError struct {
 }
 
 func (e *NotBraidError) Error() string {
-	if e.HTTPSOnly() {
-		return fmt.Sprintf("%s answered %s: it is an HTTPS server; use https:// in its URL", e.URL, e.Status)
-	}
 	if e.Text != "" {
 		return fmt.Sprintf("%s answered %s (%s); is it a braid server?", e.URL, e.Status, e.Text)
 	}

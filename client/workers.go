@@ -68,7 +68,7 @@ func epochQuery(epoch uint64) string {
 // Rejected reports whether err is a server's answer that making the same
 // call again cannot change: a 4xx such as a wrong secret (unauthorized),
 // invalid figures (bad_parameter), a URL that is not a braid server's API
-// (not_found), a name in use (conflict), or an answer braid did not write
+// (not_found, *WrongURLError), a name in use (conflict), or an answer braid did not write
 // (*NotBraidError) that is a 4xx or a 2xx: another HTTP service answers at
 // the URL. Connection failures, 5xx answers, 408 and 429 are not.
 func Rejected(err error) bool {
@@ -77,7 +77,8 @@ func Rejected(err error) bool {
 		return false
 	}
 	var ut *UntrustedError
-	if errors.As(err, &ut) {
+	var wu *WrongURLError
+	if errors.As(err, &ut) || errors.As(err, &wu) {
 		return true
 	}
 	var nb *NotBraidError

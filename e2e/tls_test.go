@@ -75,7 +75,7 @@ func TestTLSControlPlane(t *testing.T) {
 	}
 	// Plain HTTP to it is told to use https://.
 	plain := client.New(strings.Replace(c.URL(), "https://", "http://", 1))
-	if code, _, stderr := cliExit(t, plain, "jobs", "--timeout", "10s"); code != 1 || !strings.Contains(stderr, "use https://") {
+	if code, _, stderr := cliExit(t, plain, "jobs", "--timeout", "10s"); code != 1 || !strings.Contains(stderr, "it is an HTTPS server; give the server's base URL, such as "+c.URL()) {
 		t.Errorf("jobs over plain HTTP: exit %d, stderr %q", code, stderr)
 	}
 

@@ -189,16 +189,17 @@ func (e *RejectedError) Unwrap() []error { return []error{ErrRejected, e.Err} }
 
 // rejection says why a server refused the worker, and what to do.
 func rejection(err error) string {
-	var nb *client.NotBraidError
-	if errors.As(err, &nb) && nb.HTTPSOnly() {
-		return nb.Error()
+	var wu *client.WrongURLError
+	if errors.As(err, &wu) {
+		return wu.Error()
 	}
+	var nb *client.NotBraidError
 	if errors.As(err, &nb) {
 		what := nb.Status // "200 OK with text/html, not JSON"
 		if nb.StatusCode/100 != 2 {
 			what += ", not a braid error"
 		}
-		return "not a braid server: it answered " + what + "; give the braid server's base URL, such as http://HOST:7070"
+		return "not a braid server: it answered " + what + "; give the server's base URL, such as http://HOST:7070"
 	}
 	var ae *api.Error
 	if !errors.As(err, &ae) {

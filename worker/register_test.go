@@ -143,9 +143,14 @@ func TestPermanentRejectionStopsWorker(t *testing.T) {
 		want      string
 	}{
 		{"secret", c.URL(), []byte("wrong"), "rejected by server " + c.URL() + ": wrong cluster secret"},
-		{"path", c.URL() + "/braid", secret, "rejected by server " + c.URL() + "/braid: no braid worker registry at this URL"},
+		{"path", c.URL() + "/braid", secret, "rejected by server " + c.URL() + "/braid: " + c.URL() + "/braid is not the server's base URL: " +
+			"the API is not under /braid; give the server's base URL, such as " + c.URL()},
+		{"ui", c.URL() + "/ui", secret, "rejected by server " + c.URL() + "/ui: " + c.URL() + "/ui is not the server's base URL: " +
+			"the API is not under /ui; give the server's base URL, such as " + c.URL()},
+		{"https", "https://" + strings.TrimPrefix(c.URL(), "http://"), secret, "rejected by server https://" + strings.TrimPrefix(c.URL(), "http://") +
+			": https://" + strings.TrimPrefix(c.URL(), "http://") + " is not the server's base URL: it is an HTTP server; give the server's base URL, such as " + c.URL()},
 		{"web404", web.URL, secret, "rejected by server " + web.URL + ": not a braid server: it answered 404 Not Found, not a braid error; " +
-			"give the braid server's base URL"},
+			"give the server's base URL"},
 		{"web200", web.URL + "/ok", secret, "rejected by server " + web.URL + "/ok: not a braid server: it answered 200 OK with text/html, not JSON;"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

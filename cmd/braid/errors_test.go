@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/braidhq/braid/cluster"
 )
 
 // Another HTTP server's page is not dumped: the user is asked whether the
@@ -89,5 +91,32 @@ func TestJSONIsNotHTMLEscaped(t *testing.T) {
 	_, _, stderr := runCmd(t, "cancel", "--json", "--server", srv.URL, "j-000000000001")
 	if !strings.Contains(stderr, `want <1 & >0"`) {
 		t.Errorf("cancel --json: stderr %s", stderr)
+	}
+}
+
+// A URL that is not the server's base URL (the wrong scheme, a page of the
+// dashboard) gets the same hint from client commands and the worker: the
+// URL to give instead.
+func TestWrongServerURL(t *testing.T) {
+	c := startCluster(t, 0)
+	base := c.Client.URL()
+	https := "https://" + strings.TrimPrefix(base, "http://")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"jobs", "--server", https}, "braid jobs: " + https + " is not the server's base URL: it is an HTTP server; give the server's base URL, such as " + base + "\n"},
+		{[]string{"jobs", "--server", base + "/ui"}, "braid jobs: " + base + "/ui is not the server's base URL: the API is not under /ui; give the server's base URL, such as " + base + "\n"},
+		{[]string{"worker", "--server", base + "/ui", "--name", "w-ui"},
+			base + "/ui is not the server's base URL: the API is not under /ui; give the server's base URL, such as " + base},
+	} {
+		code, _, stderr := runCmdEnv(t, map[string]string{"BRAID_SECRET": string(cluster.DefaultSecret)}, tc.args...)
+		if code != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("braid %s: exit %d, stderr %q; want exit 1 and %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+		}
+	}
+	code, _, stderr := runCmd(t, "jobs", "--json", "--server", https)
+	if code != 1 || !strings.Contains(stderr, `"code":"wrong_url"`) {
+		t.Errorf("jobs --json: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -244,7 +244,10 @@ func errorCode(err error) string {
 	var ae *api.Error
 	var ns *client.NoServerError
 	var nb *client.NotBraidError
+	var wu *client.WrongURLError
 	switch {
+	case errors.As(err, &wu):
+		return "wrong_url"
 	case errors.As(err, &ae):
 		return ae.Code
 	case errors.As(err, &ns):
