@@ -172,6 +172,24 @@ class TestUserOperations(ClusterTest):
         self.client.remove_operation("py-empty")
         self.assertNotIn("py-empty", [o.name for o in self.client.operations()])
 
+    def test_params_in_braids_form(self) -> None:
+        """Python bools and numbers go as braid takes them: True as "true", not "True"."""
+        module = self.client.put(EMPTY_MODULE)
+        spec = braid.OperationSpec(name="py-flags", module=module.id,
+                                   params=[braid.Parameter(name="lower", type="bool", doc="", default="false"),
+                                           braid.Parameter(name="n", type="int", doc="", default="1"),
+                                           braid.Parameter(name="x", type="float", doc="", default="1")])
+        self.client.add_operation(spec)
+        self.addCleanup(self.client.remove_operation, "py-flags")
+        obj = self.client.put(b"flags")
+        job = self.client.submit("py-flags", obj, params={"lower": True, "n": 3, "x": 0.25})
+        self.assertEqual(job.spec.params, {"lower": "true", "n": "3", "x": "0.25"})
+        self.assertEqual(self.client.wait(job, timeout=60).state, "done")
+        spec_json = braid.JobSpec(op="py-flags", input=obj.id, params={"lower": False}, tiles=(2, 3)).to_json()  # type: ignore[dict-item, arg-type]
+        self.assertEqual((spec_json["params"], spec_json["tiles"]), ({"lower": "false"}, "2x3"))
+        with self.assertRaisesRegex(TypeError, "parameter lower: want a string, a number or a bool"):
+            self.client.submit("py-flags", obj, params={"lower": [True]})
+
     def test_many_inputs(self) -> None:
         objs = [self.client.put(f"object {i}".encode()) for i in range(3)]
         job = self.client.wait(self.client.submit("noop", objs), timeout=60)
@@ -407,6 +425,50 @@ class TestJobs(ClusterTest):
         self.assertEqual(json.loads(json.dumps(job.spec.to_json()))["params"], {"radius": "1"})
         for j in (job, again):
             self.assertEqual(self.client.wait(j, timeout=JOB_TIMEOUT).state, "done")
+
+
+class TestFirstHour(ClusterTest):
+    """The spellings a new user tries first work, and mistakes say what to do."""
+
+    def test_worker_name_and_tiles_pair(self) -> None:
+        self.assertEqual([w.name for w in self.client.workers()], ["py-w1", "py-w2"])
+        obj = self.client.put(make_png(32, 24, seed=5))
+        job = self.client.wait(self.client.submit("blur", obj, tiles=(2, 2)), timeout=JOB_TIMEOUT)
+        self.assertEqual((job.state, job.spec.tiles, job.progress.total), ("done", "2x2", 4), job.error)
+
+    def test_download_of_a_job_without_result(self) -> None:
+        """Downloading a failed or cancelled job's result raises BraidError saying so, with the job's error, never a TypeError."""
+        text = self.client.put(b"not an image " + os.urandom(8))
+        failed = self.client.wait(self.client.submit("blur", [text]), timeout=JOB_TIMEOUT)
+        self.assertEqual(failed.state, "failed")
+        self.assertTrue(failed.error)
+        with self.assertRaises(braid.JobFailedError) as cm:
+            self.client.download(failed, self.tmp / "out.png")
+        self.assertEqual(cm.exception.code, "failed")
+        self.assertIn(f"job {failed.id} is failed: {failed.error}", str(cm.exception))
+        with self.assertRaises(braid.BraidError) as cm2:
+            self.client.download(failed.result, self.tmp / "out.png")  # type: ignore[arg-type]
+        self.assertIn("has no result", str(cm2.exception))
+        cancelled = self.client.cancel(self.idle_job())
+        with self.assertRaises(braid.JobFailedError) as cm:
+            self.client.get(cancelled)
+        self.assertEqual(cm.exception.code, "cancelled")
+        self.assertEqual(list(self.tmp.iterdir()), [])
+        done = self.client.wait(self.client.submit("noop", self.client.put(b"x")), timeout=JOB_TIMEOUT)
+        self.assertEqual(self.client.download(done, self.tmp / "x").read_bytes(), b"x")
+
+    def test_wrong_urls(self) -> None:
+        """https:// to the plain HTTP server, or a page of the dashboard, is told with the server's base URL."""
+        base = self.cluster.url
+        for url, reason in ((base.replace("http://", "https://"), "it is an HTTP server"),
+                            (base + "/ui", "the API is not under /ui"),
+                            (base + "/ui/jobs", "the API is not under /ui/jobs")):
+            with self.subTest(url=url), self.assertRaises(braid.WrongURLError) as cm:
+                braid.Client(url, token=self.cluster.token or "", retry_for=10).jobs()
+            self.assertEqual(cm.exception.base, base)
+            self.assertEqual(str(cm.exception), f"{url} is not the server's base URL: {reason}; give the server's base URL, such as {base}")
+        with self.assertRaises(braid.NotFoundError):  # a job that is not there is that, at the base URL
+            self.client.job("j-000000000000")
 
 
 class TestReadme(ClusterTest):

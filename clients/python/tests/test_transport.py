@@ -355,6 +355,19 @@ class TestTLS(ScriptTest):
         with self.assertRaises(braid.BraidError) as cm:
             braid.Client(url, retry_for=0).workers()  # not trusted without the CA
         self.assertIn("TLS", str(cm.exception))
+        self.assertNotIsInstance(cm.exception, braid.WrongURLError)
+
+    def test_http_to_https_server(self) -> None:
+        """Plain HTTP to an HTTPS server is told to use https://, as Go's server answers it."""
+        def https_only(h: Scripted) -> None:
+            h.send(400, b"Client sent an HTTP request to an HTTPS server.\n", "")
+
+        s = self.serve(https_only)
+        with self.assertRaises(braid.WrongURLError) as cm:
+            braid.Client(s.url, retry_for=5).jobs()
+        https = s.url.replace("http://", "https://")
+        self.assertEqual((cm.exception.status, cm.exception.base), (400, https))
+        self.assertIn("it is an HTTPS server; give the server's base URL, such as " + https, str(cm.exception))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ the operations and the workers::
     obj = c.put_file("photo.png")
     job = c.submit("blur", obj, params={"sigma": 3})
     job = c.wait(job, progress=lambda j: print(j.progress.done, "/", j.progress.total))
-    c.download(job.result, "photo-blurred.png")
+    c.download(job, "photo-blurred.png")  # JobFailedError, with the job's error, if it failed
 
 A failed call raises a :class:`BraidError`; an answer from the server
 carries its HTTP ``status`` and its stable error ``code``
@@ -37,6 +37,7 @@ from .errors import (  # noqa: E402
     TooLargeError,
     UnauthorizedError,
     UnavailableError,
+    WrongURLError,
 )
 from .models import (  # noqa: E402
     TERMINAL_STATES,
@@ -76,6 +77,7 @@ __all__ = [
     "ServerError",
     "UnavailableError",
     "NotBraidError",
+    "WrongURLError",
     "NoServerError",
     "ConnectionLostError",
     "BraidTimeoutError",

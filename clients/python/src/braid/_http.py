@@ -29,6 +29,7 @@ from .errors import (
     ConnectionLostError,
     NoServerError,
     NotBraidError,
+    WrongURLError,
     error_for,
 )
 
@@ -62,6 +63,9 @@ class _Broken(Exception):
         super().__init__(err)
         self.err = err
 
+
+# The reasons OpenSSL gives when the peer's first bytes are not TLS: a plain HTTP server's answer.
+_NOT_TLS = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "UNKNOWN_PROTOCOL"})
 
 _BROKEN = (
     ConnectionResetError,
@@ -220,6 +224,8 @@ class Transport:
             try:
                 conn.connect()
             except ssl.SSLError as e:
+                if not isinstance(e, ssl.SSLCertVerificationError) and e.reason in _NOT_TLS:
+                    raise self.wrong_url(0, "", "it is an HTTP server", scheme="http") from e
                 raise BraidError(0, "", f"braid server {self.base}: TLS: {e}") from e
             except socket.gaierror as e:
                 raise NoServerError(0, "", f"no braid server at {self.base} ({e.strerror or e})") from e
@@ -289,13 +295,35 @@ class Transport:
                 raise ValueError
         except (ValueError, KeyError, TypeError):
             text = raw.decode("utf-8", "replace").strip()
+            if resp.status == 400 and "HTTP request to an HTTPS server" in text:
+                return self.wrong_url(400, "", "it is an HTTPS server", scheme="https")
+            if self.no_endpoint(resp.status, ""):
+                return self.wrong_url(resp.status, "", f"the API is not under {self.prefix}", path="")
             plain = resp.getheader("Content-Type", "").startswith("text/plain") and len(text) <= 100 and "\n" not in text
             what = f" ({text})" if plain and text else ""
             return NotBraidError(resp.status, "", f"{self.base} answered {resp.status} {resp.reason}{what}; is it a braid server?")
         # Say the code once: the server's message may start with it too.
         if message.startswith(code + ": "):
             message = message[len(code) + 2 :]
+        if self.no_endpoint(resp.status, code, message):
+            return self.wrong_url(resp.status, code, f"the API is not under {self.prefix}", path="")
         return error_for(resp.status, code, message)
+
+    def no_endpoint(self, status: int, code: str, message: str = "") -> bool:
+        """Whether an answer says the request's path is no endpoint, under a base URL with a path.
+
+        A braid 404 of a job or object that does not exist is not such an
+        answer: the path may be a proxy's prefix.
+        """
+        if self.prefix in ("", "/") or status not in (404, 405):
+            return False
+        return code in ("", "method_not_allowed") or (code == "not_found" and message.startswith("no such endpoint"))
+
+    def wrong_url(self, status: int, code: str, reason: str, scheme: Optional[str] = None, path: Optional[str] = None) -> WrongURLError:
+        """The error for a base URL that is not the server's, with the URL to give instead."""
+        u = urllib.parse.urlsplit(self.base)
+        base = urllib.parse.urlunsplit((scheme or u.scheme, u.netloc, u.path if path is None else path, "", ""))
+        return WrongURLError(status, code, self.base, reason, base)
 
     def lost(self, e: BaseException) -> ConnectionLostError:
         return ConnectionLostError(0, "", f"braid server {self.base}: connection lost ({_reason(e)})")

@@ -16,7 +16,7 @@ from . import __version__
 from ._http import _BROKEN, Body, Outage, Transport, _Request, _Retry, env, final
 from ._sse import read_events
 from .errors import BraidError, BraidTimeoutError, ConnectionLostError, JobFailedError, NotBraidError
-from .models import Event, Health, Job, JobSpec, Manifest, Object, Operation, OperationSpec, Token, Worker, decode
+from .models import Event, Health, Job, JobSpec, Manifest, Object, Operation, OperationSpec, Token, Worker, decode, param_value, tiles_value
 
 __all__ = ["Client", "DEFAULT_SERVER", "StrPath", "read_config"]
 
@@ -28,7 +28,8 @@ WAIT_POLL = 30.0
 
 StrPath = Union[str, "os.PathLike[str]"]
 JobRef = Union[str, Job]
-ObjectRef = Union[str, Object]
+#: An object: its id, an :class:`Object`, or a :class:`Job` for the job's result.
+ObjectRef = Union[str, Object, Job]
 
 _CHUNK = 1 << 20
 
@@ -171,23 +172,26 @@ class Client:
         return self._t.call(_Request("GET", _object_path(obj)), read)
 
     def download(self, obj: ObjectRef, dest: StrPath) -> Path:
-        """Downloads an object into a file and returns its path.
+        """Downloads an object, or a job's result, into a file and returns its path.
 
-        If dest is a directory the file is named after the object id, with
+        A job that has no result (it failed, was cancelled or is not
+        finished) raises :class:`braid.JobFailedError` with its error. If
+        dest is a directory the file is named after the object id, with
         the extension its bytes call for (.png, .jpg, .gif, .json), as
         ``braid get`` names it. The download goes to a temporary file beside
         the final one, renamed into place once whole, so a failed download
         leaves no partial file.
         """
+        oid = _object_id(obj)
         dest = Path(dest)
         into_dir = dest.is_dir()
         f, tmp = _create_temp(dest if into_dir else dest.parent)
         try:
             with f:
-                self.write_to(obj, f)
+                self.write_to(oid, f)
                 f.flush()
                 os.fsync(f.fileno())
-            path = dest / (_object_id(obj) + _extension(tmp)) if into_dir else dest
+            path = dest / (oid + _extension(tmp)) if into_dir else dest
             try:
                 os.chmod(tmp, os.stat(path).st_mode & 0o7777)  # keep an existing file's mode
             except FileNotFoundError:
@@ -238,20 +242,22 @@ class Client:
         *,
         params: Optional[Mapping[str, object]] = None,
         repeat: Optional[int] = None,
-        tiles: Optional[str] = None,
+        tiles: Union[str, Tuple[int, int], None] = None,
         policy: Optional[str] = None,
         speculate: Optional[bool] = None,
     ) -> Job:
         """Submits a job: op on the input object, or one unit per object of a list of them (at most 1000; the result is a :class:`braid.Manifest`).
 
-        Parameter values are sent as strings (``sigma=2`` as "2"). See
-        :class:`braid.JobSpec` for repeat, tiles, policy and speculate.
+        Parameter values are strings, numbers or bools, sent in braid's form
+        (``sigma=2`` as "2", ``lower=True`` as "true"). ``tiles`` is "RxC" or
+        a pair ``(R, C)``. See :class:`braid.JobSpec` for repeat, tiles,
+        policy and speculate.
         """
         spec = JobSpec(
             op=op,
-            params={k: str(v) for k, v in (params or {}).items()},
+            params={k: param_value(k, v) for k, v in (params or {}).items()},
             repeat=repeat,
-            tiles=tiles,
+            tiles=None if tiles is None else tiles_value(tiles),
             policy=policy,
             speculate=speculate,
         )
@@ -443,7 +449,18 @@ def _loads(raw: Union[str, bytes]) -> Any:
 
 
 def _object_id(obj: ObjectRef) -> str:
-    return obj.id if isinstance(obj, Object) else obj
+    """The id of an object, or of a job's result: a job without one raises :class:`braid.JobFailedError`."""
+    if isinstance(obj, Object):
+        return obj.id
+    if isinstance(obj, Job):
+        if obj.result:
+            return obj.result
+        why = f": {obj.error}" if obj.error else ""
+        raise JobFailedError(0, obj.state, f"job {obj.id} is {obj.state}{why}; it has no result")
+    if not isinstance(obj, str) or not obj:
+        raise BraidError(0, "", f"no object to fetch ({obj!r}): a job that failed or is not finished has no result "
+                         "(its state and error say why; pass the job itself to be told)")
+    return obj
 
 
 def _job_id(job: JobRef) -> str:

@@ -25,6 +25,7 @@ __all__ = [
     "ServerError",
     "UnavailableError",
     "NotBraidError",
+    "WrongURLError",
     "NoServerError",
     "ConnectionLostError",
     "BraidTimeoutError",
@@ -94,6 +95,22 @@ class UnavailableError(ServerError):
 
 class NotBraidError(BraidError):
     """An answer without braid's JSON body: another HTTP server or a proxy answered."""
+
+
+class WrongURLError(BraidError):
+    """The URL reaches a server, but not braid's API at its base: https:// to a server that speaks plain HTTP or the other way round, or a path (a page of the dashboard, ``http://host:7070/ui``) the API is not under.
+
+    ``url`` is the URL given and ``base`` the one to give instead, as far as
+    can be told; ``status`` and ``code`` are those of the answer, if any.
+    """
+
+    def __init__(self, status: int, code: str, url: str, reason: str, base: str) -> None:
+        super().__init__(status, code, f"{url} is not the server's base URL: {reason}; give the server's base URL, such as {base}")
+        self.url = url
+        self.base = base
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class NoServerError(BraidError):

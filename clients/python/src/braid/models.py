@@ -152,6 +152,7 @@ class JobSpec:
     input: Optional[str] = None
     params: Dict[str, str] = field(default_factory=dict)
     repeat: Optional[int] = None
+    #: "RxC"; a pair (R, C) is sent as that.
     tiles: Optional[str] = None
     policy: Optional[str] = None
     speculate: Optional[bool] = None
@@ -169,10 +170,15 @@ class JobSpec:
     input_job: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
-        """The spec as the server takes it: unset fields left out."""
+        """The spec as the server takes it: unset fields left out.
+
+        Parameter values go in braid's form (:func:`param_value`: ``True``
+        as "true", ``2.5`` as "2.5"), and ``tiles`` may be a pair of rows
+        and columns, ``(2, 3)`` for "2x3".
+        """
         out: Dict[str, Any] = {"op": self.op}
         if self.params:
-            out["params"] = {str(k): str(v) for k, v in self.params.items()}
+            out["params"] = {str(k): param_value(k, v) for k, v in self.params.items()}
         if self.inputs:
             out["inputs"] = list(self.inputs)
         if self.op_versions:
@@ -181,7 +187,30 @@ class JobSpec:
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
+        if self.tiles is not None:
+            out["tiles"] = tiles_value(self.tiles)
         return out
+
+
+def param_value(name: object, value: object) -> str:
+    """A parameter value as braid takes it: a string as it is, a bool as "true" or "false", a number in decimal.
+
+    Anything else is a TypeError naming the parameter.
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise TypeError(f"parameter {name}: want a string, a number or a bool, not {type(value).__name__}")
+
+
+def tiles_value(tiles: object) -> str:
+    """JobSpec.tiles as braid takes it: "RxC", given as that or as a pair (R, C)."""
+    if isinstance(tiles, str):
+        return tiles
+    if isinstance(tiles, (tuple, list)) and len(tiles) == 2 and all(isinstance(n, int) and not isinstance(n, bool) for n in tiles):
+        return f"{tiles[0]}x{tiles[1]}"
+    raise TypeError(f"tiles: want \"RxC\" or a pair of ints (rows, columns), not {tiles!r}")
 
 
 @dataclass
@@ -315,6 +344,11 @@ class Worker:
     #: This server's units the worker holds now, running or queued.
     in_flight_units: Optional[int] = None
     error: Optional[str] = None
+
+    @property
+    def name(self) -> str:
+        """The worker's name (``info.name``)."""
+        return self.info.name
 
 
 @dataclass
