@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // ErrorBody is the body of every non-2xx response.
@@ -188,6 +190,12 @@ type JobSpec struct {
 	Input     string   `json:"input,omitempty"`
 	Inputs    []string `json:"inputs,omitempty"`
 	InputList string   `json:"input_list,omitempty"`
+	// InputNames names Inputs for people, in the same order (the CLI sends
+	// the files' names): the manifest gives each unit its input's name,
+	// and `braid get --job J -o DIR` names the outputs after them.
+	// Optional; an empty entry names nothing. Each is a file name, as
+	// ValidInputName says.
+	InputNames []string `json:"input_names,omitempty"`
 	// InputJob makes one unit per unit of another job, on that unit's
 	// output, each sent as soon as the output exists: the job overlaps
 	// the other. If the other job fails or is cancelled, so does this.
@@ -307,8 +315,22 @@ type Manifest struct {
 type ManifestUnit struct {
 	Index  int    `json:"index"`
 	Input  string `json:"input,omitempty"`
+	Name   string `json:"name,omitempty"` // the input's, from JobSpec.InputNames
 	Output string `json:"output"`
 	Size   int64  `json:"size"`
+}
+
+// MaxInputName bounds an entry of JobSpec.InputNames, in bytes.
+const MaxInputName = 255
+
+// ValidInputName reports whether name may name an input: a file name of
+// 1 to MaxInputName bytes of UTF-8 that is no path (no '/' or '\\'), not
+// hidden (no leading '.', so neither "." nor ".."), without control
+// characters. A client may write a file of that name into the directory
+// it was asked to, and nowhere else.
+func ValidInputName(name string) bool {
+	return name != "" && len(name) <= MaxInputName && utf8.ValidString(name) && name[0] != '.' &&
+		!strings.ContainsAny(name, "/\\") && !strings.ContainsFunc(name, unicode.IsControl)
 }
 
 // MaxInputs bounds JobSpec.Inputs; a bigger job lists its inputs in an

@@ -81,6 +81,9 @@ func (s *Server) writeManifest(w io.Writer, j *jobRun, a assembly, outputs []str
 		if a.inputs != nil {
 			u.Input = statedb.HexID(a.inputs[i])
 		}
+		if i < len(j.spec.InputNames) {
+			u.Name = j.spec.InputNames[i]
+		}
 		b, err := json.Marshal(u)
 		if err != nil {
 			return err

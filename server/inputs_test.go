@@ -101,3 +101,23 @@ func TestManyInputs(t *testing.T) {
 	}
 	check(j, ids)
 }
+
+// TestInputNames: a job's input_names, one per input, name the manifest's
+// units; a count that does not match, or a name that is a path, hidden or
+// holds a control character, is refused before anything runs.
+func TestInputNames(t *testing.T) {
+	cl := startCluster(t, cluster.WorkerSpec{Threads: 1})
+	ctx := testCtx(t)
+	a, b := put(t, cl.Client, []byte("a")), put(t, cl.Client, []byte("b"))
+	j := runJob(t, cl.Client, api.JobSpec{Op: "noop", Inputs: []string{a, b}, InputNames: []string{"a.txt", ""}})
+	m := manifestOf(t, cl.Client, j)
+	if len(m.Units) != 2 || m.Units[0].Name != "a.txt" || m.Units[1].Name != "" {
+		t.Errorf("manifest units %+v; want the first named a.txt, the second not", m.Units)
+	}
+	for _, names := range [][]string{{"a.txt"}, {"a", "b", "c"}, {"../x", "b"}, {"a", "x/y"}, {".hidden", "b"}, {"a\x1b[31m", "b"}, {"a", strings.Repeat("n", 256)}} {
+		_, err := cl.Client.Submit(ctx, api.JobSpec{Op: "noop", Inputs: []string{a, b}, InputNames: names})
+		if code := apiCode(err); code != api.CodeBadRequest && code != api.CodeBadParameter {
+			t.Errorf("input_names %q: %v; want a 400", names, err)
+		}
+	}
+}

@@ -116,6 +116,24 @@ func checkSources(spec *api.JobSpec) error {
 			return badRequest(api.CodeBadRequest, "inputs[%d] %q is not an object id", i, id)
 		}
 	}
+	return checkInputNames(spec)
+}
+
+// checkInputNames checks JobSpec.InputNames: one per input, each empty or
+// a file name.
+func checkInputNames(spec *api.JobSpec) error {
+	if len(spec.InputNames) == 0 {
+		return nil
+	}
+	if len(spec.InputNames) != len(spec.Inputs) {
+		return badRequest(api.CodeBadRequest, "%d input_names for %d inputs: give one per input (empty for none), or none", len(spec.InputNames), len(spec.Inputs))
+	}
+	for i, name := range spec.InputNames {
+		if name != "" && !api.ValidInputName(name) {
+			return badRequest(api.CodeBadParameter, "input_names[%d] %.80q: want a file name of at most %d bytes: no '/' or '\\', no leading '.', no control characters",
+				i, name, api.MaxInputName)
+		}
+	}
 	return nil
 }
 

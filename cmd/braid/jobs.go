@@ -19,7 +19,7 @@ import (
 )
 
 // submitSynopsis is submit's usage line.
-const submitSynopsis = "--op OP (--input ID | --inputs ID,ID,... | --input-list FILE | --input-job JOB) [--param k=v ...] [--repeat N | --tiles RxC] [--policy P] [--speculate B] [--wait]"
+const submitSynopsis = "--op OP (--input ID | --inputs ID|FILE|DIR,... [FILE...] | --input-list FILE | --input-job JOB) [--param k=v ...] [--repeat N | --tiles RxC] [--policy P] [--speculate B] [--wait]"
 
 func runSubmit(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("submit", submitSynopsis, e)
@@ -28,7 +28,8 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 	var params multiFlag
 	op := fs.String("op", "", "the `OP` to run: braid ops lists them")
 	input := fs.String("input", "", "`ID` of the input object, as braid put prints it (a unique prefix will do)")
-	inputs := fs.String("inputs", "", fmt.Sprintf("one unit per object: `IDS`, comma-separated (unique prefixes will do), at most %d", api.MaxInputs))
+	inputs := fs.String("inputs", "", fmt.Sprintf("one unit per object: `IDS`, comma-separated (unique prefixes will do), at most %d;\n"+
+		"a FILE or DIR among them is uploaded (a directory's files, as braid put does), and its name names the unit's output", api.MaxInputs))
 	inputJob := fs.String("input-job", "", "one unit per unit of `JOB`, on its output, each sent as soon as it exists (a unique prefix will do)")
 	inputList := fs.String("input-list", "", fmt.Sprintf("one unit per object listed in `FILE`, one id per line (# comments), up to %d;\nthe list is uploaded and the job submitted in one request", server.MaxUnits))
 	fs.Var(&params, "param", "operation parameter `key=value` (repeatable, each key once): braid ops lists them")
@@ -39,10 +40,14 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 	unitTimeout := fs.Duration("unit-timeout", 0, "a user operation's wall-time limit per unit, e.g. 10s (default: the operation's)")
 	wait := fs.Bool("wait", false, "wait for the job to finish: print its id on stdout at once, then its final\n"+
 		"status on stderr (with --json: the final status on stdout); a failed job exits 1")
-	if err := parse(fs, args); err != nil {
+	if err := parseArgs(fs, args, -1); err != nil {
 		return err
 	}
 	if err := emptyFlags(fs, "op", "input", "inputs", "input-list", "input-job"); err != nil {
+		return err
+	}
+	items, err := inputItems(fs, *inputs)
+	if err != nil {
 		return err
 	}
 	if given := btoi(*input != "") + btoi(*inputs != "") + btoi(*inputList != "") + btoi(*inputJob != ""); *op == "" || given != 1 {
@@ -51,6 +56,10 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 		return errUsage
 	}
 	spec, err := jobSpec(fs, *op, *input, params, *repeat, *tiles, *policy, *speculate)
+	if err != nil {
+		return err
+	}
+	resolved, err := resolveItems(items)
 	if err != nil {
 		return err
 	}
@@ -63,7 +72,7 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 		timeout = 0
 	}
 	return cf.run(ctx, e, timeout, func(ctx context.Context, s session) error {
-		if err := resolveInputs(ctx, s, &spec, *inputs, *inputList); err != nil {
+		if err := resolveInputs(ctx, s, &spec, resolved, *inputList); err != nil {
 			return err
 		}
 		if *inputJob != "" {
@@ -95,20 +104,14 @@ func btoi(b bool) int {
 }
 
 // resolveInputs turns the input flags into the spec's: prefixes into ids,
-// and a list file into an uploaded object.
-func resolveInputs(ctx context.Context, s session, spec *api.JobSpec, inputs, listFile string) error {
+// files into uploaded objects, and a list file into an uploaded object.
+func resolveInputs(ctx context.Context, s session, spec *api.JobSpec, items []inputItem, listFile string) error {
 	var err error
 	switch {
 	case spec.Input != "":
 		spec.Input, err = s.objectID(ctx, spec.Input)
-	case inputs != "":
-		for _, in := range strings.Split(inputs, ",") {
-			id, err := s.objectID(ctx, strings.TrimSpace(in))
-			if err != nil {
-				return err
-			}
-			spec.Inputs = append(spec.Inputs, id)
-		}
+	case items != nil:
+		return s.resolveInputList(ctx, spec, items)
 	case listFile != "":
 		list, err := importListed(ctx, s, listFile)
 		if err != nil {
@@ -142,6 +145,88 @@ func importListed(ctx context.Context, s session, listFile string) ([]byte, erro
 		}
 	}
 	return []byte(strings.Join(lines, "\n")), nil
+}
+
+// inputItems are the items of --inputs, followed by submit's arguments
+// (`--inputs photos/*.png` as the shell expands it); arguments without
+// --inputs are refused.
+func inputItems(fs *flag.FlagSet, inputs string) ([]string, error) {
+	if inputs == "" {
+		if fs.NArg() > 0 {
+			return nil, strayArgument(fs, fs.Arg(0))
+		}
+		return nil, nil
+	}
+	items := strings.Split(inputs, ",")
+	for _, arg := range fs.Args() {
+		if _, err := os.Stat(arg); err != nil && strings.Contains(arg, "=") {
+			return nil, strayArgument(fs, arg)
+		}
+		items = append(items, arg)
+	}
+	return items, nil
+}
+
+// inputItem is one input of --inputs: an object id (or a unique prefix of
+// one), or a file to upload.
+type inputItem struct {
+	id   string
+	file inputFile
+}
+
+// resolveItems turns --inputs' items into inputs: a FILE or DIR that
+// exists is its files, checked before anything is uploaded; anything else
+// is an id. It refuses more inputs than a job may have.
+func resolveItems(items []string) ([]inputItem, error) {
+	var out []inputItem
+	for _, in := range items {
+		in = strings.TrimSpace(in)
+		if _, err := os.Stat(in); err != nil {
+			out = append(out, inputItem{id: in})
+			continue
+		}
+		files, err := inputFiles([]string{in})
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			out = append(out, inputItem{file: f})
+		}
+	}
+	if len(out) > api.MaxInputs {
+		return nil, usageErrorf("--inputs: %d inputs, at most %d; list more in a file for --input-list", len(out), api.MaxInputs)
+	}
+	return out, nil
+}
+
+// resolveInputList fills in the spec's Inputs: ids as they are (a prefix
+// made whole), files uploaded; a file's name names its input
+// (InputNames).
+func (s session) resolveInputList(ctx context.Context, spec *api.JobSpec, items []inputItem) error {
+	named := false
+	for _, it := range items {
+		id, name := it.id, it.file.name
+		var err error
+		if it.file.path == "" {
+			id, err = s.objectID(ctx, id)
+		} else {
+			var obj api.Object
+			obj, err = s.PutFile(ctx, it.file.path)
+			if err != nil {
+				err = fmt.Errorf("uploading %s: %w", it.file.path, err)
+			}
+			id = obj.ID
+		}
+		if err != nil {
+			return err
+		}
+		spec.Inputs, spec.InputNames = append(spec.Inputs, id), append(spec.InputNames, name)
+		named = named || name != ""
+	}
+	if !named {
+		spec.InputNames = nil
+	}
+	return nil
 }
 
 // jobSpec checks submit's flags and makes the spec they describe.

@@ -12,82 +12,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/store"
 )
-
-// putSynopsis is put's usage line.
-const putSynopsis = "FILE  |  braid put -  (standard input)  |  braid put --from s3://BUCKET/KEY\n\n" +
-	"Prints the object's id (the sha256 of its bytes) on stdout. An object is at most the\n" +
-	"server's --max-object, 1 GiB by default. With --from the server reads the object from\n" +
-	"the bucket itself (its own S3 endpoint and credentials); nothing is downloaded here."
-
-func runPut(ctx context.Context, args []string, e *env) error {
-	fset := newFlagSet("put", putSynopsis, e)
-	var cf clientFlags
-	cf.register(fset, e)
-	from := fset.String("from", "", "store the object at `s3://BUCKET/KEY`, read by the server, instead of a file")
-	if err := parseArgs(fset, args, 1); err != nil {
-		return err
-	}
-	if (fset.NArg() == 1) == (*from != "") {
-		fset.Usage()
-		return errUsage
-	}
-	put := func(ctx context.Context, s session) (api.Object, error) { return s.Import(ctx, *from) }
-	if *from == "" {
-		r, done, err := openInput(fset.Arg(0), e)
-		if err != nil {
-			return err
-		}
-		defer done()
-		put = func(ctx context.Context, s session) (api.Object, error) { return s.Put(ctx, r) }
-	} else if !strings.HasPrefix(*from, "s3://") {
-		return usageErrorf("--from %q: want s3://BUCKET/KEY", *from)
-	}
-	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
-		obj, err := put(ctx, s)
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			return printJSON(e.stdout, obj)
-		}
-		if obj.Existing {
-			fmt.Fprintf(e.stderr, "braid put: already stored (since %s)\n", obj.Created.Local().Format("2006-01-02 15:04:05"))
-		}
-		_, err = fmt.Fprintln(e.stdout, obj.ID)
-		return err
-	})
-}
-
-// openInput opens what put uploads: a regular file, or standard input for
-// "-". It refuses a directory before any byte goes to the server.
-func openInput(name string, e *env) (io.Reader, func(), error) {
-	if name == "-" {
-		return e.stdin, func() {}, nil
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	if fi, err := f.Stat(); err != nil || fi.IsDir() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%s is a directory; put uploads one file", name)
-		}
-		return nil, nil, err
-	}
-	return f, func() { f.Close() }, nil
-}
 
 func runGet(ctx context.Context, args []string, e *env) error {
 	fset := newFlagSet("get", "ID [-o FILE|DIR]  |  braid get --job JOB [-o FILE|DIR]", e)
 	var cf clientFlags
 	cf.register(fset, e)
-	out := fset.String("o", "", "write to `FILE` instead of standard output, or into a directory, named after the id")
+	out := fset.String("o", "", "write to `FILE` instead of standard output, or into a directory, named after the id; a job of many\n"+
+		"inputs writes each unit's output into the directory, named after its input, and the manifest beside them")
 	job := fset.String("job", "", "download the result of the `JOB` instead of an object given by id")
 	if err := parseArgs(fset, args, 1); err != nil {
 		return err
@@ -97,12 +33,15 @@ func runGet(ctx context.Context, args []string, e *env) error {
 		return errUsage
 	}
 	return cf.run(ctx, e, defaultTimeout, func(ctx context.Context, s session) error {
-		id, err := s.getID(ctx, fset.Arg(0), *job)
+		id, j, err := s.getID(ctx, fset.Arg(0), *job)
 		if err != nil {
 			return err
 		}
-		if *out == "" {
+		switch {
+		case *out == "":
 			return s.Get(ctx, id, stdoutFor(e))
+		case j != nil && manyInputs(j.Spec) && isDir(*out):
+			return getOutputs(ctx, s, *j, *out, e.stdout)
 		}
 		path, err := getToFile(ctx, s, id, *out)
 		if err == nil && path != *out {
@@ -113,28 +52,32 @@ func runGet(ctx context.Context, args []string, e *env) error {
 }
 
 // getID is the id of the object get downloads: arg, or the result of job
-// if one was named; either may be a unique prefix.
-func (s session) getID(ctx context.Context, arg, job string) (string, error) {
+// if one was named, with the job; either may be a unique prefix. An id
+// the server gave is checked to be one, as it names a file.
+func (s session) getID(ctx context.Context, arg, job string) (string, *api.Job, error) {
 	if job == "" {
-		return s.objectID(ctx, arg)
+		id, err := s.objectID(ctx, arg)
+		return id, nil, err
 	}
 	job, err := s.jobID(ctx, job)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	j, err := s.Job(ctx, job, false)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	switch {
+	case j.Result != "" && !store.ValidID(j.Result):
+		return "", nil, fmt.Errorf("job %s: the server gave %.80q as its result, which is not an object id", job, j.Result)
 	case j.Result != "":
-		return j.Result, nil
+		return j.Result, &j, nil
 	case j.State == api.JobFailed && j.Error != "":
-		return "", fmt.Errorf("job %s failed (%s); it has no result", j.ID, j.Error)
+		return "", nil, fmt.Errorf("job %s failed (%s); it has no result", j.ID, j.Error)
 	case j.Terminal():
-		return "", fmt.Errorf("job %s was %s; it has no result", j.ID, j.State)
+		return "", nil, fmt.Errorf("job %s was %s; it has no result", j.ID, j.State)
 	default:
-		return "", fmt.Errorf("job %s is %s and has no result yet (braid wait %s)", j.ID, j.State, j.ID)
+		return "", nil, fmt.Errorf("job %s is %s and has no result yet (braid wait %s)", j.ID, j.State, j.ID)
 	}
 }
 

@@ -165,6 +165,8 @@ class JobSpec:
     #: A pipeline's user operations' versions, by name (``op`` "blur,sobel" is a pipeline).
     op_versions: Dict[str, int] = field(default_factory=dict)
     inputs: List[str] = field(default_factory=list)
+    #: Names of ``inputs`` for people, one per input ("" for none): the manifest gives each unit its input's.
+    input_names: List[str] = field(default_factory=list)
     input_list: Optional[str] = None
     #: Another job's id: one unit per unit of it, on its output, each sent as soon as it exists.
     input_job: Optional[str] = None
@@ -181,6 +183,8 @@ class JobSpec:
             out["params"] = {str(k): param_value(k, v) for k, v in self.params.items()}
         if self.inputs:
             out["inputs"] = list(self.inputs)
+        if self.input_names:
+            out["input_names"] = list(self.input_names)
         if self.op_versions:
             out["op_versions"] = dict(self.op_versions)
         for name in ("input", "repeat", "tiles", "policy", "speculate", "op_version", "op_digest", "unit_timeout_ms", "input_list", "input_job"):
@@ -283,6 +287,8 @@ class ManifestUnit:
     output: str
     size: int
     input: Optional[str] = None
+    #: The input's name, from the job's ``input_names``.
+    name: Optional[str] = None
 
 
 @dataclass
