@@ -343,7 +343,10 @@ func runWait(ctx context.Context, args []string, e *env) error {
 // the user stopped.
 func waitAndReport(ctx context.Context, s session, cf clientFlags, id string, e *env, out io.Writer) error {
 	var progress func(api.Job)
-	if !cf.json && s.line.tty {
+	switch {
+	case !s.line.tty:
+		progress = waitingNotes(e.stderr)
+	case !cf.json:
 		progress = func(j api.Job) { s.line.progress(progressText(j)) }
 	}
 	j, err := s.Wait(ctx, id, progress)
@@ -368,6 +371,20 @@ func waitAndReport(ctx context.Context, s session, cf clientFlags, id string, e 
 		return fmt.Errorf("job %s %s: %s", j.ID, j.State, j.Error)
 	}
 	return nil
+}
+
+// waitingNotes is the progress of a wait off a terminal, where no
+// progress bar is drawn: one line on w when the job starts to wait for a
+// worker that can run it, or waits for another reason than before, so
+// that a script's log says why nothing happens.
+func waitingNotes(w io.Writer) func(api.Job) {
+	last := ""
+	return func(j api.Job) {
+		if j.Waiting != "" && j.Waiting != last {
+			fmt.Fprintf(w, "braid: job %s waiting: %s\n", j.ID, j.Waiting)
+		}
+		last = j.Waiting
+	}
 }
 
 // interruptedError is a wait the user stopped (Ctrl-C); the job goes on.

@@ -94,7 +94,8 @@ func TestInterruptedWait(t *testing.T) {
 
 // watchWaits puts a proxy in front of the server at target and returns
 // its URL and a channel that receives when a client asks it to wait for a
-// job: by then the client is waiting, its signal handling long set up.
+// job (a long poll, or the job's events): by then the client is waiting,
+// its signal handling long set up.
 func watchWaits(t *testing.T, target string) (string, <-chan struct{}) {
 	u, err := neturl.Parse(target)
 	if err != nil {
@@ -106,7 +107,7 @@ func watchWaits(t *testing.T, target string) (string, <-chan struct{}) {
 	}
 	waiting := make(chan struct{}, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/wait") {
+		if strings.HasSuffix(r.URL.Path, "/wait") || strings.HasSuffix(r.URL.Path, "/events") { // a long poll, or the event stream
 			select {
 			case waiting <- struct{}{}:
 			default:
