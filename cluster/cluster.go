@@ -91,10 +91,14 @@ type Cluster struct {
 	Client  *client.Client
 	Workers []*worker.Worker
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	tmp     string
-	errs    chan error
-	trust   *tls.Config // a client's, trusting cfg.TLS's authority (nil: plain HTTP)
+	wg      sync.WaitGroup // the server's goroutine, and the workers'
+	// stopWorkers stops the workers, which Close does first, so that they
+	// deregister from a server still there; workers counts them.
+	stopWorkers context.CancelFunc
+	workers     sync.WaitGroup
+	tmp         string
+	errs        chan error
+	trust       *tls.Config // a client's, trusting cfg.TLS's authority (nil: plain HTTP)
 }
 
 // Start starts the server and the workers, and returns once every worker's
@@ -148,10 +152,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		cl = cl.WithToken(string(tok))
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	c.Server, c.Client, c.cancel = srv, cl, cancel
+	workersCtx, stopWorkers := context.WithCancel(runCtx)
+	c.Server, c.Client, c.cancel, c.stopWorkers = srv, cl, cancel, stopWorkers
 	c.goRun(func() error { return srv.Run(runCtx) })
 	for i, ws := range cfg.Workers {
-		if err := c.startWorker(runCtx, i, ws, cfg); err != nil {
+		if err := c.startWorker(workersCtx, i, ws, cfg); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -199,7 +204,11 @@ func (c *Cluster) startWorker(ctx context.Context, i int, ws WorkerSpec, cfg Con
 		return err
 	}
 	c.Workers = append(c.Workers, w)
-	c.goRun(func() error { return w.Run(ctx) })
+	c.workers.Add(1)
+	c.goRun(func() error {
+		defer c.workers.Done()
+		return w.Run(ctx)
+	})
 	return nil
 }
 
@@ -247,8 +256,13 @@ func WaitUp(ctx context.Context, cl *client.Client, n int, stopped <-chan error)
 }
 
 // Close stops everything, waits for it, and removes a temporary data
-// directory.
+// directory. The workers stop first, deregistering from the server, and
+// then the server: a clean end logs no warning.
 func (c *Cluster) Close() error {
+	if c.stopWorkers != nil {
+		c.stopWorkers()
+		c.workers.Wait()
+	}
 	if c.cancel != nil {
 		c.cancel()
 	}

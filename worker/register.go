@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"syscall"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -83,9 +85,12 @@ func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 	if registered {
 		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		if err := c.DeregisterWorker(dctx, w.cfg.Name, w.epoch); err != nil {
+		switch err := c.DeregisterWorker(dctx, w.cfg.Name, w.epoch); {
+		case serverGone(err):
+			w.log.Info("not deregistered: the server is stopping too", "server", c.URL(), "err", err)
+		case err != nil:
 			w.log.Warn("deregistering", "server", c.URL(), "err", err)
-		} else {
+		default:
 			w.log.Info("deregistered", "server", c.URL())
 		}
 	}
@@ -100,6 +105,17 @@ func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 // heartbeat looks like a live holder. The registration made again finds
 // the holder silent and takes the name (docs/leases.md, "Worker names").
 const nameRetries = 2
+
+// serverGone reports whether err says the server is stopping or stopped
+// (it refused the call as it stops, closed the connection, or is not
+// there): a worker need not deregister from it, since it sees the worker's
+// heartbeats end either way (a whole cluster shut down at once).
+func serverGone(err error) bool {
+	var ns *client.NoServerError
+	var ae *api.Error
+	return errors.As(err, &ns) || errors.As(err, &ae) && ae.Code == api.CodeUnavailable ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
 
 func isConflict(err error) bool {
 	var ae *api.Error

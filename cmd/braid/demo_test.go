@@ -17,6 +17,9 @@ func TestDemoOutputs(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}
+	if stderr != "" { // make demo ends quietly: no warning of workers stopping with the server
+		t.Errorf("a clean run logged:\n%s", stderr)
+	}
 	tiled, err1 := os.ReadFile(filepath.Join(out, "tiled-blur.png"))
 	whole, err2 := os.ReadFile(filepath.Join(out, "whole-blur.png"))
 	if err1 != nil || err2 != nil || !bytes.Equal(tiled, whole) {
