@@ -62,7 +62,9 @@ type Config struct {
 	Listen string
 	// DataDir holds objects and state (default ./braid-data).
 	DataDir string
-	// Secret is the cluster secret the data-plane handshake proves. Required.
+	// Secret is the cluster secret the data-plane handshake proves. Nil:
+	// the data directory's, DataDir/secret, made at random on the first
+	// start (New makes it only once it holds its port and directory).
 	Secret []byte
 	// Name identifies this server to workers (default "braid-server").
 	Name string
@@ -194,9 +196,6 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if len(c.Secret) == 0 {
-		return errors.New("server: a cluster secret is required (Config.Secret: --secret-file or $BRAID_SECRET)")
-	}
 	if len(c.Transports) == 0 {
 		return errors.New("server: no data-plane transports configured")
 	}
@@ -244,11 +243,27 @@ type Server struct {
 	modChecks *moduleChecks
 }
 
-// New opens the data directory and binds the HTTP listener.
+// New binds the HTTP listener and opens the data directory. What can fail
+// without changing anything comes first (the port, then the directory's
+// lock), so that a start that fails creates no secret and no admin token.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s, err := open(cfg, ln)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// open opens the data directory of a server listening on ln.
+func open(cfg Config, ln net.Listener) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -257,6 +272,12 @@ func New(cfg Config) (*Server, error) {
 	db, err := statedb.Open(filepath.Join(cfg.DataDir, "state.db"), cfg.Logger.With("component", "state"))
 	if err != nil {
 		return nil, err
+	}
+	if len(cfg.Secret) == 0 {
+		if cfg.Secret, err = dataDirSecret(cfg.DataDir); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	st, err := cfg.openStore(db.ID())
 	if err != nil {
@@ -289,12 +310,6 @@ func New(cfg Config) (*Server, error) {
 		db.Close()
 		return nil, fmt.Errorf("server: user operations: %w", err)
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		st.Close()
-		db.Close()
-		return nil, fmt.Errorf("server: %w", err)
-	}
 	limiter := newConnLimiter(ln, cfg.MaxConns, cfg.MaxConnsPerSource)
 	ln = limiter
 	if cfg.TLS != nil {
@@ -308,8 +323,7 @@ func New(cfg Config) (*Server, error) {
 	// On a shared store, the others' collectors must see this server's
 	// references before it serves.
 	if err := s.publishRefs(context.Background(), false); err != nil {
-		ln.Close()
-		st.Close()
+		st.Close() // New closes the listener
 		db.Close()
 		return nil, err
 	}

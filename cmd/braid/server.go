@@ -4,12 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/braidhq/braid/internal/transports"
@@ -78,13 +74,6 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	if err := prof.start(ctx, log); err != nil {
 		return err
 	}
-	if secret == nil {
-		if secret, err = loadOrMakeSecret(*data); err != nil {
-			return err
-		}
-		log.Info("no --secret given; using the data directory's secret (give workers --secret-file)",
-			"secret_file", filepath.Join(*data, "secret"))
-	}
 	ts, err := transports.All(topts)
 	if err != nil {
 		return err
@@ -107,27 +96,11 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
+	if secret == nil {
+		log.Info("no --secret given; using the data directory's secret (give workers --secret-file)",
+			"secret_file", filepath.Join(*data, server.SecretFile))
+	}
 	return s.Run(ctx)
-}
-
-// loadOrMakeSecret reads DIR/secret, creating it with a random secret.
-func loadOrMakeSecret(dir string) ([]byte, error) {
-	path := filepath.Join(dir, "secret")
-	b, err := os.ReadFile(path)
-	if err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		return []byte(strings.TrimSpace(string(b))), nil
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	secret := randomSecret()
-	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("write secret: %w", err)
-	}
-	return []byte(secret), nil
 }
 
 func randomSecret() string {
