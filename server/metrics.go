@@ -79,6 +79,7 @@ type stateCollector struct {
 	jobs, units, workers, assocs, streams, objects, storeBy *prometheus.Desc
 	workerDone, workerInFlight, workerLease                 *prometheus.Desc
 	workerBytes, workerBudget, workerFlows                  *prometheus.Desc
+	workerBytesOld                                          *prometheus.Desc // workerBytes' deprecated name
 }
 
 func newStateCollector(s *Server) *stateCollector {
@@ -96,7 +97,8 @@ func newStateCollector(s *Server) *stateCollector {
 		workerDone:     d("braid_worker_units_completed_total", "Units a worker ran whose result was accepted, since it registered with this server.", "worker"),
 		workerInFlight: d("braid_worker_units_in_flight", "Units sent to a worker and not yet answered.", "worker"),
 		workerLease:    d("braid_worker_leased_streams", "Streams (threads) a worker lends this server now.", "worker"),
-		workerBytes:    d("braid_worker_input_bytes_in_flight", "Input bytes of the units sent to a worker and not yet answered (where their size is known).", "worker"),
+		workerBytes:    d("braid_worker_in_flight_input_bytes", "Input bytes of the units sent to a worker and not yet answered (where their size is known).", "worker"),
+		workerBytesOld: d("braid_worker_input_bytes_in_flight", "Deprecated: braid_worker_in_flight_input_bytes, under its old name; removed in the next release.", "worker"),
 		workerBudget:   d("braid_worker_byte_budget_bytes", "Input bytes a worker may have in flight: its measured work over the byte horizon, capped by what it says it can hold (0: no limit).", "worker"),
 		workerFlows:    d("braid_worker_sctp_flows", "Reno flows the congestion control of the server's userspace SCTP association to a worker stands for (--sctp-flows; tuned by default).", "worker"),
 	}
@@ -105,7 +107,7 @@ func newStateCollector(s *Server) *stateCollector {
 // Describe implements prometheus.Collector.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.jobs, c.units, c.workers, c.assocs, c.streams, c.objects, c.storeBy,
-		c.workerDone, c.workerInFlight, c.workerLease, c.workerBytes, c.workerBudget, c.workerFlows} {
+		c.workerDone, c.workerInFlight, c.workerLease, c.workerBytes, c.workerBytesOld, c.workerBudget, c.workerFlows} {
 		ch <- d
 	}
 }
@@ -194,6 +196,7 @@ func (c *stateCollector) collectWorkers(ch chan<- prometheus.Metric, gauge func(
 		gauge(c.workerInFlight, float64(f.inFlight), f.name)
 		gauge(c.workerLease, float64(f.lease), f.name)
 		gauge(c.workerBytes, float64(f.bytes), f.name)
+		gauge(c.workerBytesOld, float64(f.bytes), f.name)
 		gauge(c.workerBudget, float64(f.budget), f.name)
 		if f.flows > 0 {
 			gauge(c.workerFlows, float64(f.flows), f.name)

@@ -167,6 +167,8 @@ func TestMetrics(t *testing.T) {
 		{"braid_worker_units_completed_total", []string{"worker", "w1"}, float64(j.UnitsPerWorker["w1"])},
 		{"braid_worker_units_completed_total", []string{"worker", "w2"}, float64(j.UnitsPerWorker["w2"])},
 		{"braid_worker_units_in_flight", []string{"worker", "w1"}, 0},
+		{"braid_worker_in_flight_input_bytes", []string{"worker", "w1"}, 0},
+		{"braid_worker_input_bytes_in_flight", []string{"worker", "w1"}, 0}, // deprecated, kept one release
 	} {
 		if got := value(t, fams, c.name, c.labels...); got != c.want {
 			t.Errorf("server: %s%v = %v, want %v", c.name, c.labels, got, c.want)
@@ -191,6 +193,9 @@ func TestMetrics(t *testing.T) {
 	}
 	if got := value(t, fams, "braid_store_bytes"); got != float64(size) {
 		t.Errorf("braid_store_bytes = %v; the store directory holds %d", got, size)
+	}
+	if !strings.Contains(text, "# HELP braid_worker_input_bytes_in_flight Deprecated: braid_worker_in_flight_input_bytes") {
+		t.Error("the old name of braid_worker_in_flight_input_bytes does not say it is deprecated")
 	}
 	if !strings.Contains(text, "go_goroutines") || !strings.Contains(text, "process_cpu_seconds_total") {
 		t.Error("server metrics lack the Go or process collector")
