@@ -320,16 +320,28 @@ type ManifestUnit struct {
 	Size   int64  `json:"size"`
 }
 
-// MaxInputName bounds an entry of JobSpec.InputNames, in bytes.
+// MaxWorkerName bounds a worker's name, in characters.
+const MaxWorkerName = 128
+
+// ValidWorkerName reports whether name may name a worker: 1 to
+// MaxWorkerName characters, none a space, a slash or a control character
+// (no newline or terminal escape reaches a log or a table through it).
+func ValidWorkerName(name string) bool {
+	n := utf8.RuneCountInString(name)
+	return n >= 1 && n <= MaxWorkerName && utf8.ValidString(name) &&
+		!strings.ContainsFunc(name, func(r rune) bool { return r == ' ' || r == '/' || unicode.IsControl(r) })
+}
+
+// MaxInputName bounds an entry of JobSpec.InputNames, in characters.
 const MaxInputName = 255
 
 // ValidInputName reports whether name may name an input: a file name of
-// 1 to MaxInputName bytes of UTF-8 that is no path (no '/' or '\\'), not
+// 1 to MaxInputName characters of UTF-8 that is no path (no '/' or '\\'), not
 // hidden (no leading '.', so neither "." nor ".."), without control
 // characters. A client may write a file of that name into the directory
 // it was asked to, and nowhere else.
 func ValidInputName(name string) bool {
-	return name != "" && len(name) <= MaxInputName && utf8.ValidString(name) && name[0] != '.' &&
+	return name != "" && utf8.RuneCountInString(name) <= MaxInputName && utf8.ValidString(name) && name[0] != '.' &&
 		!strings.ContainsAny(name, "/\\") && !strings.ContainsFunc(name, unicode.IsControl)
 }
 

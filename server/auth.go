@@ -12,11 +12,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/internal/fileutil"
@@ -338,8 +341,8 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest(api.CodeBadParameter, "role %q: want %s, %s or %s", spec.Role, api.RoleAdmin, api.RoleSubmit, api.RoleRead))
 		return
 	}
-	if len(spec.Name) > maxNameLen || strings.ContainsFunc(spec.Name, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		writeError(w, badRequest(api.CodeBadParameter, "name: at most %d bytes, no control characters", maxNameLen))
+	if utf8.RuneCountInString(spec.Name) > maxNameLen || strings.ContainsFunc(spec.Name, unicode.IsControl) {
+		writeError(w, badRequest(api.CodeBadParameter, "name: at most %d characters, no control characters", maxNameLen))
 		return
 	}
 	var ttl time.Duration
@@ -386,24 +389,20 @@ func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// ParseTTL reads a token lifetime: a Go duration ("36h", "90m") or a
-// number of days ("30d"); it must be positive and under 100 years.
+// ttlRE is a token lifetime's syntax, as the OpenAPI document states it:
+// a whole number from 1 to 99999 and a unit.
+var ttlRE = regexp.MustCompile(`^[1-9][0-9]{0,4}[smhd]$`)
+
+// ttlUnits are the units of a token lifetime.
+var ttlUnits = map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}
+
+// ParseTTL reads a token lifetime: a whole number of seconds, minutes,
+// hours or days from 1 to 99999 ("90m", "36h", "30d"; at most 99999d,
+// about 273 years).
 func ParseTTL(s string) (time.Duration, error) {
-	var d time.Duration
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.ParseFloat(n, 64)
-		if err != nil || days <= 0 || days > 36500 {
-			return 0, fmt.Errorf("%q: want a positive number of days such as 30d, or a duration such as 36h", s)
-		}
-		d = time.Duration(days * 24 * float64(time.Hour))
-	} else {
-		var err error
-		if d, err = time.ParseDuration(s); err != nil {
-			return 0, fmt.Errorf("%q: want a duration such as 36h, or days such as 30d", s)
-		}
+	if !ttlRE.MatchString(s) {
+		return 0, fmt.Errorf("%.40q: want a whole number from 1 to 99999 and a unit, s, m, h or d, such as 36h or 30d", s)
 	}
-	if d <= 0 || d > 36500*24*time.Hour {
-		return 0, fmt.Errorf("%q: want more than nothing and under 100 years", s)
-	}
-	return d, nil
+	n, _ := strconv.Atoi(s[:len(s)-1])
+	return time.Duration(n) * ttlUnits[s[len(s)-1]], nil
 }

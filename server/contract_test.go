@@ -7,7 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -173,7 +177,7 @@ func TestRegistrationChecksRoutes(t *testing.T) {
 			t.Errorf("routes %q: %d %s; want 400 bad_parameter naming the route", bad, resp.StatusCode, body)
 		}
 	}
-	for _, good := range [][]string{nil, {"10.0.1.5"}, {"fe80::1", "w1-b.example"}} {
+	for _, good := range [][]string{{}, {"10.0.1.5"}, {"fe80::1", "w1-b.example"}} {
 		if resp, body := call(t, cl, "POST", "/v1/workers", reg(good...), api.WorkerTokenHeader, wt); resp.StatusCode != 200 {
 			t.Errorf("routes %q: %d %s; want 200", good, resp.StatusCode, body)
 		}
@@ -235,4 +239,82 @@ func TestRepeatJobWhoseManifestCannotBeStored(t *testing.T) {
 	if j := runJob(t, cl.Client, api.JobSpec{Op: "noop", Input: in, Repeat: 500}); j.State != api.JobDone {
 		t.Errorf("repeat 500 (a manifest of about 60,000 bytes): %s %s; want done", j.State, j.Error)
 	}
+}
+
+// TestContractOfIssue45: what schemathesis's default checks found where the
+// server and its OpenAPI document disagreed (issue 45, finding 20), and
+// names with control characters (issue 43, finding 9).
+func TestContractOfIssue45(t *testing.T) {
+	dir := t.TempDir()
+	cl := startAuthCluster(t, dir)
+	tok, err := os.ReadFile(filepath.Join(dir, api.AdminTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := "Bearer " + strings.TrimSpace(string(tok))
+	in := put(t, cl.Client, samples.GIF())
+	wt := api.WorkerToken([]byte("braid-cluster-secret"))
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+		code               string
+	}{
+		// A null is no value of any field; Go would take it for absent.
+		{"POST", "/v1/tokens", `{"role": "read", "expires_in": null}`, 400, api.CodeMalformedJSON},
+		{"POST", "/v1/tokens", `{"role": "read", "expires_in": 5}`, 400, api.CodeMalformedJSON},
+		{"POST", "/v1/jobs", `{"op": "noop", "input": "` + in + `", "params": null}`, 400, api.CodeMalformedJSON},
+		// The lifetime's grammar is the schema's pattern.
+		{"POST", "/v1/tokens", `{"role": "read", "expires_in": "1.5d"}`, 400, api.CodeBadParameter},
+		{"POST", "/v1/tokens", `{"role": "read", "expires_in": "0h"}`, 400, api.CodeBadParameter},
+		{"POST", "/v1/tokens", `{"role": "read", "expires_in": "100000d"}`, 400, api.CodeBadParameter},
+		{"POST", "/v1/tokens", `{"role": "read", "expires_in": "99999d"}`, 201, ""},
+		{"POST", "/v1/tokens", `{"role": "read", "expires_in": ""}`, 201, ""},
+		// A token's name: 64 characters (not bytes), no control character.
+		{"POST", "/v1/tokens", `{"role": "read", "name": "` + strings.Repeat("é", 64) + `"}`, 201, ""},
+		{"POST", "/v1/tokens", `{"role": "read", "name": "` + strings.Repeat("é", 65) + `"}`, 400, api.CodeBadParameter},
+		{"POST", "/v1/tokens", `{"role": "read", "name": "ci\u001b[31m"}`, 400, api.CodeBadParameter},
+		{"POST", "/v1/tokens", `{"role": "read", "name": "ci\u009b31m"}`, 400, api.CodeBadParameter},
+		// Exactly one source of inputs, and inputs not empty.
+		{"POST", "/v1/jobs", `{"op": "noop", "input": "` + in + `", "inputs": ["` + in + `"]}`, 400, api.CodeBadRequest},
+		{"POST", "/v1/jobs", `{"op": "noop", "inputs": []}`, 400, api.CodeBadRequest},
+		{"POST", "/v1/jobs", `{"op": "noop", "input": "` + in + `", "input_names": ["a"]}`, 400, api.CodeBadRequest},
+		{"POST", "/v1/jobs", `{"op": "noop", "input": "` + in + `", "input_list": ""}`, 201, ""},
+		// An interpreter goes with abi exec only.
+		{"POST", "/v1/operations", `{"name": "x", "module": "` + in + `", "interpreter": "sh"}`, 400, api.CodeBadParameter},
+		// ?from= given is an import, and must name a bucket and a key.
+		{"POST", "/v1/objects?from=", "", 400, api.CodeBadRequest},
+		{"POST", "/v1/objects?from=s3://", "", 400, api.CodeBadRequest},
+		// A built-in operation cannot be removed: a conflict, not a bad request.
+		{"DELETE", "/v1/operations/blur", "", 409, api.CodeConflict},
+		// Worker names: no control characters (terminal escapes) either.
+		{"POST", "/v1/workers", workerBody("w\u001b[2J"), 400, api.CodeBadParameter},
+		{"POST", "/v1/workers", workerBody("w\u0085"), 400, api.CodeBadParameter},
+		{"POST", "/v1/workers", workerBody(strings.Repeat("ö", 128)), 200, ""},
+		{"POST", "/v1/workers", workerBody(strings.Repeat("ö", 129)), 400, api.CodeBadParameter},
+		// A registration's counts are not negative; leaving them out is 0.
+		{"POST", "/v1/workers", `{"name": "w-min", "max_threads": 1, "ops": ["noop"], "endpoints": [{"transport": "tcp", "addr": "127.0.0.1:1"}], "leased_threads": -1}`, 400, api.CodeBadParameter},
+		{"POST", "/v1/workers", `{"name": "w-min", "max_threads": 1, "ops": ["noop"], "endpoints": [{"transport": "tcp", "addr": "127.0.0.1:1"}]}`, 200, ""},
+	} {
+		resp, body := call(t, cl, c.method, c.path, c.body, "Authorization", admin, api.WorkerTokenHeader, wt)
+		if resp.StatusCode != c.status || c.code != "" && errorCode(t, body) != c.code {
+			t.Errorf("%s %s %s: %d %s; want %d %s", c.method, c.path, c.body, resp.StatusCode, body, c.status, c.code)
+		}
+	}
+	var doc struct {
+		Paths map[string]map[string]struct{ Responses map[string]json.RawMessage }
+	}
+	b, err := os.ReadFile("openapi.json")
+	if err == nil {
+		err = json.Unmarshal(b, &doc)
+	}
+	del := doc.Paths["/v1/operations/{name}"]["delete"]
+	if err != nil || del.Responses["409"] == nil || del.Responses["400"] != nil {
+		t.Errorf("DELETE /v1/operations/{name} documents %v (%v); want a 409 for a built-in, no 400", slices.Collect(maps.Keys(del.Responses)), err)
+	}
+}
+
+// workerBody is a registration of a worker of that name.
+func workerBody(name string) string {
+	n, _ := json.Marshal(name)
+	return `{"name": ` + string(n) + `, "max_threads": 1, "ops": ["noop"], "endpoints": [{"transport": "tcp", "addr": "127.0.0.1:1"}]}`
 }

@@ -204,6 +204,9 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 		}
 		return badRequest("bad_request", "reading the request body: %v", err)
 	}
+	if err := noNulls(body); err != nil {
+		return err
+	}
 	err = decodeStrict(body, v)
 	var ute *json.UnmarshalTypeError
 	if errors.As(err, &ute) && strings.HasPrefix(ute.Value, "number ") {
@@ -215,6 +218,22 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 		return badRequest("malformed_json", "request body is not valid JSON for this endpoint: %v", err)
 	}
 	return nil
+}
+
+// noNulls refuses a JSON document that holds a null: no field of braid's
+// API takes one (the OpenAPI document allows none), and Go would take a
+// null for the field's zero value, as if it were not there.
+func noNulls(body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // not JSON: decodeStrict says what is wrong
+		}
+		if tok == nil {
+			return badRequest(api.CodeMalformedJSON, "request body holds a null: no field takes one; leave the field out")
+		}
+	}
 }
 
 // decodeStrict decodes exactly one JSON value into v, refusing unknown

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
+	"regexp"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/store"
@@ -14,12 +14,16 @@ import (
 // read for clients (a bucket the operator did not allow): 403.
 var ErrImportRefused = errors.New("server: import refused")
 
+// importRE is what ?from= may be, as the OpenAPI document says:
+// s3://BUCKET/KEY, both there.
+var importRE = regexp.MustCompile(`^s3://[^/]+/.+$`)
+
 // handleImport stores an object the server reads from a URL
 // (POST /v1/objects?from=s3://BUCKET/KEY): the client sends no bytes, and
 // the server reads the object once, hashing it on the way into the store.
 // The object is then the caller's upload, as if it had sent the bytes.
 func (s *Server) handleImport(w http.ResponseWriter, r *http.Request, from string) {
-	if !strings.HasPrefix(from, "s3://") {
+	if !importRE.MatchString(from) {
 		writeError(w, badRequest(api.CodeBadRequest, "from=%q: want s3://BUCKET/KEY", from))
 		return
 	}

@@ -32,8 +32,8 @@ func (s *Server) tooLarge(size, received int64) *apiError {
 }
 
 func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
-	if from := r.URL.Query().Get("from"); from != "" {
-		s.handleImport(w, r, from)
+	if q := r.URL.Query(); q.Has("from") { // given empty, it is refused, not an upload of the body
+		s.handleImport(w, r, q.Get("from"))
 		return
 	}
 	if r.ContentLength > s.store.MaxSize() {

@@ -154,7 +154,7 @@ func (s *Server) handleRemoveOp(w http.ResponseWriter, r *http.Request) {
 	cur := s.userOps.current(name)
 	if cur == nil {
 		if _, ok := ops.Lookup(name); ok {
-			writeError(w, badRequest(api.CodeBadRequest, "%s is a built-in operation; only user operations can be removed", name))
+			writeError(w, conflict("%s is a built-in operation; only user operations can be removed", name))
 			return
 		}
 		writeError(w, &apiError{status: 404, code: api.CodeUnknownOp, msg: fmt.Sprintf("no user operation %q", name)})

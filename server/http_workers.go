@@ -7,11 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
-	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/transport"
@@ -29,8 +30,8 @@ func badRuntime(r string) bool {
 
 func validateWorker(info *api.WorkerInfo) error {
 	switch {
-	case info.Name == "" || len(info.Name) > 128 || strings.ContainsAny(info.Name, "/ \t\n"):
-		return badRequest(api.CodeBadParameter, "worker name %q: want 1-128 characters without spaces or slashes", info.Name)
+	case !api.ValidWorkerName(info.Name):
+		return badRequest(api.CodeBadParameter, "worker name %q: want 1 to %d characters, no spaces, slashes or control characters", info.Name, api.MaxWorkerName)
 	case info.MaxThreads < 1 || info.MaxThreads > transport.MaxStreams:
 		return badRequest(api.CodeBadParameter, "max_threads %d: want 1 to %d", info.MaxThreads, transport.MaxStreams)
 	case len(info.Endpoints) == 0:
@@ -41,12 +42,10 @@ func validateWorker(info *api.WorkerInfo) error {
 		return badRequest(api.CodeBadParameter, "runtimes %q: want %q, \"exec:NAME\" and \"exec-net:NAME\" entries, at most 16", info.Runtimes, api.OpWasm)
 	case info.HoldBytes < 0:
 		return badRequest(api.CodeBadParameter, "hold_bytes %d: want the bytes of unit inputs the worker can hold, or 0 to say nothing", info.HoldBytes)
-	}
-	if info.InfoURL != "" {
-		u, err := url.Parse(info.InfoURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return badRequest(api.CodeBadParameter, "info_url %q: want an http:// or https:// URL such as http://10.0.0.5:7171, or none", info.InfoURL)
-		}
+	case min(info.Cores, info.ClockMHz, info.FreeThreads, info.LeasedThreads) < 0 || min(info.RAMBytes, info.DiskFreeBytes) < 0:
+		return badRequest(api.CodeBadParameter, "cores, clock_mhz, ram_bytes, disk_free_bytes, free_threads and leased_threads are counts: none may be negative")
+	case info.InfoURL != "" && !infoURLRE.MatchString(info.InfoURL):
+		return badRequest(api.CodeBadParameter, "info_url %q: want an http:// or https:// URL such as http://10.0.0.5:7171, or none", info.InfoURL)
 	}
 	for _, ep := range info.Endpoints {
 		if ep.Addr == "" || ep.Transport == "" {
@@ -59,6 +58,11 @@ func validateWorker(info *api.WorkerInfo) error {
 	return nil
 }
 
+// infoURLRE is what a worker's info_url may be, as the OpenAPI document
+// says: http or https, a host (a name, an address, or an IPv6 address in
+// brackets), a port, and a path of printable ASCII.
+var infoURLRE = regexp.MustCompile(`^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?(/[!-~]*)?$`)
+
 // validateRoutes checks an endpoint's routes: hosts, without ports.
 func validateRoutes(routes []string) error {
 	if len(routes) > api.MaxRoutes {
@@ -68,7 +72,7 @@ func validateRoutes(routes []string) error {
 		if _, err := netip.ParseAddr(r); err == nil {
 			continue
 		}
-		if r == "" || len(r) > 253 || strings.ContainsAny(r, ":/ \t\n[]@") {
+		if r == "" || utf8.RuneCountInString(r) > 253 || strings.ContainsAny(r, ":/ \t\n[]@") {
 			return fmt.Errorf("route %q: want a host (an IP address or a name), without a port", r)
 		}
 	}

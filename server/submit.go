@@ -96,6 +96,8 @@ func checkSources(spec *api.JobSpec) error {
 		}
 	}
 	switch {
+	case spec.Inputs != nil && len(spec.Inputs) == 0:
+		return badRequest(api.CodeBadRequest, "inputs is empty: give at least one object id, or leave it out")
 	case n == 0:
 		return badRequest(api.CodeBadRequest, "no input: give input (an object id, as `braid put` prints), inputs (several), input_list (an object listing them) or input_job (another job, whose outputs they are)")
 	case n > 1:
@@ -122,7 +124,7 @@ func checkSources(spec *api.JobSpec) error {
 // checkInputNames checks JobSpec.InputNames: one per input, each empty or
 // a file name.
 func checkInputNames(spec *api.JobSpec) error {
-	if len(spec.InputNames) == 0 {
+	if spec.InputNames == nil {
 		return nil
 	}
 	if len(spec.InputNames) != len(spec.Inputs) {

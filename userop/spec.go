@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/braidhq/braid/api"
 )
@@ -76,8 +77,8 @@ func CheckSpec(spec *api.OperationSpec, builtin func(string) bool) error {
 	case spec.ABI != api.ABIExec && spec.Limits.Network:
 		return badSpec("network is for scripts (abi exec); a WebAssembly module has none")
 	}
-	if len(spec.Summary) > MaxSummary {
-		return badSpec("summary is %d bytes, at most %d", len(spec.Summary), MaxSummary)
+	if n := utf8.RuneCountInString(spec.Summary); n > MaxSummary {
+		return badSpec("summary is %d characters, at most %d", n, MaxSummary)
 	}
 	if spec.Reach != nil && (*spec.Reach < 0 || *spec.Reach > MaxReach) {
 		return badSpec("reach %d: want 0 to %d pixels", *spec.Reach, MaxReach)

@@ -202,6 +202,17 @@ func TestThreadsChecked(t *testing.T) {
 	}
 }
 
+// A name a server would refuse (a space, a slash, a control character
+// such as a terminal escape) is refused before anything starts.
+func TestNameChecked(t *testing.T) {
+	for _, name := range []string{"w 1", "a/b", "w\x1b[2J", "w\u009b", strings.Repeat("n", 129)} {
+		_, err := worker.New(worker.Config{Name: name, Servers: []string{"http://127.0.0.1:1"}, Transport: tcpn.New(tcpn.Config{}), Secret: secret})
+		if err == nil || !strings.Contains(err.Error(), "no spaces, slashes or control characters") {
+			t.Errorf("name %q: %v; want a refusal", name, err)
+		}
+	}
+}
+
 // Operators get a warning per failed unit naming job, unit, op and reason;
 // at debug level a line per unit; a clean stop is logged at info level
 // only, on both sides; the server's keys are job= and worker=, not

@@ -126,6 +126,9 @@ func (c *Config) validate() error {
 		host, _ := os.Hostname()
 		c.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
+	if !api.ValidWorkerName(c.Name) {
+		return fmt.Errorf("worker: name %q: want 1 to %d characters, no spaces, slashes or control characters", c.Name, api.MaxWorkerName)
+	}
 	if c.Threads < 0 || c.Threads > transport.MaxStreams {
 		return fmt.Errorf("worker: %d threads: want 1 to %d (0 for one per CPU)", c.Threads, transport.MaxStreams)
 	}

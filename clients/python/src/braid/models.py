@@ -315,14 +315,14 @@ class WorkerInfo:
     """What a worker tells servers about itself."""
 
     name: str
-    cores: int
-    clock_mhz: int
-    ram_bytes: int
-    disk_free_bytes: int
     max_threads: int
-    free_threads: int
     ops: List[str]
     endpoints: List[Endpoint]
+    cores: int = 0
+    clock_mhz: int = 0
+    ram_bytes: int = 0
+    disk_free_bytes: int = 0
+    free_threads: int = 0
     leased_threads: Optional[int] = None
     info_url: Optional[str] = None
     epoch: Optional[int] = None
