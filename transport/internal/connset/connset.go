@@ -32,6 +32,9 @@ type pending struct {
 	conns  []mux.Conn // by index; conns[0] ran the handshake
 	joined int
 	full   chan struct{} // closed when every connection has joined
+	// arrived tells the listener's gate that one announced connection
+	// has joined (preauth.Slot.Expect).
+	arrived func()
 }
 
 // newGatherer returns transport name's gatherer for joins made with label
@@ -43,11 +46,15 @@ func newGatherer(name, label string, secret []byte) *gatherer {
 // gather waits, on the listener's side, for the n-1 other connections of
 // the association whose handshake c ran: it sends the token on c and
 // returns the n connections by index, c first. It closes those that joined
-// if it fails.
-func (g *gatherer) gather(ctx context.Context, c mux.Conn, hc frame.HandshakeConn, n int) ([]mux.Conn, error) {
+// if it fails. Meanwhile the gate counts the dialer's n-1 connections as
+// announced (slot.Expect), so that they do not evict one another while
+// their joins are in flight.
+func (g *gatherer) gather(ctx context.Context, c mux.Conn, hc frame.HandshakeConn, slot *preauth.Slot, n int) ([]mux.Conn, error) {
 	var token assocToken
 	rand.Read(token[:])
-	p := &pending{conns: make([]mux.Conn, n), full: make(chan struct{})}
+	arrived, done := slot.Expect(n - 1)
+	defer done()
+	p := &pending{conns: make([]mux.Conn, n), full: make(chan struct{}), arrived: arrived}
 	p.conns[0] = c
 	if n == 1 {
 		close(p.full)
@@ -105,6 +112,7 @@ func (g *gatherer) join(msg []byte, c tcpconn.Conn, hc frame.HandshakeConn) erro
 		return err
 	}
 	p.conns[i] = c
+	p.arrived()
 	if p.joined++; p.joined == len(p.conns)-1 {
 		close(p.full)
 	}
@@ -403,7 +411,7 @@ func (g *gatherer) setup(ctx context.Context, c tcpconn.Conn, slot *preauth.Slot
 	}
 	var conns []mux.Conn
 	if err == nil {
-		conns, err = g.gather(ctx, c, hc, n)
+		conns, err = g.gather(ctx, c, hc, slot, n)
 	}
 	if err = tcpconn.Settle(ctx, c, stop, err); err != nil {
 		if len(conns) > 1 {

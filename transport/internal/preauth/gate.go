@@ -22,7 +22,12 @@
 // this order of preference, from a source that has not proved the secret
 // before (Proved) rather than from one that has; one that has not spoken
 // rather than one that is under way; from the source that holds the most
-// connections (fairness between sources); and the oldest. A newcomer from
+// connections (fairness between sources); and the oldest. A silent
+// connection that its source announced (Expect: a dialer that proved the
+// secret opens its association's further connections) counts as under
+// way until the announced ones have arrived, so that a dialer's own
+// connections do not evict one another while their first bytes are in
+// flight. A newcomer from
 // an unproved source evicts only connections from unproved sources, and
 // when there are none it is itself refused. Within its own source (the
 // MaxPerSource bound) it evicts that source's silent connections first.
@@ -33,6 +38,7 @@ package preauth
 
 import (
 	"container/list"
+	"maps"
 	"net"
 	"net/netip"
 	"sync"
@@ -61,6 +67,7 @@ type Gate struct {
 	order  list.List  // of *Slot, oldest first
 	perSrc map[netip.Addr]int
 	known  map[netip.Addr]time.Time // sources that proved the secret, and when last
+	expect map[netip.Addr]int       // connections announced by sources (Expect), not yet arrived
 }
 
 // Slot is one connection inside a Gate.
@@ -161,10 +168,11 @@ func (g *Gate) EnterConn(src netip.Addr, pending func() bool, evict func()) *Slo
 // those that may (see the package comment), or returns nil if none may.
 // The caller holds g.mu.
 func (g *Gate) removeVictim(may func(*Slot) bool) *Slot {
+	announced := g.announcedLocked()
 	for {
 		var v *Slot
 		for e := g.order.Front(); e != nil; e = e.Next() { // oldest first: ties go to the oldest
-			if o := e.Value.(*Slot); may(o) && (v == nil || g.worse(o, v)) {
+			if o := e.Value.(*Slot); may(o) && (v == nil || g.worse(o, v, announced)) {
 				v = o
 			}
 		}
@@ -181,15 +189,71 @@ func (g *Gate) removeVictim(may func(*Slot) bool) *Slot {
 }
 
 // worse reports whether a is a better victim than b: from an unproved
-// source, silent, from a source holding more. The caller holds g.mu.
-func (g *Gate) worse(a, b *Slot) bool {
+// source, silent (and not announced), from a source holding more. The
+// caller holds g.mu.
+func (g *Gate) worse(a, b *Slot, announced map[*Slot]bool) bool {
 	if a.known != b.known {
 		return !a.known
 	}
-	if a.spoke != b.spoke {
-		return !a.spoke
+	aSpoke, bSpoke := a.spoke || announced[a], b.spoke || announced[b]
+	if aSpoke != bSpoke {
+		return !aSpoke
 	}
 	return g.perSrc[a.src] > g.perSrc[b.src]
+}
+
+// announcedLocked returns the silent slots that count as under way: for
+// each source with connections announced (Expect), that many of its
+// newest silent slots. It returns nil when no source announced any. The
+// caller holds g.mu.
+func (g *Gate) announcedLocked() map[*Slot]bool {
+	if len(g.expect) == 0 {
+		return nil
+	}
+	left := maps.Clone(g.expect)
+	announced := make(map[*Slot]bool)
+	for e := g.order.Back(); e != nil; e = e.Prev() {
+		if o := e.Value.(*Slot); !o.spoke && left[o.src] > 0 {
+			announced[o] = true
+			left[o.src]--
+		}
+	}
+	return announced
+}
+
+// Expect announces n more connections from the slot's source: a peer
+// that has just proved the secret (Proved) is about to open them, for one
+// association. Until each has arrived (arrived, called once per
+// connection) or the wait ends (done), that many of the source's newest
+// silent connections count as under way when a newcomer chooses whom to
+// evict. done is idempotent and withdraws what has not arrived.
+func (s *Slot) Expect(n int) (arrived func(), done func()) {
+	g := s.g
+	var mu sync.Mutex // guards left
+	left := n
+	take := func(k int) {
+		mu.Lock()
+		k = min(k, left)
+		left -= k
+		mu.Unlock()
+		if k <= 0 || !s.src.IsValid() {
+			return
+		}
+		g.mu.Lock()
+		if g.expect[s.src] -= k; g.expect[s.src] <= 0 {
+			delete(g.expect, s.src)
+		}
+		g.mu.Unlock()
+	}
+	if n > 0 && s.src.IsValid() {
+		g.mu.Lock()
+		if g.expect == nil {
+			g.expect = make(map[netip.Addr]int)
+		}
+		g.expect[s.src] += n
+		g.mu.Unlock()
+	}
+	return func() { take(1) }, func() { take(n) }
 }
 
 // remove takes s out of the gate; g.mu is held. It reports whether s was

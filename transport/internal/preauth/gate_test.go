@@ -211,3 +211,62 @@ func TestPendingSpoken(t *testing.T) {
 		t.Errorf("Len %d, want 4", g.Len())
 	}
 }
+
+// TestAnnouncedJoinsKeepTheirPlace: a dialer that proved the secret and
+// announced its association's further connections (Expect) keeps them
+// while their first bytes are in flight, though they are silent and
+// handshakes of strangers from the same address are under way: a
+// stranger's oldest goes instead. Before Expect, the dialer's second
+// connection evicted its first (CI: ptcp's DoS/UnauthenticatedPeers).
+func TestAnnouncedJoinsKeepTheirPlace(t *testing.T) {
+	g := &Gate{MaxPerSource: 4, Quiet: time.Hour}
+	g.Enter(srcA, func() {}).Proved() // a worker behind srcA dialed before
+	var evicted [3]atomic.Bool
+	for i := range 3 {
+		s := g.Enter(srcA, func() { evicted[i].Store(true) })
+		s.Spoke() // a stranger's hello: under way, never finished
+		defer s.Leave()
+	}
+	dialer := g.Enter(srcA, func() { t.Error("the dialer's handshake evicted") })
+	dialer.Spoke()
+	dialer.Proved()
+	arrived, done := dialer.Expect(2)
+	defer done()
+	join1 := g.Enter(srcA, func() { t.Error("the dialer's first join evicted by its second") })
+	defer join1.Leave()
+	join2 := g.Enter(srcA, func() { t.Error("the dialer's second join evicted") })
+	defer join2.Leave()
+	if !evicted[0].Load() || evicted[1].Load() || evicted[2].Load() {
+		t.Errorf("strangers evicted %v, want only the oldest", evicted[:])
+	}
+	// Once both joins have arrived, or the wait has ended, nothing is
+	// announced any more.
+	arrived()
+	done()
+	arrived()
+	g.mu.Lock()
+	left := g.expect[srcA]
+	g.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d connections still announced after the joins arrived", left)
+	}
+}
+
+// TestAnnouncedCountsOnlyAsManyAsAnnounced: Expect(1) covers the newest
+// silent connection of its source, not every silent one.
+func TestAnnouncedCountsOnlyAsManyAsAnnounced(t *testing.T) {
+	g := &Gate{MaxPerSource: 3, Quiet: time.Hour}
+	var oldGone atomic.Bool
+	old := g.Enter(srcA, func() { oldGone.Store(true) })
+	defer old.Leave()
+	dialer := g.Enter(srcA, func() { t.Error("the dialer's handshake evicted") })
+	dialer.Spoke()
+	_, done := dialer.Expect(1)
+	defer done()
+	join := g.Enter(srcA, func() { t.Error("the announced join evicted") })
+	defer join.Leave()
+	g.Enter(srcA, func() {}).Leave()
+	if !oldGone.Load() {
+		t.Error("the older silent connection was kept: Expect(1) covered two")
+	}
+}
