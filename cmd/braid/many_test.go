@@ -77,7 +77,7 @@ func TestPutManyFilesAndDirectories(t *testing.T) {
 
 // submit --inputs takes files and directories (uploaded, their names kept),
 // and get --job J -o DIR writes each output named after its input, with
-// the manifest beside them.
+// the manifest beside them; a DIR/ that does not exist is made.
 func TestInputsByNameAndOutputsIntoDir(t *testing.T) {
 	c := startCluster(t, 1)
 	url := c.Client.URL()
@@ -93,6 +93,9 @@ func TestInputsByNameAndOutputsIntoDir(t *testing.T) {
 			t.Fatalf("braid %q: exit %d, stdout %q, stderr %s", args, code, stdout, stderr)
 		}
 		out := t.TempDir()
+		if len(inputs) > 2 { // -o DIR/ that does not exist yet: made
+			out = filepath.Join(out, "blurred") + string(filepath.Separator)
+		}
 		code, stdout, stderr = runCmd(t, "get", "--server", url, "--job", jobID, "-o", out)
 		want := []string{filepath.Join(out, "img01.png"), filepath.Join(out, "img02.gif"), filepath.Join(out, jobID+".json")}
 		if code != 0 || stdout != strings.Join(want, "\n")+"\n" {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/braidhq/braid/api"
@@ -36,6 +37,11 @@ func runGet(ctx context.Context, args []string, e *env) error {
 		id, j, err := s.getID(ctx, fset.Arg(0), *job)
 		if err != nil {
 			return err
+		}
+		if strings.HasSuffix(*out, string(filepath.Separator)) { // -o DIR/: a directory, made if missing
+			if err := os.MkdirAll(*out, 0o755); err != nil {
+				return fmt.Errorf("get: %w", err)
+			}
 		}
 		switch {
 		case *out == "":
