@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -34,6 +35,9 @@ type steady struct {
 	job     string
 	flight  []scheduler.Assignment // FIFO of units in flight
 	results int
+	// speeds, if set, gives worker k (named w%06d) a compute time of
+	// (1 + k%4) ms, for a core of that many workers.
+	speeds int
 }
 
 func benchSteadyState(b *testing.B, policy string, units int) {
@@ -64,6 +68,10 @@ func (s *steady) cycle() {
 	s.flight = s.flight[1:]
 	s.results++
 	compute := time.Millisecond + time.Duration(s.results%7)*10*time.Microsecond
+	if s.speeds > 0 {
+		k, _ := strconv.Atoi(a.Worker[1:])
+		compute = time.Duration(1+k%4)*time.Millisecond + time.Duration(s.results%7)*10*time.Microsecond
+	}
 	out := s.step(scheduler.UnitFinished{Job: a.Job, Unit: a.Unit, Worker: a.Worker,
 		Stream: a.Stream, Attempt: a.Attempt, Compute: compute})
 	if _, ok := s.core.Progress(a.Job); !ok {
@@ -83,4 +91,34 @@ func (s *steady) step(ev scheduler.Event) scheduler.Output {
 	}
 	s.flight = append(s.flight, out.Assign...)
 	return out
+}
+
+// BenchmarkWorkers measures one result cycle (as BenchmarkSteadyState) on
+// a core with many workers of one stream each and mixed speeds: the cost
+// per unit should not grow with the number of workers.
+func BenchmarkWorkers(b *testing.B) {
+	for _, policy := range []string{"dynamic", "equal"} {
+		for _, n := range []int{10, 100, 1_000, 10_000, 100_000} {
+			b.Run(fmt.Sprintf("%s/workers=%d", policy, n), func(b *testing.B) {
+				benchWorkers(b, policy, n)
+			})
+		}
+	}
+}
+
+func benchWorkers(b *testing.B, policy string, workers int) {
+	s := &steady{b: b, core: scheduler.New(scheduler.Config{}), now: time.Unix(0, 0),
+		policy: policy, units: make([]scheduler.Unit, max(200_000, 20*workers))}
+	for i := range s.units {
+		s.units[i] = scheduler.Unit{Index: i, Op: "op"}
+	}
+	for k := range workers {
+		s.step(scheduler.WorkerUp{Worker: fmt.Sprintf("w%06d", k), Streams: 1, Ops: []string{"op"}})
+	}
+	s.speeds = workers
+	s.addJob()
+	b.ReportAllocs()
+	for b.Loop() {
+		s.cycle()
+	}
 }

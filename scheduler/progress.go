@@ -58,6 +58,15 @@ func (c *Core) Workers() []WorkerStatus {
 	return out
 }
 
+// Worker returns a snapshot of one worker; false if the core never saw it.
+func (c *Core) Worker(name string) (WorkerStatus, bool) {
+	w := c.workers[name]
+	if w == nil {
+		return WorkerStatus{}, false
+	}
+	return w.status(), true
+}
+
 // Jobs lists the jobs the core holds, in arrival order.
 func (c *Core) Jobs() []string {
 	out := make([]string, len(c.all))

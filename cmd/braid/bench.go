@@ -14,6 +14,7 @@ var benchCommands = map[string]command{
 	"chaos":     {"kill, freeze, cut off and restart the parts of a running cluster; check nothing is lost", runBenchChaos},
 	"soak":      {"a server fed jobs for a long time: memory and state.db size as it goes", runBenchSoak},
 	"net":       {"whole jobs through the emulated WAN: every transport setting over RTT × loss × unit size, the default against the best", runBenchNet},
+	"schedsim":  {"the scheduling core alone, in virtual time: assignments/s over 10 to 100,000 workers, memory per unit", runBenchSchedsim},
 	"feedback":  {"receiver feedback: a worker that cannot keep up, bounded by unit windows or by byte budgets", runBenchFeedback},
 }
 

@@ -9,9 +9,15 @@
 // one breaks: every unit accepted exactly once, no unit sent to a worker
 // that cannot run its operation, no stream given more units than its
 // window, every job done.
+//
+// The simulator's own cost per event does not grow with the number of
+// workers or units (the promises are checked on the workers an event
+// touches; on every worker too in runs of at most FullCheckWorkers), so a
+// run of 100,000 workers and millions of units measures the core.
 package schedsim
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -66,7 +72,22 @@ type Config struct {
 	Feedback bool
 	// Limit stops a run that has not finished (default 1000 h).
 	Limit time.Duration
+	// Stop, if set, is asked between instants whether to end the run
+	// early (a wall-clock budget); Run then returns ErrStopped and the
+	// result so far.
+	Stop func() bool
+	// MeasureCore times the calls that drive the core (Result.CoreTime)
+	// with the monotonic clock: it changes nothing in the run.
+	MeasureCore bool
 }
+
+// FullCheckWorkers: in runs of at most this many workers, the core's count
+// of bytes in flight is checked on every worker after every step, not only
+// on the workers the step touched.
+const FullCheckWorkers = 64
+
+// ErrStopped is returned by Run when Config.Stop ended it.
+var ErrStopped = errors.New("schedsim: stopped")
 
 // Result summarises a run.
 type Result struct {
@@ -75,6 +96,14 @@ type Result struct {
 	Speculative int           // speculative duplicates
 	Dropped     int           // results dropped by the core
 	Accepted    map[string]int
+	// Units is the units accepted, over all jobs.
+	Units int
+	// CoreTime is the wall time spent in the core's Step, Tick and SetSize
+	// (with Config.MeasureCore), and CoreCalls how many calls that was;
+	// the simulator's checks through the core's read-only methods are not
+	// counted.
+	CoreTime  time.Duration
+	CoreCalls int
 }
 
 var epoch = time.Unix(0, 0).UTC()
@@ -86,19 +115,53 @@ type result struct {
 	ev  scheduler.UnitFinished
 }
 
+// queue is a min-heap of results by (at, seq).
 type queue []result
 
-func (q queue) Len() int { return len(q) }
-func (q queue) Less(a, b int) bool {
+func (q queue) less(a, b int) bool {
 	if q[a].at != q[b].at {
 		return q[a].at < q[b].at
 	}
 	return q[a].seq < q[b].seq
 }
-func (q queue) Swap(a, b int) { q[a], q[b] = q[b], q[a] }
-func (q *queue) Push(x any)   { *q = append(*q, x.(result)) }
-func (q *queue) Pop() (x any) { x, *q = (*q)[len(*q)-1], (*q)[:len(*q)-1]; return x }
-func (q queue) peek() result  { return q[0] }
+
+func (q *queue) push(r result) {
+	*q = append(*q, r)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+func (q *queue) pop() result {
+	h := *q
+	r, n := h[0], len(h)-1
+	h[0] = h[n]
+	h = h[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && h.less(l, m) {
+			m = l
+		}
+		if l+1 < n && h.less(l+1, m) {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return r
+}
+
+func (q queue) peek() result { return q[0] }
 
 type simWorker struct {
 	Worker
@@ -113,33 +176,53 @@ type simWorker struct {
 	bytes, sizedBytes int64
 }
 
+// simJob is a job and which of its units were accepted.
+type simJob struct {
+	Job
+	accepted bitset
+	count    int
+	done     bool // in a JobsDone
+}
+
+// change is a worker coming up (up) or going down at a time.
+type change struct {
+	at time.Duration
+	w  *simWorker
+	up bool
+}
+
 type sim struct {
-	cfg      Config
-	core     *scheduler.Core
-	now      time.Duration
-	q        queue
-	seq      int
-	workers  map[string]*simWorker
-	order    []*simWorker
-	rng      *rand.Rand
-	accepted map[string]map[int]bool
-	open     map[string]bool
-	res      Result
+	cfg     Config
+	core    *scheduler.Core
+	now     time.Duration
+	q       queue
+	seq     int
+	workers map[string]*simWorker
+	order   []*simWorker
+	changes []change // by time, then by worker order
+	rng     *rand.Rand
+	jobs    map[string]*simJob
+	open    int
+	res     Result
+	clock   time.Time // the origin of CoreTime's readings
 }
 
 // Run simulates cfg until every job is done.
 func Run(cfg Config) (Result, error) {
 	s, err := newSim(cfg)
 	if err != nil {
-		return Result{}, err
+		return s.result(), err
 	}
-	for len(s.open) > 0 {
+	for s.open > 0 {
 		if s.now > s.cfg.Limit {
-			return s.res, fmt.Errorf("schedsim: %d jobs not done after %v", len(s.open), s.cfg.Limit)
+			return s.result(), fmt.Errorf("schedsim: %d jobs not done after %v", s.open, s.cfg.Limit)
+		}
+		if s.cfg.Stop != nil && s.cfg.Stop() {
+			return s.result(), ErrStopped
 		}
 		if err := s.advance(); err != nil {
-			return s.res, err
+			return s.result(), err
 		}
 	}
-	return s.res, s.checkAll()
+	return s.result(), s.checkAll()
 }

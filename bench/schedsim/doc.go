@@ -1,0 +1,22 @@
+// Package schedsim measures braid's scheduling core alone at scale: the
+// instrument behind `braid bench schedsim`.
+//
+// Run sweeps the number of workers (10 to 100,000 by default): at each
+// size it builds workers of mixed speeds (1 to 4 ms a unit, one stream
+// each), gives the core one job of Config.Units units and drives it to
+// the end in the virtual-time simulator of package scheduler/schedsim,
+// which checks the core's promises as it goes (every unit accepted exactly
+// once, no unit to a worker that cannot run it, windows respected). It
+// reports the core's assignments per second of wall time spent inside the
+// core's methods (the simulator's own bookkeeping left out), the whole
+// process's allocations per unit and its peak heap.
+//
+// It also measures the memory the core holds per unit (Memory): the heap in
+// use after a job of Config.MemUnits units is added, after it has run to
+// the end, and after the job is forgotten, against before.
+//
+// Time is virtual, so the figures are CPU cost, not a makespan; they are
+// trusted for how the cost grows with the number of workers and units
+// (the sweep's shape), and as rough absolute figures on a quiet machine.
+// Each point stops at Config.Budget of wall time and reports what it did.
+package schedsim

@@ -1,0 +1,58 @@
+package schedsim
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestShortSweep runs a small sweep and the memory measurement: every
+// point finishes its job, the figures are filled in, and the forgotten job
+// leaves (almost) nothing behind.
+func TestShortSweep(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Config{Workers: []int{3, 30}, Units: 3000, MemUnits: 20_000, MemWorkers: 4, Budget: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) != 2 || res.Memory == nil || res.Provenance == nil {
+		t.Fatalf("result %+v", res)
+	}
+	for _, p := range res.Points {
+		t.Log(p)
+		if p.Stopped || p.Done != 3000 || p.Assigned < p.Done || p.AssignmentsPerSec <= 0 || p.NsPerUnit <= 0 || p.PeakHeapBytes == 0 {
+			t.Errorf("point %+v", p)
+		}
+	}
+	m := res.Memory
+	t.Log(m)
+	if m.AddedBytesPerUnit <= 0 || m.RunningBytesPerUnit <= 0 {
+		t.Errorf("memory %+v: want the event and the job to take some", m)
+	}
+	if m.ForgottenBytes > 1<<20 {
+		t.Errorf("%d bytes left after Forget", m.ForgottenBytes)
+	}
+}
+
+// TestUnitsPerWorker: a proportional sweep sizes each point's job by its
+// workers.
+func TestUnitsPerWorker(t *testing.T) {
+	res, err := Run(context.Background(), Config{Workers: []int{2, 5}, UnitsPerWorker: 40, MemUnits: -1, Budget: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Points {
+		if p.Units != 40*p.Workers || p.Done != p.Units {
+			t.Errorf("point %+v, want %d units done", p, 40*p.Workers)
+		}
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	for _, cfg := range []Config{{Workers: []int{0}}, {Policy: "fastest"}, {Units: -1}, {Streams: -2}} {
+		if _, err := Run(context.Background(), cfg); err == nil {
+			t.Errorf("%+v: no error", cfg)
+		}
+	}
+}
