@@ -49,14 +49,35 @@ type WorkerHold struct {
 // deregistered). Its in-flight units go back to their job's queue.
 type WorkerDown struct{ Worker string }
 
-// JobAdded submits a job already split into units. Policy is one of
-// PolicyNames; Speculate turns on end-of-job speculation.
+// JobAdded submits a job already split into units: listed one by one in
+// Units, or, for a job of identical units, described by Repeat (then Units
+// is empty). Policy is one of PolicyNames; Speculate turns on end-of-job
+// speculation.
 type JobAdded struct {
 	Job       string
 	Policy    string
 	Speculate bool
 	Units     []Unit
+	Repeat    Repeat
 }
+
+// Repeat is a job of Count identical units, indexed 0 to Count-1: each
+// runs Op on an input of Size bytes (0: unknown) and none depends on
+// another, as in "N repetitions of op on object". Neither the event nor
+// the core holds a record per unit: the core keeps about a byte a unit
+// (its state), plus what it keeps for each unit in flight, so a job of
+// a hundred million units fits in memory.
+type Repeat struct {
+	Count int
+	Op    string
+	Size  int64
+	// Done are the units accepted before a restart (as Unit.Done), as
+	// ascending, disjoint spans.
+	Done []Span
+}
+
+// Span is the unit indexes From to To-1.
+type Span struct{ From, To int }
 
 // Unit is one computation unit of a job. Index is its position in the job
 // (0..n-1); Deps are indexes of units that must finish first.

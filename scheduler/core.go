@@ -21,16 +21,40 @@ const (
 type Core struct {
 	cfg     Config
 	workers map[string]*worker
-	names   []string  // worker names, sorted
-	byName  []*worker // workers[names[k]], for each k
+	names   []string // worker names, in the order first seen
+	sorted  bool     // names is sorted
 	jobs    map[string]*job
 	all     []*job // every known job, by arrival
 	live    []*job // the active jobs, by arrival
-	seq     int
-	now     time.Time
-	gen     int // bumped when a worker comes up or goes down
-	pass    int // bumped by every dispatch
-	scratch []*worker
+	// speculating and replanning are the live jobs that speculate, and
+	// whose policy re-plans shares, by arrival.
+	speculating, replanning []*job
+	// placeable are the live jobs that had placeable units when last
+	// looked at, by arrival: the jobs dispatch visits.
+	placeable []*job
+	seq       int
+	now       time.Time
+	gen       int // bumped when a worker comes up or goes down
+	pass      int // bumped by every dispatch
+	scratch   []*worker
+	ints      []int
+
+	// The indexes (index.go) and the finder that walks them (find.go).
+	find     finder
+	walker   walker
+	opIdx    map[string]*opIndex
+	opOrder  []*opIndex // opIdx's values, in the order made
+	idleOps  []idleOp   // indexes no live job uses, oldest first
+	opClock  int
+	reserved []*worker // reserved in this dispatch pass
+	// roomCount counts the up workers with room, reservedRoom those of
+	// them reserved in this pass.
+	roomCount, reservedRoom int
+	// rateSum and rateThreads total the rates and threads of the up
+	// workers that are measured (estRate).
+	rateSum     float64
+	rateThreads int
+	spareRuns   []*run
 }
 
 // New returns an empty core; zero fields of cfg take their defaults.
@@ -48,7 +72,8 @@ func New(cfg Config) *Core {
 	if cfg.ByteHorizon == 0 {
 		cfg.ByteHorizon = DefaultByteHorizon
 	}
-	return &Core{cfg: cfg, workers: map[string]*worker{}, jobs: map[string]*job{}, gen: 1}
+	return &Core{cfg: cfg, workers: map[string]*worker{}, jobs: map[string]*job{}, gen: 1,
+		find: indexed{}, opIdx: map[string]*opIndex{}}
 }
 
 // Step applies one event at time now and returns what to do about it: the
@@ -107,7 +132,7 @@ func (c *Core) Tick(now time.Time) Output {
 // owner should call Tick often (every few ms) and after each burst of
 // results, since a job's tail can be far shorter than the usual tick.
 func (c *Core) Speculating() bool {
-	for _, j := range c.live {
+	for _, j := range c.speculating {
 		if j.speculate && j.pending == 0 {
 			return true
 		}
@@ -129,13 +154,10 @@ func (c *Core) workerUp(ev WorkerUp) error {
 		w.unitTime, w.samples, w.fbRate, w.avgSize = old.unitTime, old.samples, old.fbRate, old.avgSize
 	} else {
 		c.names = append(c.names, ev.Worker)
-		slices.Sort(c.names)
+		c.sorted = false
 	}
 	c.workers[ev.Worker] = w
-	c.byName = c.byName[:0]
-	for _, n := range c.names {
-		c.byName = append(c.byName, c.workers[n])
-	}
+	c.join(w)
 	c.gen++
 	c.replanSpeed()
 	return nil
@@ -151,6 +173,7 @@ func (c *Core) workerLease(ev WorkerLease) error {
 	}
 	if w.lease != ev.Streams {
 		w.lease = ev.Streams
+		c.refresh(w)
 		c.replanSpeed()
 	}
 	return nil
@@ -162,6 +185,7 @@ func (c *Core) workerHold(ev WorkerHold) error {
 		return fmt.Errorf("%w: %q", ErrUnknownWorker, ev.Worker)
 	}
 	w.holdBytes = max(ev.HoldBytes, 0)
+	c.refresh(w)
 	return nil
 }
 
@@ -179,36 +203,38 @@ func (c *Core) workerDown(ev WorkerDown) error {
 // units go back to pending (their next send is a new Attempt) and its
 // unsent static shares go to the jobs' pools.
 func (c *Core) down(w *worker) {
+	for _, m := range w.shm { // the live jobs' shares it holds
+		m.s.release(w.name)
+	}
+	c.leave(w)
 	w.up = false
 	c.gen++
 	clear(w.inflight)
 	for _, r := range w.held {
-		c.requeue(r.j, r.i, w.name)
+		c.requeue(r.j, r.i, w)
 	}
 	w.held, w.bytes = nil, 0
-	for _, j := range c.live {
-		for _, q := range j.ops {
-			if q.share != nil {
-				q.share.release(w.name)
-			}
-		}
-	}
 }
 
 // requeue forgets unit i's copies on worker w; a unit left with no copy
 // goes back to pending.
-func (c *Core) requeue(j *job, i int, w string) {
-	u := &j.units[i]
-	n := len(u.copies)
-	u.copies = slices.DeleteFunc(u.copies, func(a attempt) bool { return a.worker == w })
-	j.copies -= n - len(u.copies)
-	if len(u.copies) == n || len(u.copies) > 0 || u.state != unitRunning {
+func (c *Core) requeue(j *job, i int, w *worker) {
+	r := j.run(i)
+	if r == nil {
+		return
+	}
+	n := len(r.copies)
+	r.copies = slices.DeleteFunc(r.copies, func(a attempt) bool { return a.worker == w })
+	j.copies -= n - len(r.copies)
+	if len(r.copies) == n || len(r.copies) > 0 || j.state(i) != unitRunning {
+		j.dropRun(i, &c.spareRuns)
 		return
 	}
 	j.setPending(i, true, unitPending)
-	if s := j.ops[u.oq].share; s != nil {
+	if s := j.queueOf(i).share; s != nil {
 		s.pool++
 	}
+	c.wake(j)
 }
 
 func (c *Core) jobAdded(ev JobAdded, out *Output) error {
@@ -227,6 +253,17 @@ func (c *Core) jobAdded(ev JobAdded, out *Output) error {
 		return nil
 	}
 	c.live = append(c.live, j)
+	if j.speculate {
+		c.speculating = append(c.speculating, j)
+	}
+	if j.policy.replans() {
+		c.replanning = append(c.replanning, j)
+	}
+	for _, q := range j.ops {
+		q.x = c.useOp(q.op)
+		q.x.demand += q.pending - q.held
+	}
+	c.wake(j)
 	return nil
 }
 
@@ -236,7 +273,7 @@ func (c *Core) unitsReleased(ev UnitsReleased) error {
 		return fmt.Errorf("%w: %q", ErrUnknownJob, ev.Job)
 	}
 	for _, i := range ev.Units {
-		if i < 0 || i >= len(j.units) {
+		if i < 0 || i >= j.n {
 			return fmt.Errorf("%w: unit %d of job %q", ErrBadUnit, i, ev.Job)
 		}
 	}
@@ -245,11 +282,12 @@ func (c *Core) unitsReleased(ev UnitsReleased) error {
 	}
 	sized := len(ev.Sizes) == len(ev.Units)
 	for k, i := range ev.Units {
-		if sized && j.units[i].held {
-			j.units[i].Size = max(ev.Sizes[k], 0)
+		if sized && j.held(i) {
+			j.setSize(i, max(ev.Sizes[k], 0))
 		}
 		j.release(i)
 	}
+	c.wake(j)
 	return nil
 }
 
@@ -271,20 +309,12 @@ func (c *Core) feedback(ev Feedback) error {
 	if w == nil || !w.up {
 		return fmt.Errorf("%w: %q", ErrUnknownWorker, ev.Worker)
 	}
-	if w.feedback(ev, c.now, c.cfg.MaxWindow) {
+	changed := w.feedback(ev, c.now, c.cfg.MaxWindow)
+	c.refresh(w)
+	if changed {
 		c.replanSpeed()
 	}
 	return nil
-}
-
-// replanSpeed re-divides the unsent shares of jobs whose policy follows
-// the speed estimates.
-func (c *Core) replanSpeed() {
-	for _, j := range c.live {
-		if j.active() && j.policy.replans() {
-			j.replan(c)
-		}
-	}
 }
 
 // estRate is w's estimated service rate for the speed policy: measured if
@@ -294,20 +324,26 @@ func (c *Core) estRate(w *worker) float64 {
 	if r := w.rate(); r > 0 {
 		return r
 	}
-	sum, threads := 0.0, 0
-	for _, o := range c.byName {
-		if o.up && o.rate() > 0 {
-			sum += o.rate()
-			threads += o.threads
-		}
-	}
-	if threads == 0 {
+	if c.rateThreads == 0 {
 		return float64(w.threads)
 	}
-	return float64(w.threads) * sum / float64(threads)
+	return float64(w.threads) * c.rateSum / float64(c.rateThreads)
 }
 
-// retire takes a job that is no longer active off the live list.
+// retire takes a job that is no longer active off the live list, and out
+// of the indexes.
 func (c *Core) retire(j *job) {
 	c.live = slices.DeleteFunc(c.live, func(o *job) bool { return o == j })
+	c.speculating = slices.DeleteFunc(c.speculating, func(o *job) bool { return o == j })
+	c.replanning = slices.DeleteFunc(c.replanning, func(o *job) bool { return o == j })
+	for _, q := range j.ops {
+		if q.share != nil {
+			q.share.unindex()
+		}
+		if q.x != nil {
+			q.x.demand -= q.pending - q.held
+			c.unuseOp(q.x)
+			q.x = nil
+		}
+	}
 }

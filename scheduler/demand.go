@@ -9,22 +9,16 @@ import "slices"
 // worker that is not up. A worker shared by several servers lends its
 // threads by this figure (see WorkerLease). Units waiting for their
 // dependencies count too, so the figure errs towards asking. It costs
-// O(streams + live jobs × their operations).
+// O(streams + operations it runs): the pending units are counted per
+// operation as they change.
 func (c *Core) Demand(name string) int {
 	w := c.workers[name]
 	if w == nil || !w.up {
 		return 0
 	}
 	n := c.InFlight(name)
-	for _, j := range c.live {
-		if n >= len(w.inflight) {
-			break
-		}
-		for _, q := range j.ops {
-			if w.has(q.op) {
-				n += q.pending - q.held // held units cannot run yet
-			}
-		}
+	for _, m := range w.opm {
+		n += m.x.demand // held units cannot run yet: not counted
 	}
 	if b := w.byteBudget(); b > 0 && w.avgSize > 0 {
 		// No more streams than the units the byte budget lets it hold.
@@ -41,14 +35,16 @@ func (c *Core) Demand(name string) int {
 // places nothing.
 func (c *Core) SetSize(job string, index int, size int64) {
 	j := c.jobs[job]
-	if j == nil || index < 0 || index >= len(j.units) || size <= 0 || j.units[index].Size != 0 {
+	if j == nil || index < 0 || index >= j.n || size <= 0 || j.sizeOf(index) != 0 {
 		return
 	}
-	u := &j.units[index]
-	u.Size = size
-	for _, cp := range u.copies {
-		if w := c.workers[cp.worker]; w != nil && w.up && slices.Contains(w.held, ref{j, index}) {
-			w.sized(size)
+	j.setSize(index, size)
+	if r := j.run(index); r != nil {
+		for _, cp := range r.copies {
+			if w := cp.worker; w.up && slices.Contains(w.held, ref{j, index}) {
+				w.sized(size)
+				c.refresh(w)
+			}
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"cmp"
 	"slices"
 	"time"
 )
@@ -10,25 +9,48 @@ import (
 // job's units in index order, each on a stream with window room of an up
 // worker that can run its operation, as the job's policy allows.
 //
-// A job's placeable units wait in per-operation heaps (opQueue), so a
-// pass costs O(log n) per unit placed plus O(operations) per job. Once a
-// unit of an operation cannot be placed, none of that operation can in
-// the same pass (room only shrinks), so the operation is skipped.
+// Only jobs with placeable units are visited (Core.placeable), and a
+// job's placeable units wait in per-operation sets (opQueue), so a pass
+// costs O(log n) per unit placed plus O(operations) per such job, and the
+// finder's cost per unit (find.go). Once a unit of an operation cannot be
+// placed, none of that operation can in the same pass (room only shrinks),
+// so the operation is skipped.
 func (c *Core) dispatch(out *Output) {
 	c.pass++
-	for _, w := range c.byName {
-		w.reserved = false
-	}
-	for _, j := range c.live {
-		if !c.anyRoom() {
-			return
+	c.unreserve()
+	kept := c.placeable[:0]
+	for k, j := range c.placeable {
+		if !j.active() || !j.hasReady() {
+			j.placeable = false
+			continue
+		}
+		if !c.find.anyRoom(c) {
+			kept = append(kept, c.placeable[k:]...)
+			break
 		}
 		for q := j.next(c.pass); q != nil; q = j.next(c.pass) {
 			if !c.place(j, q, out) {
 				q.tried = c.pass
 			}
 		}
+		if j.hasReady() {
+			kept = append(kept, j)
+		} else {
+			j.placeable = false
+		}
 	}
+	clear(c.placeable[len(kept):])
+	c.placeable = kept
+}
+
+// wake lists j among the jobs dispatch visits, if it has placeable units.
+func (c *Core) wake(j *job) {
+	if j.placeable || !j.active() || !j.hasReady() {
+		return
+	}
+	j.placeable = true
+	k, _ := slices.BinarySearchFunc(c.placeable, j.seq, func(o *job, seq int) int { return o.seq - seq })
+	c.placeable = slices.Insert(c.placeable, k, j)
 }
 
 // next returns the operation whose lowest placeable unit comes first, of
@@ -43,40 +65,31 @@ func (j *job) next(pass int) *opQueue {
 	return best
 }
 
-func (c *Core) anyRoom() bool {
-	for _, w := range c.byName {
-		if w.up && w.freeStream() >= 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // place sends the first placeable unit of q to the best allowed worker
 // with room, and reports whether it could. A static policy's shares are
 // planned here, the first time a unit of the operation is placed while
 // some capable worker is up.
 func (c *Core) place(j *job, q *opQueue, out *Output) bool {
-	ws := c.capable(q)
-	if len(ws) == 0 {
+	x := q.x
+	if len(x.members) == 0 {
 		return false
 	}
 	s := q.share
-	if s == nil {
-		if wts := j.policy.weights(c, ws); wts != nil {
-			s = q.planShares(ws, wts)
-		}
+	if s == nil && j.policy.plans() {
+		ws := c.find.capable(c, x)
+		s = q.planShares(ws, j.policy.weights(c, ws))
+		c.indexShare(s, ws)
 	}
-	size := j.units[q.ready.min()].Size
-	w := c.pick(ws, s, size)
+	size := j.sizeOf(q.ready.min())
+	w := c.pick(x, s, size)
 	if w == nil {
-		reserve(ws, s, size)
+		c.find.reserve(c, x, s, size)
 		return false
 	}
 	if s == nil {
-		if ok, best := worthPlacing(w, ws, size); !ok {
+		if ok, best := c.worthPlacing(x, w, size); !ok {
 			if best != nil && !best.fits(size) {
-				best.reserved = true // it must drain first: keep its room for this unit
+				c.reserve(best) // it must drain first: keep its room for this unit
 			}
 			return false
 		}
@@ -88,71 +101,17 @@ func (c *Core) place(j *job, q *opQueue, out *Output) bool {
 	return true
 }
 
-// capable lists the up workers that can run q's operation, by name. The
-// list is cached until a worker comes up or goes down; callers must not
-// modify it.
-func (c *Core) capable(q *opQueue) []*worker {
-	if q.wsGen == c.gen {
-		return q.ws
-	}
-	q.ws, q.wsGen = c.capableOf(q.op), c.gen
-	return q.ws
-}
-
-// capableOf lists the up workers that can run op, by name.
-func (c *Core) capableOf(op string) []*worker {
-	var ws []*worker
-	for _, w := range c.byName {
-		if w.can(op) {
-			ws = append(ws, w)
-		}
-	}
-	return ws
-}
-
 // pick chooses, for a unit of size bytes, among the workers with window
 // room and byte budget for it that share s allows (all of them if s is
 // nil): the one whose freest stream is least loaded (so every stream gets
 // a unit before any gets a second), then the faster per stream, then by
 // name. Without shares, once every worker is measured, it is instead the
 // one that would finish the unit first.
-func (c *Core) pick(ws []*worker, s *opShare, size int64) *worker {
-	if s == nil && allMeasured(ws) {
-		return earliestFinish(ws, true, size)
+func (c *Core) pick(x *opIndex, s *opShare, size int64) *worker {
+	if s == nil && c.find.allMeasured(c, x) {
+		return c.find.earliest(c, x, true, size)
 	}
-	var best *worker
-	var bestSpeed float64
-	for _, w := range ws {
-		if w.roomFor(size) < 0 || (s != nil && !s.allows(w.name)) {
-			continue
-		}
-		speed := c.estRate(w) / w.parallel()
-		if best == nil || cmp.Or(cmp.Compare(w.depth(), best.depth()), cmp.Compare(bestSpeed, speed)) < 0 {
-			best, bestSpeed = w, speed
-		}
-	}
-	return best
-}
-
-// reserve marks the workers that share s allows and that have window room,
-// but not byte budget, for a unit of size bytes: later units of the pass
-// may not take their room, so that they drain until it fits (else a big
-// unit could wait for ever behind a later job's small ones).
-func reserve(ws []*worker, s *opShare, size int64) {
-	for _, w := range ws {
-		if w.freeStream() >= 0 && !w.fits(size) && (s == nil || s.allows(w.name)) {
-			w.reserved = true
-		}
-	}
-}
-
-func allMeasured(ws []*worker) bool {
-	for _, w := range ws {
-		if _, ok := w.estUnitTime(); !ok {
-			return false
-		}
-	}
-	return true
+	return c.find.bestRoom(c, x, s, size)
 }
 
 // finish is when a unit given to w now would be done, from now: the units
@@ -175,20 +134,6 @@ func finish(w *worker, room bool, size int64) (time.Duration, bool) {
 	return time.Duration(w.inflight[s]+1) * t, true
 }
 
-// earliestFinish is the worker of ws that would finish a unit of size bytes
-// given now first (by name on ties); with room, only workers with room for
-// it count.
-func earliestFinish(ws []*worker, room bool, size int64) *worker {
-	var best *worker
-	var bestT time.Duration
-	for _, w := range ws {
-		if t, ok := finish(w, room, size); ok && (best == nil || t < bestT) {
-			best, bestT = w, t
-		}
-	}
-	return best
-}
-
 // worthPlacing reports whether giving the next unit to w now, rather than
 // holding it for a faster worker whose window is full, gets it done no
 // later. A slow worker thus takes units while the faster ones are busy,
@@ -196,28 +141,30 @@ func earliestFinish(ws []*worker, room bool, size int64) *worker {
 // after the units it already holds. Unmeasured workers always take units,
 // so that they get measured. When it is not worth it, it also returns the
 // worker that would do better.
-func worthPlacing(w *worker, ws []*worker, size int64) (bool, *worker) {
-	if !allMeasured(ws) {
+func (c *Core) worthPlacing(x *opIndex, w *worker, size int64) (bool, *worker) {
+	if !c.find.allMeasured(c, x) {
 		return true, nil
 	}
 	tw, _ := finish(w, true, size)
-	best := earliestFinish(ws, false, size)
+	best := c.find.earliest(c, x, false, size)
 	tb, _ := finish(best, false, size)
 	return tw <= tb, best
 }
 
 // send records a copy of unit i in flight on (w, stream) and emits it.
 func (c *Core) send(j *job, i int, w *worker, stream int, spec bool, out *Output) {
-	u := &j.units[i]
-	u.attempts++
-	u.copies = append(u.copies, attempt{worker: w.name, stream: stream, n: u.attempts,
+	r := j.runFor(i, &c.spareRuns)
+	r.attempts++
+	r.copies = append(r.copies, attempt{worker: w, stream: stream, n: r.attempts,
 		spec: spec, sent: c.now, ahead: w.inflight[stream]})
 	j.copies++
 	w.inflight[stream]++
 	w.hold(ref{j, i})
 	if !spec {
 		j.setPending(i, false, unitRunning)
+		j.flew(i, r.attempts, c.now)
 	}
+	c.refresh(w)
 	out.Assign = append(out.Assign, Assignment{Job: j.name, Unit: i, Worker: w.name,
-		Stream: stream, Attempt: u.attempts, Speculative: spec})
+		Stream: stream, Attempt: r.attempts, Speculative: spec})
 }

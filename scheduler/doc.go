@@ -16,6 +16,7 @@
 //	func (c *Core) Workers() []WorkerStatus            // introspection
 //	func (c *Core) InFlight(worker string) int         // units sent, not answered
 //	func (c *Core) BusyStreams(worker string) int      // streams holding one
+//	func (c *Core) Worker(name string) (WorkerStatus, bool)
 //	func (c *Core) Jobs() []string
 //	func (c *Core) Forget(job string) bool             // drop a finished job
 //
@@ -40,7 +41,9 @@
 // # Policies
 //
 // Splitting a job into units happens before the core, in the server
-// (ops.SplitTiles cuts a tiled job's image).
+// (ops.SplitTiles cuts a tiled job's image). A job of identical,
+// independent units (N repetitions of an operation on one input) can be
+// given as JobAdded.Repeat instead of a list: it is placed the same way.
 // Assignment is a policy, one per file behind the policy interface:
 //
 //   - equal: each capable worker up when the first unit of an operation is
@@ -88,8 +91,9 @@
 //
 // # Resuming
 //
-// JobAdded units with Done set were accepted before a restart: they are
-// not placed, count as done, and release their dependents.
+// JobAdded units with Done set (for a Repeat job, its Done spans) were
+// accepted before a restart: they are not placed, count as done, and
+// release their dependents.
 //
 // # Flow control
 //
@@ -140,13 +144,32 @@
 //
 // # Cost
 //
-// JobAdded costs O(units). After that no event scans a job: a UnitFinished
-// step costs O(log units) per unit placed plus O(workers × streams), and
-// Progress is O(1) (its Waiting text is cached until a worker comes up or
-// goes down, or an operation of the job gains or runs out of pending
-// units). Tick's speculation looks only at the units in flight. Memory
-// grows with the jobs held; Forget drops them. BenchmarkSteadyState
-// measures one result and Progress call on a busy core.
+// The core's work per unit does not grow with the number of workers or
+// with the size of jobs. For each operation of the live jobs it keeps the
+// up workers that can run it ranked (index.go) by the keys placement
+// compares, and re-ranks a worker, in O(log workers), when what it has in
+// flight, its lease, window, byte budget or speed changes; static shares
+// rank their holders likewise. So a UnitFinished step costs O(log workers)
+// plus O(log units) per unit placed, and dispatch visits only the jobs
+// with placeable units. A query passes over workers it cannot use only
+// when a unit does not fit their byte budgets. Demand is O(operations the
+// worker runs), Progress O(1) (its Waiting text is cached until a worker
+// comes up or goes down, or an operation of the job gains or runs out of
+// pending units), and Tick's speculation looks only at the units in flight
+// of jobs some worker could take a copy of. The speed policy re-plans a
+// job whose shares have h holders once every h/16 estimate changes (every
+// change below 32 holders), since a plan costs O(h log h). The medians
+// behind speculation are exact over a job's first 32,768 results, then
+// within 1/64.
+//
+// Memory: a job of Repeat units is a byte a unit (its state); one of
+// listed units adds a column for what its units differ in (operation,
+// size, dependencies, holds); a unit sent has a record until it is final
+// and every copy is back. Forget drops a job. BenchmarkSteadyState
+// measures one result and Progress call on a busy core, BenchmarkWorkers
+// the same against the number of workers, and `braid bench schedsim`
+// (docs/experiments/schedsim) the core alone at up to 100,000 workers and
+// 100 million units.
 //
 // # Exactly once
 //

@@ -10,3 +10,5 @@ type dynamicPolicy struct{}
 func (dynamicPolicy) weights(*Core, []*worker) []float64 { return nil }
 
 func (dynamicPolicy) replans() bool { return false }
+
+func (dynamicPolicy) plans() bool { return false }

@@ -15,3 +15,5 @@ func (equalPolicy) weights(_ *Core, ws []*worker) []float64 {
 }
 
 func (equalPolicy) replans() bool { return false }
+
+func (equalPolicy) plans() bool { return true }

@@ -14,6 +14,8 @@ package scheduler
 // Policies are stateless and called only from the core's goroutine.
 type policy interface {
 	weights(c *Core, ws []*worker) []float64
+	// plans reports whether the policy is static: weights gives shares.
+	plans() bool
 	// replans reports whether the unsent part of the shares follows the
 	// speed estimates as they change.
 	replans() bool

@@ -8,15 +8,15 @@ import (
 
 // Progress reports the core's view of job; false if the job is unknown.
 // Done counts successful units; Done+Failed+Running+Pending == Total. It
-// costs O(1) but for Waiting, which is recomputed (in O(operations ×
-// workers)) only after a worker came up or went down or the set of the
-// job's operations with pending units changed.
+// costs O(1) but for Waiting, which is recomputed (in O(operations)) only
+// after a worker came up or went down or the set of the job's operations
+// with pending units changed.
 func (c *Core) Progress(job string) (JobProgress, bool) {
 	j := c.jobs[job]
 	if j == nil {
 		return JobProgress{}, false
 	}
-	p := JobProgress{Total: len(j.units), Failed: j.failed, Done: j.final - j.failed, Pending: j.pending}
+	p := JobProgress{Total: j.n, Failed: j.failed, Done: j.final - j.failed, Pending: j.pending}
 	p.Running = p.Total - j.final - j.pending
 	if j.active() && j.pending > 0 {
 		if j.waitGen != c.gen || j.waitOps != j.opsGen {
@@ -31,7 +31,7 @@ func (c *Core) Progress(job string) (JobProgress, bool) {
 func (c *Core) waiting(j *job) string {
 	var ops []string
 	for _, q := range j.ops {
-		if q.pending > 0 && len(c.capable(q)) == 0 {
+		if q.pending > 0 && len(q.x.members) == 0 {
 			ops = append(ops, q.op)
 		}
 	}
@@ -51,6 +51,10 @@ func (c *Core) waiting(j *job) string {
 
 // Workers returns a snapshot of every worker the core has seen, by name.
 func (c *Core) Workers() []WorkerStatus {
+	if !c.sorted {
+		slices.Sort(c.names)
+		c.sorted = true
+	}
 	out := make([]WorkerStatus, len(c.names))
 	for i, n := range c.names {
 		out[i] = c.workers[n].status()

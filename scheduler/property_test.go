@@ -56,7 +56,7 @@ func randomCluster(r *rand.Rand, ops []string) schedsim.Config {
 		cfg.Jobs = append(cfg.Jobs, schedsim.Job{Name: fmt.Sprintf("j%d", i),
 			Policy: scheduler.PolicyNames[r.IntN(len(scheduler.PolicyNames))],
 			Units:  1 + r.IntN(60), Op: ops[r.IntN(len(ops))], Speculate: r.IntN(2) == 0,
-			Size: []int64{0, 100, 1000, 5000}[r.IntN(4)], LateSize: r.IntN(4) == 0})
+			Size: []int64{0, 100, 1000, 5000}[r.IntN(4)], LateSize: r.IntN(4) == 0, Listed: r.IntN(2) == 0})
 	}
 	return cfg
 }

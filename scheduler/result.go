@@ -10,25 +10,32 @@ package scheduler
 // are reported as Accepted results with Failed set and no Worker.
 func (c *Core) unitFinished(ev UnitFinished, out *Output) {
 	j := c.jobs[ev.Job]
-	if j == nil || ev.Unit < 0 || ev.Unit >= len(j.units) {
+	if j == nil || ev.Unit < 0 || ev.Unit >= j.n {
 		out.Dropped = append(out.Dropped, ev)
 		return
 	}
-	u := &j.units[ev.Unit]
-	a, ok := u.dropCopy(ev)
+	r := j.run(ev.Unit)
+	if r == nil {
+		out.Dropped = append(out.Dropped, ev)
+		return
+	}
+	a, ok := r.dropCopy(ev)
 	if !ok {
 		out.Dropped = append(out.Dropped, ev)
 		return
 	}
+	defer j.dropRun(ev.Unit, &c.spareRuns)
 	j.copies--
-	w := c.workers[ev.Worker]
+	w := a.worker
 	w.inflight[ev.Stream]--
 	w.release(ref{j, ev.Unit})
 	w.delivered(c.now)
-	if !ev.Failed && w.observe(ev.Compute) {
+	observed := !ev.Failed && w.observe(ev.Compute)
+	c.refresh(w)
+	if observed {
 		defer c.replanSpeed()
 	}
-	if !j.active() || u.state != unitRunning {
+	if !j.active() || j.state(ev.Unit) != unitRunning {
 		out.Dropped = append(out.Dropped, ev)
 		return
 	}
@@ -43,29 +50,38 @@ func (c *Core) unitFinished(ev UnitFinished, out *Output) {
 	if j.finished {
 		c.retire(j)
 		out.JobsDone = append(out.JobsDone, j.name)
+		return
 	}
+	c.wake(j)
 }
 
 // unitReturned takes back a copy the worker handed back unrun; the unit is
 // pending again unless another copy is in flight.
 func (c *Core) unitReturned(ev UnitReturned) {
 	j := c.jobs[ev.Job]
-	if j == nil || ev.Unit < 0 || ev.Unit >= len(j.units) {
+	if j == nil || ev.Unit < 0 || ev.Unit >= j.n {
 		return
 	}
-	u := &j.units[ev.Unit]
-	if _, ok := u.dropCopy(UnitFinished{Worker: ev.Worker, Stream: ev.Stream, Attempt: ev.Attempt}); !ok {
+	r := j.run(ev.Unit)
+	if r == nil {
+		return
+	}
+	a, ok := r.dropCopy(UnitFinished{Worker: ev.Worker, Stream: ev.Stream, Attempt: ev.Attempt})
+	if !ok {
 		return
 	}
 	j.copies--
-	w := c.workers[ev.Worker]
+	w := a.worker
 	w.inflight[ev.Stream]--
 	w.release(ref{j, ev.Unit})
-	if len(u.copies) > 0 || u.state != unitRunning || !j.active() {
+	c.refresh(w)
+	if len(r.copies) > 0 || j.state(ev.Unit) != unitRunning || !j.active() {
+		j.dropRun(ev.Unit, &c.spareRuns)
 		return
 	}
 	j.setPending(ev.Unit, true, unitPending)
-	if s := j.ops[u.oq].share; s != nil {
+	if s := j.queueOf(ev.Unit).share; s != nil {
 		s.pool++
 	}
+	c.wake(j)
 }

@@ -18,8 +18,11 @@ import (
 // job never strands work on a dead worker.
 type opShare struct {
 	left  map[string]int
-	names []string // the keys of left, sorted
+	names []string // the keys of left, sorted, and names released since the last replan
 	pool  int
+	// The holders with some share left, ranked for pick (index.go).
+	members map[string]*shareMember
+	ranks   []*ranking
 }
 
 // planShares divides q's pending units among ws by weights.
@@ -36,8 +39,11 @@ func (q *opQueue) planShares(ws []*worker, weights []float64) *opShare {
 
 // take consumes one unit of w's share, or of the pool; false if neither.
 func (s *opShare) take(w string) bool {
-	if s.left[w] > 0 {
-		s.left[w]--
+	if n := s.left[w]; n > 0 {
+		s.left[w] = n - 1
+		if n == 1 {
+			s.changed(w)
+		}
 		return true
 	}
 	if s.pool > 0 {
@@ -50,11 +56,36 @@ func (s *opShare) take(w string) bool {
 // allows reports whether take(w) would succeed.
 func (s *opShare) allows(w string) bool { return s.left[w] > 0 || s.pool > 0 }
 
-// release moves w's unsent share into the pool.
+// release moves w's unsent share into the pool. (Its name leaves names
+// at the next replan.)
 func (s *opShare) release(w string) {
 	s.pool += s.left[w]
 	delete(s.left, w)
-	s.names = slices.DeleteFunc(s.names, func(n string) bool { return n == w })
+}
+
+// replanSpeed re-divides the unsent shares of jobs whose policy follows
+// the speed estimates, after an estimate changed. A job whose shares have
+// h holders is re-planned once every h/16 changes (every change below 32
+// holders): a plan costs O(h log h), so each change costs O(log h) however
+// many workers there are.
+func (c *Core) replanSpeed() {
+	for _, j := range c.replanning {
+		if j.replanDebt++; j.replanDebt >= max(1, j.holders()/16) {
+			j.replanDebt = 0
+			j.replan(c)
+		}
+	}
+}
+
+// holders counts the holders of j's shares, over its operations.
+func (j *job) holders() int {
+	n := 0
+	for _, q := range j.ops {
+		if q.share != nil {
+			n += len(q.share.left)
+		}
+	}
+	return n
 }
 
 // replan divides the unsent shares again among their holders by the
@@ -66,6 +97,7 @@ func (j *job) replan(c *Core) {
 		if s == nil {
 			continue
 		}
+		s.names = slices.DeleteFunc(s.names, func(n string) bool { _, ok := s.left[n]; return !ok })
 		names := s.names
 		ws := c.scratch[:0]
 		total := 0
@@ -79,7 +111,11 @@ func (j *job) replan(c *Core) {
 			continue
 		}
 		for i, name := range names {
+			old := s.left[name]
 			s.left[name] = n[i]
+			if (old > 0) != (n[i] > 0) {
+				s.changed(name)
+			}
 		}
 	}
 }

@@ -34,74 +34,94 @@ import (
 // more through the very link they were all waiting on
 // (docs/architecture.md, "Assignment policies and speculation").
 func (c *Core) speculate(out *Output) {
-	for _, j := range c.live {
-		if !j.speculate || j.pending > 0 {
+	for _, j := range c.speculating {
+		if j.pending > 0 || !j.anyIdle() {
 			continue
 		}
 		after, hasMed := j.stragglerAfter(c.cfg.SpeculateAfter)
-		for _, i := range c.speculationCandidates(j) {
-			u := &j.units[i]
-			w, s := c.idleSlot(j.ops[u.oq], u.copies[0].worker, u.Size)
-			if w != nil && c.worthDuplicating(u.copies[0], w, after, hasMed) {
-				u.duplicated = true
-				c.send(j, i, w, s, true, out)
+		for _, i := range c.find.candidates(c, j) {
+			r := j.run(i)
+			w := c.find.idle(c, j.queueOf(i).x, r.copies[0].worker, j.sizeOf(i))
+			if w != nil && c.worthDuplicating(r.copies[0], w, after, hasMed) {
+				r.duplicated = true
+				c.send(j, i, w, w.idleStream(), true, out)
 			}
 		}
 	}
 }
 
-// speculationCandidates lists j's running units with one copy and no
-// duplicate yet, oldest send first, then by index. It looks only at the
-// units in flight on the workers, not at the whole job.
-func (c *Core) speculationCandidates(j *job) []int {
-	var out []int
-	for _, w := range c.byName {
-		for _, r := range w.held {
-			if r.j != j {
-				continue
-			}
-			if u := &j.units[r.i]; u.state == unitRunning && len(u.copies) == 1 && !u.duplicated {
-				out = append(out, r.i)
-			}
+// anyIdle reports whether some worker that can run one of j's operations
+// has an idle stream: else no copy of j's can be placed.
+func (j *job) anyIdle() bool {
+	for _, q := range j.ops {
+		if len(q.x.ranks[byIdle].items) > 0 {
+			return true
 		}
 	}
-	slices.SortFunc(out, func(a, b int) int {
-		return cmp.Or(j.units[a].copies[0].sent.Compare(j.units[b].copies[0].sent), cmp.Compare(a, b))
-	})
+	return false
+}
+
+// flown is a copy of a speculating job's unit sent (not as a duplicate),
+// for the job's speculation candidates.
+type flown struct {
+	sent time.Time
+	unit int32
+	n    int32 // its Attempt
+}
+
+// flew records a copy of unit i sent at now as attempt n, if the job
+// speculates, keeping the record in (sent, unit) order. Records that no
+// longer stand for a candidate are dropped as they are found, and when
+// they outnumber the copies in flight.
+func (j *job) flew(i, n int, now time.Time) {
+	if !j.speculate {
+		return
+	}
+	if len(j.flight) > 2*j.copies+64 {
+		j.flight = j.candidateFlights(nil)
+	}
+	f := flown{sent: now, unit: int32(i), n: int32(n)}
+	k := len(j.flight)
+	for k > 0 && flownBefore(f, j.flight[k-1]) {
+		k--
+	}
+	j.flight = slices.Insert(j.flight, k, f)
+}
+
+func flownBefore(a, b flown) bool {
+	return cmp.Or(a.sent.Compare(b.sent), cmp.Compare(a.unit, b.unit)) < 0
+}
+
+// candidates appends to out j's running units with one copy in flight and
+// no duplicate yet, oldest send first, then by index. It looks only at the
+// copies sent, not at the whole job.
+func (j *job) candidates(out []int) []int {
+	j.flight = j.candidateFlights(func(i int) { out = append(out, i) })
 	return out
 }
 
-// idleSlot finds the fastest up worker other than not that can run q's op,
-// has a stream with nothing in flight and byte budget for a unit of size
-// bytes; measured workers before unmeasured.
-func (c *Core) idleSlot(q *opQueue, not string, size int64) (*worker, int) {
-	var best *worker
-	for _, w := range c.capable(q) {
-		if w.name == not || w.idleStream() < 0 || !w.fits(size) {
+// candidateFlights keeps the records of j.flight that stand for a
+// candidate, calling each (if set) with their units, in order.
+func (j *job) candidateFlights(each func(i int)) []flown {
+	kept := j.flight[:0]
+	for _, f := range j.flight {
+		i := int(f.unit)
+		r := j.run(i)
+		if r == nil || j.state(i) != unitRunning || len(r.copies) != 1 || r.copies[0].n != int(f.n) || r.duplicated {
 			continue
 		}
-		if best == nil || fasterThan(w, best) {
-			best = w
+		kept = append(kept, f)
+		if each != nil {
+			each(i)
 		}
 	}
-	if best == nil {
-		return nil, -1
-	}
-	return best, best.idleStream()
-}
-
-func fasterThan(a, b *worker) bool {
-	ta, oka := a.estUnitTime()
-	tb, okb := b.estUnitTime()
-	if oka != okb {
-		return oka
-	}
-	return cmp.Compare(ta, tb) < 0
+	clear(j.flight[len(kept):])
+	return kept
 }
 
 func (c *Core) worthDuplicating(a attempt, idle *worker, after time.Duration, hasMed bool) bool {
 	idleT, idleOK := idle.estUnitTime()
-	curT, curOK := c.workers[a.worker].estUnitTime()
+	curT, curOK := a.worker.estUnitTime()
 	if idleOK && curOK && idleT > curT {
 		return false
 	}

@@ -18,3 +18,5 @@ func (speedPolicy) weights(c *Core, ws []*worker) []float64 {
 }
 
 func (speedPolicy) replans() bool { return true }
+
+func (speedPolicy) plans() bool { return true }

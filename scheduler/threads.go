@@ -13,3 +13,5 @@ func (threadsPolicy) weights(_ *Core, ws []*worker) []float64 {
 }
 
 func (threadsPolicy) replans() bool { return false }
+
+func (threadsPolicy) plans() bool { return true }

@@ -17,7 +17,9 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.trace with the cur
 
 // TestTraces replays testdata/*.trace. A trace is a list of commands
 // ("> cmd args"), each followed by what the core answered; lines starting
-// with '#' are comments. With -rewrite the answers are regenerated.
+// with '#' are comments. With -rewrite the answers are regenerated. Each
+// trace is replayed on the core and on one with the reference finder
+// (scheduler.NewNaive), which must answer the same.
 //
 // Commands (the clock starts at 0 and only tick/advance move it):
 //
@@ -27,6 +29,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.trace with the cur
 //	worker-down W
 //	job J policy=P units=N op=OP [speculate] [deps=2:0,1;3:2] [unit-ops=1:sobel;2:blur] [done=0,3]
 //	    [size=BYTES] [sizes=0:100;3:2000]   input sizes (every unit's, then some units')
+//	    [repeat]   a repeat job (JobAdded.Repeat) of units, op, size and done (as spans)
 //	cancel J
 //	finish J UNIT W STREAM [compute=DUR] [queued=DUR] [attempt=N] [failed]
 //	return J UNIT W STREAM [attempt=N]
@@ -51,7 +54,10 @@ func TestTraces(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := replay(t, string(old))
+			got := replay(t, string(old), scheduler.New)
+			if ref := replay(t, string(old), scheduler.NewNaive); ref != got {
+				t.Errorf("%s: the reference finder answers differently:\n%s", f, ref)
+			}
 			if *rewrite {
 				if err := os.WriteFile(f, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
@@ -66,13 +72,14 @@ func TestTraces(t *testing.T) {
 }
 
 type tracer struct {
-	t    *testing.T
-	core *scheduler.Core
-	now  time.Time
+	t       *testing.T
+	core    *scheduler.Core
+	newCore func(scheduler.Config) *scheduler.Core
+	now     time.Time
 }
 
-func replay(t *testing.T, src string) string {
-	tr := &tracer{t: t, core: scheduler.New(scheduler.Config{}), now: time.Unix(0, 0).UTC()}
+func replay(t *testing.T, src string, newCore func(scheduler.Config) *scheduler.Core) string {
+	tr := &tracer{t: t, core: newCore(scheduler.Config{}), newCore: newCore, now: time.Unix(0, 0).UTC()}
 	var b strings.Builder
 	for _, line := range strings.Split(strings.TrimRight(src, "\n"), "\n") {
 		switch {
@@ -107,7 +114,7 @@ func (tr *tracer) run(f []string) []string {
 	case "workers":
 		return tr.workers()
 	case "config":
-		tr.core = scheduler.New(scheduler.Config{Window: tr.atoi(kv["window"]),
+		tr.core = tr.newCore(scheduler.Config{Window: tr.atoi(kv["window"]),
 			MaxWindow: tr.atoi(kv["max-window"]), SpeculateAfter: tr.float(kv["speculate-after"]),
 			ByteHorizon: tr.dur(kv["byte-horizon"])})
 		return []string{"ok"}
@@ -155,6 +162,17 @@ func (tr *tracer) event(cmd string, args []string, kv map[string]string) (schedu
 
 func (tr *tracer) job(name string, kv map[string]string) scheduler.JobAdded {
 	_, spec := kv["speculate"]
+	if _, ok := kv["repeat"]; ok {
+		r := scheduler.Repeat{Count: tr.atoi(kv["units"]), Op: kv["op"], Size: int64(tr.atoi(kv["size"]))}
+		for _, d := range split(kv["done"], ",") {
+			if i := tr.atoi(d); len(r.Done) > 0 && r.Done[len(r.Done)-1].To == i {
+				r.Done[len(r.Done)-1].To++
+			} else {
+				r.Done = append(r.Done, scheduler.Span{From: i, To: i + 1})
+			}
+		}
+		return scheduler.JobAdded{Job: name, Policy: kv["policy"], Speculate: spec, Repeat: r}
+	}
 	units := make([]scheduler.Unit, tr.atoi(kv["units"]))
 	for i := range units {
 		units[i] = scheduler.Unit{Index: i, Op: kv["op"], Size: int64(tr.atoi(kv["size"]))}
@@ -254,7 +272,9 @@ func positional(f []string) []string {
 	return append(out, "", "", "", "") // missing arguments read as empty
 }
 
-func isFlag(s string) bool { return s == "speculate" || s == "failed" || s == "await-lease" }
+func isFlag(s string) bool {
+	return s == "speculate" || s == "failed" || s == "await-lease" || s == "repeat"
+}
 
 func keyvals(f []string) map[string]string {
 	kv := map[string]string{}

@@ -41,6 +41,10 @@ type worker struct {
 	// reserved: in this dispatch pass a unit did not fit the byte budget
 	// here, so later units do not take the room it waits for.
 	reserved bool
+
+	key workerKey      // what the core's indexes rank it by (index.go)
+	opm []*opMember    // the operation indexes it is in
+	shm []*shareMember // the static shares it holds
 }
 
 // deliverySamples is how many of a worker's last results its delivery
@@ -112,7 +116,7 @@ type ref struct {
 // hold records a copy of unit r sent here.
 func (w *worker) hold(r ref) {
 	w.held = append(w.held, r)
-	w.sized(r.j.units[r.i].Size)
+	w.sized(r.j.sizeOf(r.i))
 }
 
 // sized counts size bytes (if known) of a copy held here, and folds them
@@ -133,7 +137,7 @@ func (w *worker) sized(size int64) {
 func (w *worker) release(r ref) {
 	if k := slices.Index(w.held, r); k >= 0 {
 		w.held = slices.Delete(w.held, k, k+1)
-		w.bytes -= max(r.j.units[r.i].Size, 0)
+		w.bytes -= r.j.sizeOf(r.i)
 	}
 }
 
@@ -165,9 +169,15 @@ func (w *worker) byteRoom() bool { return w.fits(1) }
 // with nothing in flight takes any unit, unless an earlier unit of this
 // dispatch pass is waiting for its room (reserved).
 func (w *worker) fits(size int64) bool {
-	if w.reserved {
-		return false
-	}
+	return !w.reserved && w.budgetFits(size)
+}
+
+// physByteRoom reports whether w's byte budget has room for a unit of
+// one byte, reservations aside.
+func (w *worker) physByteRoom() bool { return w.budgetFits(1) }
+
+// budgetFits is fits, reservations aside.
+func (w *worker) budgetFits(size int64) bool {
 	if len(w.held) == 0 {
 		return true
 	}

@@ -13,7 +13,10 @@ func newSim(cfg Config) (*sim, error) {
 	if cfg.Limit <= 0 {
 		cfg.Limit = 1000 * time.Hour
 	}
-	s := &sim{cfg: cfg, core: scheduler.New(cfg.Core), workers: map[string]*simWorker{}, clock: time.Now(),
+	if cfg.NewCore == nil {
+		cfg.NewCore = scheduler.New
+	}
+	s := &sim{cfg: cfg, core: cfg.NewCore(cfg.Core), workers: map[string]*simWorker{}, clock: time.Now(),
 		rng: rand.New(rand.NewPCG(cfg.Seed, 1)), jobs: map[string]*simJob{},
 		res: Result{Accepted: map[string]int{}}}
 	fastest := time.Duration(0)
@@ -76,16 +79,22 @@ func (s *sim) addJob(j Job) error {
 	if _, dup := s.jobs[j.Name]; dup {
 		return fmt.Errorf("schedsim: two jobs named %q", j.Name)
 	}
-	units := make([]scheduler.Unit, j.Units)
-	for i := range units {
-		units[i] = scheduler.Unit{Index: i, Op: j.Op, Size: j.Size}
-		if j.LateSize {
-			units[i].Size = 0
+	size := j.Size
+	if j.LateSize {
+		size = 0
+	}
+	ev := scheduler.JobAdded{Job: j.Name, Policy: j.Policy, Speculate: j.Speculate,
+		Repeat: scheduler.Repeat{Count: j.Units, Op: j.Op, Size: size}}
+	if j.Listed {
+		ev.Repeat = scheduler.Repeat{}
+		ev.Units = make([]scheduler.Unit, j.Units)
+		for i := range ev.Units {
+			ev.Units[i] = scheduler.Unit{Index: i, Op: j.Op, Size: size}
 		}
 	}
 	s.jobs[j.Name] = &simJob{Job: j, accepted: newBitset(j.Units)}
 	s.open++
-	return s.step(scheduler.JobAdded{Job: j.Name, Policy: j.Policy, Speculate: j.Speculate, Units: units})
+	return s.step(ev)
 }
 
 func (s *sim) up(w *simWorker) error {
@@ -204,6 +213,9 @@ func (s *sim) timed(f func()) {
 }
 
 func (s *sim) apply(out scheduler.Output) error {
+	if s.cfg.Observe != nil {
+		s.cfg.Observe(out)
+	}
 	for _, a := range out.Assign {
 		if err := s.assign(a); err != nil {
 			return err

@@ -41,12 +41,15 @@ type Worker struct {
 	HoldBytes int64
 }
 
-// Job is one simulated job of Units independent units, added at time 0.
+// Job is one simulated job of Units independent units, added at time 0: a
+// repeat job (scheduler.Repeat), or with Listed, its units listed one by
+// one.
 type Job struct {
 	Name, Policy string
 	Units        int
 	Op           string // zero means "op"
 	Speculate    bool
+	Listed       bool
 	Size         int64 // every unit's input size (Unit.Size)
 	// LateSize: the units are added with no size, and Size is given to
 	// Core.SetSize when each is sent (as a server does for units on
@@ -79,6 +82,11 @@ type Config struct {
 	// MeasureCore times the calls that drive the core (Result.CoreTime)
 	// with the monotonic clock: it changes nothing in the run.
 	MeasureCore bool
+	// NewCore, if set, makes the core (default scheduler.New), so that
+	// tests can run a reference core the same way.
+	NewCore func(scheduler.Config) *scheduler.Core
+	// Observe, if set, is called with each output of the core, in order.
+	Observe func(scheduler.Output)
 }
 
 // FullCheckWorkers: in runs of at most this many workers, the core's count

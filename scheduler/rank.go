@@ -1,0 +1,246 @@
+package scheduler
+
+import (
+	"cmp"
+	"strings"
+)
+
+// ranking is a set of workers in a binary heap by one order, each member
+// knowing its place, so that a worker whose key changed moves in
+// O(log n) and the members can be visited best first (walk) without
+// looking at the others.
+type ranking struct {
+	items []*slot
+	kind  rankKind
+	share *opShare // a share's ranking holds only workers with some of it left
+}
+
+// slot is a worker's place in one ranking.
+type slot struct {
+	w   *worker
+	r   *ranking
+	pos int // in r.items; -1: not a member
+}
+
+// rankKind says which workers a ranking holds and in which order: the
+// orders the placement queries walk (find.go). Keys are the worker's as of
+// its last refresh (workerKey).
+type rankKind uint8
+
+const (
+	// byRoomMeasured and byRoomUnmeasured hold the workers with room,
+	// measured or not, by (depth, speed descending, name): what pick
+	// compares under shares or before every worker is measured.
+	byRoomMeasured rankKind = iota
+	byRoomUnmeasured
+	// byRoomFinish holds the measured workers with room by when they would
+	// finish a unit given now, then name.
+	byRoomFinish
+	// byFinish holds the measured workers with a leased stream by the same
+	// key, room or not: what worthPlacing compares with.
+	byFinish
+	// byIdle holds the workers with an idle leased stream, measured ones
+	// first, then by unit time, then name: where speculation puts copies.
+	byIdle
+	numOpRanks
+)
+
+// wants reports whether w belongs in r.
+func (r *ranking) wants(w *worker) bool {
+	k := &w.key
+	var in bool
+	switch r.kind {
+	case byRoomMeasured, byRoomFinish:
+		in = k.room && k.measured
+	case byRoomUnmeasured:
+		in = k.room && !k.measured
+	case byFinish:
+		in = k.measured && k.lease > 0
+	case byIdle:
+		in = k.idle
+	}
+	return in && (r.share == nil || r.share.left[w.name] > 0)
+}
+
+// compare orders workers as r's kind does.
+func (k rankKind) compare(a, b *worker) int {
+	ka, kb := &a.key, &b.key
+	var c int
+	switch k {
+	case byRoomMeasured, byRoomUnmeasured:
+		c = cmp.Or(cmp.Compare(ka.depth, kb.depth), cmp.Compare(kb.speed, ka.speed))
+	case byRoomFinish, byFinish:
+		c = cmp.Compare(ka.finish, kb.finish)
+	case byIdle:
+		c = cmp.Or(-cmpBool(ka.measured, kb.measured), cmp.Compare(ka.unitTime, kb.unitTime))
+	}
+	if c != 0 {
+		return c
+	}
+	return strings.Compare(a.name, b.name)
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+func (r *ranking) less(i, j int) bool { return r.kind.compare(r.items[i].w, r.items[j].w) < 0 }
+
+func (r *ranking) swap(i, j int) {
+	r.items[i], r.items[j] = r.items[j], r.items[i]
+	r.items[i].pos, r.items[j].pos = i, j
+}
+
+func (r *ranking) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !r.less(i, p) {
+			return
+		}
+		r.swap(i, p)
+		i = p
+	}
+}
+
+func (r *ranking) down(i int) bool {
+	moved := false
+	for {
+		l, m := 2*i+1, i
+		if l < len(r.items) && r.less(l, m) {
+			m = l
+		}
+		if l+1 < len(r.items) && r.less(l+1, m) {
+			m = l + 1
+		}
+		if m == i {
+			return moved
+		}
+		r.swap(i, m)
+		i, moved = m, true
+	}
+}
+
+func (r *ranking) insert(s *slot) {
+	s.pos = len(r.items)
+	r.items = append(r.items, s)
+	r.up(s.pos)
+}
+
+func (r *ranking) remove(s *slot) {
+	i, n := s.pos, len(r.items)-1
+	if i != n {
+		r.swap(i, n)
+	}
+	r.items[n] = nil
+	r.items = r.items[:n]
+	s.pos = -1
+	if i != n {
+		r.fix(i)
+	}
+}
+
+// fix restores the heap after the key of the member at i changed.
+func (r *ranking) fix(i int) {
+	if !r.down(i) {
+		r.up(i)
+	}
+}
+
+// update puts s's worker in or out of its ranking, or moves it, after its
+// key changed.
+func (s *slot) update() {
+	want := s.r.wants(s.w)
+	switch {
+	case want && s.pos < 0:
+		s.r.insert(s)
+	case !want && s.pos >= 0:
+		s.r.remove(s)
+	case want:
+		s.r.fix(s.pos)
+	}
+}
+
+// leave takes s's worker out of its ranking.
+func (s *slot) leave() {
+	if s.pos >= 0 {
+		s.r.remove(s)
+	}
+}
+
+// node is a member of one of the rankings a walk visits.
+type node struct {
+	r   *ranking
+	pos int
+}
+
+func (n node) worker() *worker { return n.r.items[n.pos].w }
+
+// walker visits the members of rankings best first. It keeps its
+// frontier between walks, so a walk allocates nothing once warm.
+type walker struct {
+	front []node
+}
+
+// walk visits the members of rs best first by order, with which each
+// ranking's own order must agree, until visit returns true; visit must not
+// change the rankings. It costs O(k log k) for k members visited, whatever
+// the rankings' sizes.
+func (wk *walker) walk(rs []*ranking, order func(a, b *worker) int, visit func(w *worker) bool) {
+	f := wk.front[:0]
+	for _, r := range rs {
+		if len(r.items) > 0 {
+			f = pushNode(f, node{r, 0}, order)
+		}
+	}
+	for len(f) > 0 {
+		var n node
+		n, f = popNode(f, order)
+		if visit(n.worker()) {
+			break
+		}
+		for c := 2*n.pos + 1; c <= 2*n.pos+2 && c < len(n.r.items); c++ {
+			f = pushNode(f, node{n.r, c}, order)
+		}
+	}
+	wk.front = f[:0]
+}
+
+func pushNode(f []node, n node, order func(a, b *worker) int) []node {
+	f = append(f, n)
+	for i := len(f) - 1; i > 0; {
+		p := (i - 1) / 2
+		if order(f[i].worker(), f[p].worker()) >= 0 {
+			break
+		}
+		f[i], f[p] = f[p], f[i]
+		i = p
+	}
+	return f
+}
+
+func popNode(f []node, order func(a, b *worker) int) (node, []node) {
+	n, last := f[0], len(f)-1
+	f[0] = f[last]
+	f = f[:last]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(f) && order(f[l].worker(), f[m].worker()) < 0 {
+			m = l
+		}
+		if l+1 < len(f) && order(f[l+1].worker(), f[m].worker()) < 0 {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		f[i], f[m] = f[m], f[i]
+		i = m
+	}
+	return n, f
+}
