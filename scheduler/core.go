@@ -42,6 +42,7 @@ type Core struct {
 	// The indexes (index.go) and the finder that walks them (find.go).
 	find     finder
 	walker   walker
+	rs       []*ranking // the rankings a query walks
 	opIdx    map[string]*opIndex
 	opOrder  []*opIndex // opIdx's values, in the order made
 	idleOps  []idleOp   // indexes no live job uses, oldest first

@@ -20,7 +20,9 @@ import (
 // step, with either.
 func TestIndexedMatchesNaiveInSim(t *testing.T) {
 	ops := []string{"blur", "sobel", "resize"}
+	defer scheduler.SetLazySlack(scheduler.SetLazySlack(0))
 	for seed := range uint64(200) {
+		scheduler.SetLazySlack([]int{0, 1024, 1024}[seed%3]) // rankings dropped and built again often, or not
 		r := rand.New(rand.NewPCG(seed, 11))
 		cfg := randomCluster(r, ops)
 		if seed%2 == 1 { // more workers, so that rankings have depth
@@ -124,7 +126,9 @@ func at(s []string, k int) string {
 // progress, demand and worker snapshots agree and that the indexed core's
 // indexes match a scan of its workers.
 func TestIndexedMatchesNaiveEvents(t *testing.T) {
+	defer scheduler.SetLazySlack(scheduler.SetLazySlack(0))
 	for seed := range uint64(150) {
+		scheduler.SetLazySlack([]int{0, 4, 1024}[seed%3])
 		f := newFuzz(seed)
 		for step := range 400 {
 			desc, ev := f.event()

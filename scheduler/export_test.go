@@ -10,6 +10,14 @@ func NewNaive(cfg Config) *Core {
 	return c
 }
 
+// SetLazySlack sets how many updates a ranking not used takes before it
+// is dropped, beyond four per member, and returns the old figure.
+func SetLazySlack(n int) int {
+	old := lazySlack
+	lazySlack = n
+	return old
+}
+
 // CheckIndexes checks what the core keeps incrementally against what a
 // scan of its workers gives: the count of workers with room, the totals
 // behind the mean rate, each index's members and their keys, and the
@@ -39,10 +47,13 @@ func (c *Core) CheckIndexes() string {
 		return "rate totals"
 	}
 	for op, x := range c.opIdx {
-		n, demand := 0, 0
+		n, idle, demand := 0, 0, 0
 		for _, w := range c.workers {
 			if w.can(op) {
 				n++
+				if w.key.idle {
+					idle++
+				}
 			}
 		}
 		for _, j := range c.live {
@@ -58,7 +69,18 @@ func (c *Core) CheckIndexes() string {
 		if demand != x.demand {
 			return "demand of " + op
 		}
+		if idle != x.idle {
+			return "idle count of " + op
+		}
 		for _, r := range x.ranks {
+			if !r.built {
+				for _, m := range x.members {
+					if m.slots[r.kind].pos != -1 {
+						return "a slot in a ranking not kept, of " + op
+					}
+				}
+				continue
+			}
 			want := 0
 			for _, w := range c.workers {
 				if w.can(op) && r.wants(w) {

@@ -47,7 +47,10 @@ type indexed struct{}
 var _ finder = indexed{}
 
 func (indexed) capable(_ *Core, x *opIndex) []*worker {
-	ws := slices.Clone(x.members)
+	ws := make([]*worker, len(x.members))
+	for k, m := range x.members {
+		ws[k] = m.w()
+	}
 	slices.SortFunc(ws, func(a, b *worker) int { return strings.Compare(a.name, b.name) })
 	return ws
 }
@@ -56,16 +59,17 @@ func (indexed) allMeasured(_ *Core, x *opIndex) bool { return x.unmeasured == 0 
 
 // roomRanks are the rankings of workers with room that s allows: the
 // holders with some share left while the pool is empty, else everyone.
-func roomRanks(x *opIndex, s *opShare) []*ranking {
+func (c *Core) roomRanks(x *opIndex, s *opShare) []*ranking {
 	if s != nil && s.pool == 0 {
 		return s.ranks
 	}
-	return x.ranks[byRoomMeasured : byRoomUnmeasured+1]
+	c.rs = append(c.rs[:0], x.use(byRoomMeasured), x.use(byRoomUnmeasured))
+	return c.rs
 }
 
 func (indexed) bestRoom(c *Core, x *opIndex, s *opShare, size int64) *worker {
 	var best *worker
-	c.walker.walk(roomRanks(x, s), c.byDepthSpeed, func(w *worker) bool {
+	c.walker.walk(c.roomRanks(x, s), c.byDepthSpeed, func(w *worker) bool {
 		if !w.reserved && w.budgetFits(size) {
 			best = w
 			return true
@@ -78,7 +82,8 @@ func (indexed) bestRoom(c *Core, x *opIndex, s *opShare, size int64) *worker {
 func (indexed) earliest(c *Core, x *opIndex, room bool, size int64) *worker {
 	if room {
 		var best *worker
-		c.walker.walk(x.ranks[byRoomFinish:byRoomFinish+1], byRoomFinish.compare, func(w *worker) bool {
+		c.rs = append(c.rs[:0], x.use(byRoomFinish))
+		c.walker.walk(c.rs, byRoomFinish.compare, func(w *worker) bool {
 			if !w.reserved && w.budgetFits(size) {
 				best = w
 				return true
@@ -92,7 +97,8 @@ func (indexed) earliest(c *Core, x *opIndex, room bool, size int64) *worker {
 	// beat the best so far.
 	var best *worker
 	var bestT time.Duration
-	c.walker.walk(x.ranks[byFinish:byFinish+1], byFinish.compare, func(w *worker) bool {
+	c.rs = append(c.rs[:0], x.use(byFinish))
+	c.walker.walk(c.rs, byFinish.compare, func(w *worker) bool {
 		if best != nil && cmp.Or(cmp.Compare(w.key.finish, bestT), strings.Compare(w.name, best.name)) > 0 {
 			return true
 		}
@@ -105,7 +111,7 @@ func (indexed) earliest(c *Core, x *opIndex, room bool, size int64) *worker {
 }
 
 func (indexed) reserve(c *Core, x *opIndex, s *opShare, size int64) {
-	for _, r := range roomRanks(x, s) {
+	for _, r := range c.roomRanks(x, s) {
 		for _, sl := range r.items {
 			if w := sl.w; !w.reserved && !w.budgetFits(size) {
 				c.reserve(w)
@@ -116,7 +122,8 @@ func (indexed) reserve(c *Core, x *opIndex, s *opShare, size int64) {
 
 func (indexed) idle(c *Core, x *opIndex, not *worker, size int64) *worker {
 	var best *worker
-	c.walker.walk(x.ranks[byIdle:byIdle+1], byIdle.compare, func(w *worker) bool {
+	c.rs = append(c.rs[:0], x.use(byIdle))
+	c.walker.walk(c.rs, byIdle.compare, func(w *worker) bool {
 		if w != not && w.fits(size) {
 			best = w
 			return true

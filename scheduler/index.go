@@ -48,11 +48,13 @@ func (w *worker) computeKey() workerKey {
 	return k
 }
 
-// opIndex ranks the up workers that can run one operation.
+// opIndex ranks the up workers that can run one operation. Its rankings
+// are kept only while queries use them (ranking.lazy).
 type opIndex struct {
 	op         string
-	members    []*worker // in no order
-	unmeasured int       // members not yet measured
+	members    []*opMember // in no order
+	unmeasured int         // members not yet measured
+	idle       int         // members with an idle leased stream
 	ranks      [numOpRanks]*ranking
 	users      int // live jobs with a queue of op
 	demand     int // their units of op pending and not held (Demand)
@@ -64,6 +66,29 @@ type opMember struct {
 	x     *opIndex
 	pos   int // in x.members
 	slots [numOpRanks]slot
+}
+
+// w is m's worker.
+func (m *opMember) w() *worker { return m.slots[0].w }
+
+// use returns x's ranking of kind k, building it if it is not kept.
+func (x *opIndex) use(k rankKind) *ranking {
+	r := x.ranks[k]
+	r.unused = 0
+	if r.built {
+		return r
+	}
+	for _, m := range x.members {
+		if s := &m.slots[k]; r.wants(s.w) {
+			s.pos = len(r.items)
+			r.items = append(r.items, s)
+		}
+	}
+	for i := len(r.items)/2 - 1; i >= 0; i-- {
+		r.down(i)
+	}
+	r.built = true
+	return r
 }
 
 // shareMember is a share holder's place in the share's rankings.
@@ -83,7 +108,7 @@ func (c *Core) useOp(op string) *opIndex {
 	if x == nil {
 		x = &opIndex{op: op}
 		for k := range x.ranks {
-			x.ranks[k] = &ranking{kind: rankKind(k)}
+			x.ranks[k] = &ranking{kind: rankKind(k), lazy: true}
 		}
 		c.opIdx[op] = x
 		c.opOrder = append(c.opOrder, x)
@@ -134,7 +159,8 @@ func (c *Core) dropOp(x *opIndex) {
 			break
 		}
 	}
-	for _, w := range x.members {
+	for _, xm := range x.members {
+		w := xm.w()
 		for k, m := range w.opm {
 			if m.x == x {
 				w.opm = append(w.opm[:k], w.opm[k+1:]...)
@@ -147,9 +173,12 @@ func (c *Core) dropOp(x *opIndex) {
 // joinOp makes up worker w a member of x.
 func (c *Core) joinOp(w *worker, x *opIndex) {
 	m := &opMember{x: x, pos: len(x.members)}
-	x.members = append(x.members, w)
+	x.members = append(x.members, m)
 	if !w.key.measured {
 		x.unmeasured++
+	}
+	if w.key.idle {
+		x.idle++
 	}
 	for k := range m.slots {
 		m.slots[k] = slot{w: w, r: x.ranks[k], pos: -1}
@@ -168,16 +197,15 @@ func (c *Core) leaveOp(w *worker, m *opMember) {
 	if m.pos != last {
 		moved := x.members[last]
 		x.members[m.pos] = moved
-		for _, mm := range moved.opm {
-			if mm.x == x {
-				mm.pos = m.pos
-			}
-		}
+		moved.pos = m.pos
 	}
 	x.members[last] = nil
 	x.members = x.members[:last]
 	if !w.key.measured {
 		x.unmeasured--
+	}
+	if w.key.idle {
+		x.idle--
 	}
 }
 
@@ -227,9 +255,8 @@ func (c *Core) refresh(w *worker) {
 	}
 	w.key = k
 	for _, m := range w.opm {
-		if k.measured != old.measured {
-			m.x.unmeasured -= cmpBool(k.measured, old.measured)
-		}
+		m.x.unmeasured -= cmpBool(k.measured, old.measured)
+		m.x.idle += cmpBool(k.idle, old.idle)
 		for i := range m.slots {
 			m.slots[i].update()
 		}
@@ -259,7 +286,7 @@ func (c *Core) count(k workerKey, d int) {
 func (c *Core) indexShare(s *opShare, ws []*worker) {
 	s.members = make(map[string]*shareMember, len(ws))
 	for _, kind := range []rankKind{byRoomMeasured, byRoomUnmeasured} {
-		s.ranks = append(s.ranks, &ranking{kind: kind, share: s})
+		s.ranks = append(s.ranks, &ranking{kind: kind, share: s, built: true})
 	}
 	for _, w := range ws {
 		m := &shareMember{s: s}

@@ -13,6 +13,11 @@ type ranking struct {
 	items []*slot
 	kind  rankKind
 	share *opShare // a share's ranking holds only workers with some of it left
+	// A lazy ranking is kept (built) only while queries use it: one not
+	// used for a while (unused updates, counted since the last use) is
+	// dropped, and built again, in O(n), when next used.
+	lazy, built bool
+	unused      int
 }
 
 // slot is a worker's place in one ranking.
@@ -155,15 +160,38 @@ func (r *ranking) fix(i int) {
 // update puts s's worker in or out of its ranking, or moves it, after its
 // key changed.
 func (s *slot) update() {
-	want := s.r.wants(s.w)
+	r := s.r
+	if !r.built {
+		return
+	}
+	if r.lazy {
+		if r.unused++; r.unused > 4*len(r.items)+lazySlack {
+			r.drop()
+			return
+		}
+	}
+	want := r.wants(s.w)
 	switch {
 	case want && s.pos < 0:
-		s.r.insert(s)
+		r.insert(s)
 	case !want && s.pos >= 0:
-		s.r.remove(s)
+		r.remove(s)
 	case want:
-		s.r.fix(s.pos)
+		r.fix(s.pos)
 	}
+}
+
+// lazySlack is how many updates more than four per member a lazy ranking
+// takes unused before it is dropped (tests lower it).
+var lazySlack = 1024
+
+// drop stops keeping a lazy ranking.
+func (r *ranking) drop() {
+	for _, s := range r.items {
+		s.pos = -1
+	}
+	clear(r.items)
+	r.items, r.built, r.unused = r.items[:0], false, 0
 }
 
 // leave takes s's worker out of its ranking.

@@ -54,7 +54,7 @@ func (c *Core) speculate(out *Output) {
 // has an idle stream: else no copy of j's can be placed.
 func (j *job) anyIdle() bool {
 	for _, q := range j.ops {
-		if len(q.x.ranks[byIdle].items) > 0 {
+		if q.x.idle > 0 {
 			return true
 		}
 	}

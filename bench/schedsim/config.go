@@ -28,12 +28,15 @@ type Config struct {
 	// that runs out reports the units it got through.
 	Budget time.Duration
 	// MemUnits is the job size of the memory measurement (default
-	// 1,000,000; -1: none), on MemWorkers workers (default 100).
+	// 1,000,000; -1: none), on MemWorkers workers (default 100): a job of
+	// listed units and a repeat job.
 	MemUnits, MemWorkers int
 	// Seed draws the unit times' jitter (±10%).
 	Seed uint64
-	// OnPoint, if set, is called with each point as it is done.
-	OnPoint func(Point)
+	// OnPoint and OnMemory, if set, are called with each point and memory
+	// figure as it is done.
+	OnPoint  func(Point)
+	OnMemory func(Memory)
 }
 
 // Defaults for the zero Config.

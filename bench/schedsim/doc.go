@@ -3,8 +3,10 @@
 //
 // Run sweeps the number of workers (10 to 100,000 by default): at each
 // size it builds workers of mixed speeds (1 to 4 ms a unit, one stream
-// each), gives the core one job of Config.Units units and drives it to
-// the end in the virtual-time simulator of package scheduler/schedsim,
+// each; one in ten runs another operation, and must get nothing), gives
+// the core one job of Config.Units identical units (a JobAdded.Repeat)
+// and drives it to the end in the virtual-time simulator of package
+// scheduler/schedsim,
 // which checks the core's promises as it goes (every unit accepted exactly
 // once, no unit to a worker that cannot run it, windows respected). It
 // reports the core's assignments per second of wall time spent inside the

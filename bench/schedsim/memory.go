@@ -10,8 +10,11 @@ import (
 // Memory is what the core holds per unit of one job, from the Go heap in
 // use (after a collection) against before the job was added.
 type Memory struct {
-	Units   int `json:"units"`
-	Workers int `json:"workers"`
+	// Form is how the job was given: "listed" (JobAdded.Units, a Unit
+	// each) or "repeat" (JobAdded.Repeat).
+	Form    string `json:"form"`
+	Units   int    `json:"units"`
+	Workers int    `json:"workers"`
 	// Running is per unit once the job is added and its first units are
 	// placed (most still pending); Finished once every unit is accepted
 	// and the job is done; Forgotten is what is left, in bytes (not per
@@ -25,15 +28,15 @@ type Memory struct {
 }
 
 func (m Memory) String() string {
-	return fmt.Sprintf("memory, a job of %d units on %d workers: %.1f B/unit running, %.1f B/unit finished, %d B left after Forget (the JobAdded event: %.1f B/unit)",
-		m.Units, m.Workers, m.RunningBytesPerUnit, m.FinishedBytesPerUnit, m.ForgottenBytes, m.AddedBytesPerUnit)
+	return fmt.Sprintf("memory, a %s job of %d units on %d workers: %.1f B/unit running, %.1f B/unit finished, %d B left after Forget (the JobAdded event: %.1f B/unit)",
+		m.Form, m.Units, m.Workers, m.RunningBytesPerUnit, m.FinishedBytesPerUnit, m.ForgottenBytes, m.AddedBytesPerUnit)
 }
 
-// measureMemory adds a job of cfg.MemUnits units to a core with
-// cfg.MemWorkers workers, runs it to the end (results in the order their
-// units were sent) and reads the heap at each stage.
-func measureMemory(cfg Config) (Memory, error) {
-	m := Memory{Units: cfg.MemUnits, Workers: cfg.MemWorkers}
+// measureMemory adds a job of cfg.MemUnits units, in the given form, to a
+// core with cfg.MemWorkers workers, runs it to the end (results in the
+// order their units were sent) and reads the heap at each stage.
+func measureMemory(cfg Config, form string) (Memory, error) {
+	m := Memory{Form: form, Units: cfg.MemUnits, Workers: cfg.MemWorkers}
 	d := &driver{core: scheduler.New(scheduler.Config{}), now: time.Unix(0, 0)}
 	for _, w := range workers(cfg.MemWorkers, cfg.Streams) {
 		if err := d.step(scheduler.WorkerUp{Worker: w.Name, Streams: w.Streams, Ops: []string{"op"}}); err != nil {
@@ -42,7 +45,7 @@ func measureMemory(cfg Config) (Memory, error) {
 	}
 	d.flight = make([]scheduler.Assignment, 0, 2*cfg.MemWorkers*cfg.Streams*scheduler.DefaultMaxWindow)
 	base := heapInuse()
-	ev := jobAdded(cfg, "j")
+	ev := jobAdded(cfg, "j", form)
 	m.AddedBytesPerUnit = perUnit(heapInuse(), base, m.Units)
 	if err := d.step(ev); err != nil {
 		return m, err
@@ -67,7 +70,10 @@ func perUnit(now, base uint64, units int) float64 {
 }
 
 // jobAdded is the event of a job of cfg.MemUnits no-op units.
-func jobAdded(cfg Config, name string) scheduler.JobAdded {
+func jobAdded(cfg Config, name, form string) scheduler.JobAdded {
+	if form == "repeat" {
+		return scheduler.JobAdded{Job: name, Policy: cfg.Policy, Repeat: scheduler.Repeat{Count: cfg.MemUnits, Op: "op"}}
+	}
 	units := make([]scheduler.Unit, cfg.MemUnits)
 	for i := range units {
 		units[i] = scheduler.Unit{Index: i, Op: "op"}

@@ -66,7 +66,7 @@ type Result struct {
 	Policy     string               `json:"policy"`
 	Streams    int                  `json:"streams"`
 	Points     []Point              `json:"points"`
-	Memory     *Memory              `json:"memory,omitempty"`
+	Memory     []Memory             `json:"memory,omitempty"`
 	Provenance *benchout.Provenance `json:"provenance"`
 }
 
@@ -88,23 +88,34 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			cfg.OnPoint(p)
 		}
 	}
-	if cfg.MemUnits > 0 {
-		m, err := measureMemory(cfg)
-		if err != nil {
-			return res, fmt.Errorf("bench schedsim: memory: %w", err)
+	for _, form := range []string{"listed", "repeat"} {
+		if cfg.MemUnits <= 0 {
+			break
 		}
-		res.Memory = &m
+		m, err := measureMemory(cfg, form)
+		if err != nil {
+			return res, fmt.Errorf("bench schedsim: memory, %s: %w", form, err)
+		}
+		res.Memory = append(res.Memory, m)
+		if cfg.OnMemory != nil {
+			cfg.OnMemory(m)
+		}
 	}
 	return res, nil
 }
 
 // workers are n simulated workers of mixed speeds: 1, 2, 3 or 4 ms a unit
-// in turn, named so that name order is their order.
+// in turn, named so that name order is their order. One in ten runs
+// another operation than the job's: it must get none of its units, and
+// cost nothing.
 func workers(n, streams int) []sim.Worker {
 	ws := make([]sim.Worker, n)
 	for k := range ws {
 		ws[k] = sim.Worker{Name: fmt.Sprintf("w%06d", k), Streams: streams,
-			UnitTime: time.Duration(1+k%4) * time.Millisecond}
+			UnitTime: time.Duration(1+k%4) * time.Millisecond, Ops: []string{"op"}}
+		if k%10 == 9 {
+			ws[k].Ops = []string{"other"}
+		}
 	}
 	return ws
 }

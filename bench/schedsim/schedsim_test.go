@@ -16,7 +16,7 @@ func TestShortSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Points) != 2 || res.Memory == nil || res.Provenance == nil {
+	if len(res.Points) != 2 || res.Provenance == nil {
 		t.Fatalf("result %+v", res)
 	}
 	for _, p := range res.Points {
@@ -25,13 +25,20 @@ func TestShortSweep(t *testing.T) {
 			t.Errorf("point %+v", p)
 		}
 	}
-	m := res.Memory
-	t.Log(m)
-	if m.AddedBytesPerUnit <= 0 || m.RunningBytesPerUnit <= 0 {
-		t.Errorf("memory %+v: want the event and the job to take some", m)
+	if len(res.Memory) != 2 {
+		t.Fatalf("memory %+v, want listed and repeat", res.Memory)
 	}
-	if m.ForgottenBytes > 1<<20 {
-		t.Errorf("%d bytes left after Forget", m.ForgottenBytes)
+	for _, m := range res.Memory {
+		t.Log(m)
+		if m.RunningBytesPerUnit <= 0 || (m.Form == "listed" && m.AddedBytesPerUnit <= 0) {
+			t.Errorf("memory %+v: want the job (and a listed job's event) to take some", m)
+		}
+		if m.RunningBytesPerUnit > 200 || m.FinishedBytesPerUnit > 200 {
+			t.Errorf("memory %+v: more than 200 B a unit", m)
+		}
+		if m.ForgottenBytes > 1<<20 {
+			t.Errorf("%d bytes left after Forget", m.ForgottenBytes)
+		}
 	}
 }
 

@@ -36,10 +36,8 @@ func runBenchSchedsim(ctx context.Context, args []string, e *env) error {
 		cfg.Workers = append(cfg.Workers, n)
 	}
 	cfg.OnPoint = func(p schedsim.Point) { fmt.Fprintln(e.stdout, p) }
+	cfg.OnMemory = func(m schedsim.Memory) { fmt.Fprintln(e.stdout, m) }
 	res, err := schedsim.Run(ctx, cfg)
-	if res.Memory != nil {
-		fmt.Fprintln(e.stdout, res.Memory)
-	}
 	if err != nil {
 		return err
 	}
