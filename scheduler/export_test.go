@@ -90,8 +90,9 @@ func (c *Core) CheckIndexes() string {
 			if want != len(r.items) {
 				return "ranking of " + op + " misses members"
 			}
-			for i, s := range r.items {
-				if s.pos != i || !r.wants(s.w) || (i > 0 && r.kind.compare(r.items[(i-1)/2].w, s.w) > 0) {
+			for i, e := range r.items {
+				if k := r.kind.entryKey(e.s.w); e.s.pos != i || !r.wants(e.s.w) || k.a != e.a || k.b != e.b || k.name != e.name ||
+					(i > 0 && r.kind.compare(r.items[(i-1)/2].s.w, e.s.w) > 0) {
 					return "ranking of " + op
 				}
 			}

@@ -112,8 +112,8 @@ func (indexed) earliest(c *Core, x *opIndex, room bool, size int64) *worker {
 
 func (indexed) reserve(c *Core, x *opIndex, s *opShare, size int64) {
 	for _, r := range c.roomRanks(x, s) {
-		for _, sl := range r.items {
-			if w := sl.w; !w.reserved && !w.budgetFits(size) {
+		for _, e := range r.items {
+			if w := e.s.w; !w.reserved && !w.budgetFits(size) {
 				c.reserve(w)
 			}
 		}

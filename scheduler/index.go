@@ -81,7 +81,9 @@ func (x *opIndex) use(k rankKind) *ranking {
 	for _, m := range x.members {
 		if s := &m.slots[k]; r.wants(s.w) {
 			s.pos = len(r.items)
-			r.items = append(r.items, s)
+			e := k.entryKey(s.w)
+			e.s = s
+			r.items = append(r.items, e)
 		}
 	}
 	for i := len(r.items)/2 - 1; i >= 0; i-- {

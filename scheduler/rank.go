@@ -10,7 +10,7 @@ import (
 // O(log n) and the members can be visited best first (walk) without
 // looking at the others.
 type ranking struct {
-	items []*slot
+	items []entry
 	kind  rankKind
 	share *opShare // a share's ranking holds only workers with some of it left
 	// A lazy ranking is kept (built) only while queries use it: one not
@@ -25,6 +25,43 @@ type slot struct {
 	w   *worker
 	r   *ranking
 	pos int // in r.items; -1: not a member
+}
+
+// entry is a member of a ranking: its key for the ranking's order, kept
+// in the heap itself so that ordering does not chase pointers.
+type entry struct {
+	a    int64   // first
+	b    float64 // then
+	name string  // then the worker's name
+	s    *slot
+}
+
+// entryKey is w's key in a ranking of kind k: compare orders by it.
+func (k rankKind) entryKey(w *worker) entry {
+	wk := &w.key
+	e := entry{name: w.name}
+	switch k {
+	case byRoomMeasured, byRoomUnmeasured:
+		e.a, e.b = int64(wk.depth), -wk.speed
+	case byRoomFinish, byFinish:
+		e.a = int64(wk.finish)
+	case byIdle:
+		e.a = int64(wk.unitTime)
+		if !wk.measured {
+			e.a |= 1 << 62
+		}
+	}
+	return e
+}
+
+func (e *entry) less(f *entry) bool {
+	if e.a != f.a {
+		return e.a < f.a
+	}
+	if e.b != f.b {
+		return e.b < f.b
+	}
+	return e.name < f.name
 }
 
 // rankKind says which workers a ranking holds and in which order: the
@@ -95,11 +132,11 @@ func cmpBool(a, b bool) int {
 	return -1
 }
 
-func (r *ranking) less(i, j int) bool { return r.kind.compare(r.items[i].w, r.items[j].w) < 0 }
+func (r *ranking) less(i, j int) bool { return r.items[i].less(&r.items[j]) }
 
 func (r *ranking) swap(i, j int) {
 	r.items[i], r.items[j] = r.items[j], r.items[i]
-	r.items[i].pos, r.items[j].pos = i, j
+	r.items[i].s.pos, r.items[j].s.pos = i, j
 }
 
 func (r *ranking) up(i int) {
@@ -133,7 +170,9 @@ func (r *ranking) down(i int) bool {
 
 func (r *ranking) insert(s *slot) {
 	s.pos = len(r.items)
-	r.items = append(r.items, s)
+	e := r.kind.entryKey(s.w)
+	e.s = s
+	r.items = append(r.items, e)
 	r.up(s.pos)
 }
 
@@ -142,12 +181,20 @@ func (r *ranking) remove(s *slot) {
 	if i != n {
 		r.swap(i, n)
 	}
-	r.items[n] = nil
+	r.items[n] = entry{}
 	r.items = r.items[:n]
 	s.pos = -1
 	if i != n {
 		r.fix(i)
 	}
+}
+
+// rekey takes member s's key anew and restores the heap.
+func (r *ranking) rekey(s *slot) {
+	e := r.kind.entryKey(s.w)
+	e.s = s
+	r.items[s.pos] = e
+	r.fix(s.pos)
 }
 
 // fix restores the heap after the key of the member at i changed.
@@ -177,7 +224,7 @@ func (s *slot) update() {
 	case !want && s.pos >= 0:
 		r.remove(s)
 	case want:
-		r.fix(s.pos)
+		r.rekey(s)
 	}
 }
 
@@ -187,8 +234,8 @@ var lazySlack = 1024
 
 // drop stops keeping a lazy ranking.
 func (r *ranking) drop() {
-	for _, s := range r.items {
-		s.pos = -1
+	for _, e := range r.items {
+		e.s.pos = -1
 	}
 	clear(r.items)
 	r.items, r.built, r.unused = r.items[:0], false, 0
@@ -207,7 +254,7 @@ type node struct {
 	pos int
 }
 
-func (n node) worker() *worker { return n.r.items[n.pos].w }
+func (n node) worker() *worker { return n.r.items[n.pos].s.w }
 
 // walker visits the members of rankings best first. It keeps its
 // frontier between walks, so a walk allocates nothing once warm.
