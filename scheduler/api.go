@@ -66,7 +66,8 @@ type JobAdded struct {
 // another, as in "N repetitions of op on object". Neither the event nor
 // the core holds a record per unit: the core keeps about a byte a unit
 // (its state), plus what it keeps for each unit in flight, so a job of
-// a hundred million units fits in memory.
+// a hundred million units fits in memory. A job, listed or repeated, has
+// at most 2^31-2 units.
 type Repeat struct {
 	Count int
 	Op    string

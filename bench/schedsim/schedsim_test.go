@@ -63,3 +63,20 @@ func TestBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestScale is the internet-scale run made small enough for make test:
+// 2,000 workers of mixed speeds, one in ten unable to run the job, and a
+// job of 100,000 units, with the simulator checking the core's promises
+// throughout (each unit accepted once, none sent to a worker that cannot
+// run it, no window overfilled).
+func TestScale(t *testing.T) {
+	res, err := Run(context.Background(), Config{Workers: []int{2000}, Units: 100_000, MemUnits: -1, Budget: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Points[0]
+	t.Log(p)
+	if p.Stopped || p.Done != p.Units || p.Assigned != p.Units {
+		t.Errorf("point %+v: want every unit done, each sent once", p)
+	}
+}
