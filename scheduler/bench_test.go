@@ -27,7 +27,7 @@ func BenchmarkSteadyState(b *testing.B) {
 
 // steady drives a core with results in the order their units were sent.
 type steady struct {
-	b       *testing.B
+	tb      testing.TB
 	core    *scheduler.Core
 	now     time.Time
 	policy  string
@@ -39,10 +39,13 @@ type steady struct {
 	// speeds, if set, gives worker k (named w%06d) a compute time of
 	// (1 + k%4) ms, for a core of that many workers.
 	speeds int
+	// speculate sets the jobs' Speculate, and makes each cycle end with a
+	// Tick, as the server calls it while a job speculates.
+	speculate bool
 }
 
 func benchSteadyState(b *testing.B, policy string, units int) {
-	s := &steady{b: b, core: scheduler.New(scheduler.Config{}), now: time.Unix(0, 0),
+	s := &steady{tb: b, core: scheduler.New(scheduler.Config{}), now: time.Unix(0, 0),
 		policy: policy, units: make([]scheduler.Unit, units)}
 	for i := range s.units {
 		s.units[i] = scheduler.Unit{Index: i, Op: "op"}
@@ -60,7 +63,7 @@ func benchSteadyState(b *testing.B, policy string, units int) {
 func (s *steady) addJob() {
 	s.job = fmt.Sprintf("j%d", s.jobs)
 	s.jobs++
-	s.step(scheduler.JobAdded{Job: s.job, Policy: s.policy, Units: s.units})
+	s.step(scheduler.JobAdded{Job: s.job, Policy: s.policy, Speculate: s.speculate, Units: s.units})
 }
 
 // cycle returns the oldest unit in flight, then asks for progress.
@@ -76,11 +79,15 @@ func (s *steady) cycle() {
 	out := s.step(scheduler.UnitFinished{Job: a.Job, Unit: a.Unit, Worker: a.Worker,
 		Stream: a.Stream, Attempt: a.Attempt, Compute: compute})
 	if _, ok := s.core.Progress(a.Job); !ok {
-		s.b.Fatalf("no progress for %s", a.Job)
+		s.tb.Fatalf("no progress for %s", a.Job)
 	}
 	if len(out.JobsDone) > 0 {
 		s.core.Forget(a.Job)
 		s.addJob()
+	}
+	if s.speculate {
+		s.now = s.now.Add(250 * time.Microsecond)
+		s.flight = append(s.flight, s.core.Tick(s.now).Assign...)
 	}
 }
 
@@ -88,7 +95,7 @@ func (s *steady) step(ev scheduler.Event) scheduler.Output {
 	s.now = s.now.Add(250 * time.Microsecond)
 	out, err := s.core.Step(s.now, ev)
 	if err != nil {
-		s.b.Fatal(err)
+		s.tb.Fatal(err)
 	}
 	s.flight = append(s.flight, out.Assign...)
 	return out
@@ -108,7 +115,7 @@ func BenchmarkWorkers(b *testing.B) {
 }
 
 func benchWorkers(b *testing.B, policy string, workers int) {
-	s := &steady{b: b, core: scheduler.New(scheduler.Config{}), now: time.Unix(0, 0),
+	s := &steady{tb: b, core: scheduler.New(scheduler.Config{}), now: time.Unix(0, 0),
 		policy: policy, units: make([]scheduler.Unit, max(200_000, 20*workers))}
 	for i := range s.units {
 		s.units[i] = scheduler.Unit{Index: i, Op: "op"}

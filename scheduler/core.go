@@ -42,6 +42,7 @@ type Core struct {
 	// The indexes (index.go) and the finder that walks them (find.go).
 	find     finder
 	walker   walker
+	work     work       // what placement did (work.go)
 	rs       []*ranking // the rankings a query walks
 	opIdx    map[string]*opIndex
 	opOrder  []*opIndex // opIdx's values, in the order made
@@ -73,8 +74,10 @@ func New(cfg Config) *Core {
 	if cfg.ByteHorizon == 0 {
 		cfg.ByteHorizon = DefaultByteHorizon
 	}
-	return &Core{cfg: cfg, workers: map[string]*worker{}, jobs: map[string]*job{}, gen: 1,
+	c := &Core{cfg: cfg, workers: map[string]*worker{}, jobs: map[string]*job{}, gen: 1,
 		find: indexed{}, opIdx: map[string]*opIndex{}}
+	c.walker.work = &c.work
+	return c
 }
 
 // Step applies one event at time now and returns what to do about it: the

@@ -100,3 +100,7 @@ func (c *Core) CheckIndexes() string {
 	}
 	return ""
 }
+
+// Work reports what placement has done so far (work.go): the worker
+// records it looked at and the ranking entries it moved.
+func (c *Core) Work() (visits, moves uint64) { return c.work.visits, c.work.moves }

@@ -46,7 +46,8 @@ type indexed struct{}
 
 var _ finder = indexed{}
 
-func (indexed) capable(_ *Core, x *opIndex) []*worker {
+func (indexed) capable(c *Core, x *opIndex) []*worker {
+	c.work.visits += uint64(len(x.members))
 	ws := make([]*worker, len(x.members))
 	for k, m := range x.members {
 		ws[k] = m.w()
@@ -112,6 +113,7 @@ func (indexed) earliest(c *Core, x *opIndex, room bool, size int64) *worker {
 
 func (indexed) reserve(c *Core, x *opIndex, s *opShare, size int64) {
 	for _, r := range c.roomRanks(x, s) {
+		c.work.visits += uint64(len(r.items))
 		for _, e := range r.items {
 			if w := e.s.w; !w.reserved && !w.budgetFits(size) {
 				c.reserve(w)

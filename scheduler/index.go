@@ -78,6 +78,7 @@ func (x *opIndex) use(k rankKind) *ranking {
 	if r.built {
 		return r
 	}
+	r.work.visits += uint64(len(x.members))
 	for _, m := range x.members {
 		if s := &m.slots[k]; r.wants(s.w) {
 			s.pos = len(r.items)
@@ -110,10 +111,11 @@ func (c *Core) useOp(op string) *opIndex {
 	if x == nil {
 		x = &opIndex{op: op}
 		for k := range x.ranks {
-			x.ranks[k] = &ranking{kind: rankKind(k), lazy: true}
+			x.ranks[k] = &ranking{kind: rankKind(k), lazy: true, work: &c.work}
 		}
 		c.opIdx[op] = x
 		c.opOrder = append(c.opOrder, x)
+		c.work.visits += uint64(len(c.names))
 		for _, n := range c.names {
 			if w := c.workers[n]; w.up && w.has(op) {
 				c.joinOp(w, x)
@@ -288,7 +290,7 @@ func (c *Core) count(k workerKey, d int) {
 func (c *Core) indexShare(s *opShare, ws []*worker) {
 	s.members = make(map[string]*shareMember, len(ws))
 	for _, kind := range []rankKind{byRoomMeasured, byRoomUnmeasured} {
-		s.ranks = append(s.ranks, &ranking{kind: kind, share: s, built: true})
+		s.ranks = append(s.ranks, &ranking{kind: kind, share: s, built: true, work: &c.work})
 	}
 	for _, w := range ws {
 		m := &shareMember{s: s}

@@ -22,6 +22,7 @@ func (f *naive) all(c *Core) []*worker {
 	if len(f.names) != len(c.workers) { // names are never forgotten
 		f.names = slices.Sorted(maps.Keys(c.workers))
 	}
+	c.work.visits += uint64(len(f.names))
 	ws := make([]*worker, len(f.names))
 	for k, n := range f.names {
 		ws[k] = c.workers[n]

@@ -18,6 +18,7 @@ type ranking struct {
 	// dropped, and built again, in O(n), when next used.
 	lazy, built bool
 	unused      int
+	work        *work // the core's
 }
 
 // slot is a worker's place in one ranking.
@@ -135,6 +136,7 @@ func cmpBool(a, b bool) int {
 func (r *ranking) less(i, j int) bool { return r.items[i].less(&r.items[j]) }
 
 func (r *ranking) swap(i, j int) {
+	r.work.moves++
 	r.items[i], r.items[j] = r.items[j], r.items[i]
 	r.items[i].s.pos, r.items[j].s.pos = i, j
 }
@@ -234,6 +236,7 @@ var lazySlack = 1024
 
 // drop stops keeping a lazy ranking.
 func (r *ranking) drop() {
+	r.work.visits += uint64(len(r.items))
 	for _, e := range r.items {
 		e.s.pos = -1
 	}
@@ -260,6 +263,7 @@ func (n node) worker() *worker { return n.r.items[n.pos].s.w }
 // frontier between walks, so a walk allocates nothing once warm.
 type walker struct {
 	front []node
+	work  *work // the core's: each member visited counts
 }
 
 // walk visits the members of rs best first by order, with which each
@@ -276,6 +280,7 @@ func (wk *walker) walk(rs []*ranking, order func(a, b *worker) int, visit func(w
 	for len(f) > 0 {
 		var n node
 		n, f = popNode(f, order)
+		wk.work.visits++
 		if visit(n.worker()) {
 			break
 		}

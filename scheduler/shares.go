@@ -101,6 +101,7 @@ func (j *job) replan(c *Core) {
 		names := s.names
 		ws := c.scratch[:0]
 		total := 0
+		c.work.visits += uint64(len(names))
 		for _, n := range names {
 			ws = append(ws, c.workers[n])
 			total += s.left[n]
