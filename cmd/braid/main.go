@@ -61,7 +61,7 @@ func init() {
 		"op":      {"add or remove user operations (WebAssembly modules)", runOp},
 		"token":   {"make, list and revoke the tokens clients show the server (admin)", runToken},
 		"demo":    {"start a server and two workers on loopback and run sample jobs", runDemo},
-		"bench":   {"run benchmarks: overhead, transport, net, paper, soak, chaos, feedback", runBench},
+		"bench":   {"run benchmarks: overhead, transport, net, paper, soak, chaos, feedback, schedsim", runBench},
 		"net":     {"a WAN test bed: two namespaces joined by an emulated link (up, down, status; root)", runNet},
 		"version": {"print braid's version", runVersion},
 	}
