@@ -138,3 +138,44 @@ func benchWorkers(b *testing.B, policy string, workers int) {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
+
+// BenchmarkWorkerMemory reports the heap the core holds per worker: up,
+// and more with a job running that fills every window (its units' records
+// and the rankings placement keeps). Each op brings 10,000 workers up on a
+// fresh core.
+func BenchmarkWorkerMemory(b *testing.B) {
+	const n = 10_000
+	names := make([]string, n)
+	for k := range names {
+		names[k] = fmt.Sprintf("w%06d", k)
+	}
+	var up, busy float64
+	for b.Loop() {
+		h0 := liveHeap()
+		c := scheduler.New(scheduler.Config{})
+		for _, w := range names {
+			if _, err := c.Step(time.Unix(0, 0), scheduler.WorkerUp{Worker: w, Streams: 1, Ops: []string{"op"}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		h1 := liveHeap()
+		if _, err := c.Step(time.Unix(0, 0), scheduler.JobAdded{Job: "j", Policy: "dynamic",
+			Repeat: scheduler.Repeat{Count: 10 * n, Op: "op"}}); err != nil {
+			b.Fatal(err)
+		}
+		h2 := liveHeap()
+		runtime.KeepAlive(c)
+		up += float64(int64(h1)-int64(h0)) / n
+		busy += float64(int64(h2)-int64(h1)) / n
+	}
+	b.ReportMetric(up/float64(b.N), "B/worker-up")
+	b.ReportMetric(busy/float64(b.N), "B/worker-busy")
+}
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
