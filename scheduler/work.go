@@ -7,7 +7,9 @@ package scheduler
 // (moves: heap swaps). Each is an addition. Tests hold the counts per unit
 // placed to about the same figure at a hundred and at thousands of workers
 // (scale_test.go), so a scan of every worker per unit, or per result,
-// fails them however busy the machine is.
+// fails them however busy the machine is. The counts are only as good as
+// the places that add to them: code that loops over workers (c.names,
+// c.workers, an index's members or a ranking's items) adds what it reads.
 type work struct {
 	visits, moves uint64
 }
