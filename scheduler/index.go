@@ -163,6 +163,7 @@ func (c *Core) dropOp(x *opIndex) {
 			break
 		}
 	}
+	c.work.visits += uint64(len(x.members))
 	for _, xm := range x.members {
 		w := xm.w()
 		for k, m := range w.opm {
