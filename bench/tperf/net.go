@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -26,6 +27,7 @@ import (
 // --connect modes.
 type Net struct {
 	bed    *netem.Bed
+	ownBed bool // NewNet brought the bed up, and Close takes it down
 	exe    string
 	dir    string   // where the children write their JSON
 	common []string // flags every child gets
@@ -50,6 +52,9 @@ type NetConfig struct {
 	// talk over.
 	Spec netem.Spec
 	Path int
+	// Bed, if set, is a running bed to use (its own spec, not Spec), which
+	// Close leaves up; else NewNet brings up one of Spec.
+	Bed *netem.Bed
 	// Exe is the braid binary the children run.
 	Exe string
 	// Size (0: each mode's default) and Duration (default 10 s) are every
@@ -71,8 +76,11 @@ type NetConfig struct {
 // next, so that no test meets the last one's leftovers.
 const firstNetPort = 47100
 
-// NewNet brings up the bed (root, Linux).
+// NewNet brings up the bed (root, Linux), unless given one.
 func NewNet(cfg NetConfig) (*Net, error) {
+	if cfg.Bed != nil {
+		cfg.Spec = cfg.Bed.Spec()
+	}
 	if cfg.Path < 0 || cfg.Path >= len(cfg.Spec.Paths) {
 		return nil, fmt.Errorf("%w: path %d: the spec has paths 0 to %d", ErrConfig, cfg.Path, len(cfg.Spec.Paths)-1)
 	}
@@ -86,13 +94,15 @@ func NewNet(cfg NetConfig) (*Net, error) {
 	if err != nil {
 		return nil, err
 	}
-	bed, err := netem.Up(cfg.Spec, netem.Options{})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+	bed := cfg.Bed
+	if bed == nil {
+		if bed, err = netem.Up(cfg.Spec, netem.Options{}); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
 	}
 	common := append([]string{"--size", strconv.Itoa(cfg.Size), "--duration", cfg.Duration.String()}, cfg.Options.Args()...)
-	nb := &Net{bed: bed, exe: cfg.Exe, dir: dir, common: common, log: cfg.Log, port: firstNetPort, env: os.Environ(), path: cfg.Path,
+	nb := &Net{bed: bed, ownBed: cfg.Bed == nil, exe: cfg.Exe, dir: dir, common: common, log: cfg.Log, port: firstNetPort, env: os.Environ(), path: cfg.Path,
 		dur: cfg.Duration, cpuProfile: cfg.CPUProfile, routes: cfg.Options.PTCP.Routes, mptcp: cfg.Options.MPTCP}
 	paths := len(cfg.Spec.Paths)
 	if nb.routes == nil && paths > 1 {
@@ -111,28 +121,65 @@ func NewNet(cfg NetConfig) (*Net, error) {
 	return nb, nil
 }
 
-// Close stops the emulator and removes the namespaces.
+// Close stops the emulator and removes the namespaces, if NewNet brought
+// them up.
 func (nb *Net) Close() error {
 	os.RemoveAll(nb.dir)
+	if !nb.ownBed {
+		return nil
+	}
 	return nb.bed.Close()
+}
+
+// Test is one test of Start.
+type Test struct {
+	Transport, Mode string
+	Streams         int
+	// Args are flags both sides get after the Net's own, which they
+	// override (the last of a flag wins), e.g. another --sctp-cc.
+	Args []string
+	// Samples: the listen side records what it receives as it goes
+	// (Config.Samples; Running.Samples reads them).
+	Samples bool
+}
+
+// Running is a test Start started. Wait must be called, once.
+type Running struct {
+	nb               *Net
+	lcancel, ccancel context.CancelFunc
+	lerr, cerr       <-chan error
+	lout, cout       string
+	samples          string
+	before           []netem.PathStats
+	cpu0             float64
 }
 
 // Run runs one test: the listener in braid-a on the chosen path, the
 // driver in braid-b. The result is the driver's (rates measured at the receiver),
 // with the CPU seconds of both sides.
 func (nb *Net) Run(ctx context.Context, tname, mode string, streams int) (Result, error) {
+	r, err := nb.Start(ctx, Test{Transport: tname, Mode: mode, Streams: streams})
+	if err != nil {
+		return Result{}, err
+	}
+	return r.Wait()
+}
+
+// Start starts one test and returns once its driver runs: the listener in
+// braid-a on the chosen path (each test on a port of its own), the driver
+// in braid-b. Several tests may run at once over the bed; Start itself
+// must not be called concurrently.
+func (nb *Net) Start(ctx context.Context, t Test) (*Running, error) {
 	nb.port++
 	addrA, _ := netem.PathAddrs(nb.path)
 	addr := net.JoinHostPort(addrA.String(), strconv.Itoa(nb.port))
-	args := append([]string{"bench", "transport", "--transport", tname, "--mode", mode,
-		"--streams", strconv.Itoa(streams)}, nb.common...)
-	lout := filepath.Join(nb.dir, fmt.Sprintf("listen-%d.json", nb.port))
-	cout := filepath.Join(nb.dir, fmt.Sprintf("connect-%d.json", nb.port))
-
+	args := slices.Concat([]string{"bench", "transport", "--transport", t.Transport, "--mode", t.Mode,
+		"--streams", strconv.Itoa(t.Streams)}, nb.common, t.Args)
+	r := &Running{nb: nb, lout: filepath.Join(nb.dir, fmt.Sprintf("listen-%d.json", nb.port)),
+		cout: filepath.Join(nb.dir, fmt.Sprintf("connect-%d.json", nb.port))}
 	lctx, lcancel := context.WithCancel(ctx)
-	defer lcancel()
 	laddr := addr
-	ptcp := strings.HasPrefix(tname, "ptcp") && nb.routes != nil
+	ptcp := strings.HasPrefix(t.Transport, "ptcp") && nb.routes != nil
 	if ptcp {
 		args = append(args, "--ptcp-routes", strings.Join(nb.routes, ","))
 	}
@@ -141,8 +188,12 @@ func (nb *Net) Run(ctx context.Context, tname, mode string, streams int) (Result
 		// stripes, MPTCP's subflows) on all of braid-a's addresses.
 		laddr = net.JoinHostPort("0.0.0.0", strconv.Itoa(nb.port))
 	}
-	largs := slices.Concat(args, []string{"--listen", laddr, "--json-out", lout})
-	cargs := slices.Concat(args, []string{"--connect", addr, "--json-out", cout})
+	largs := slices.Concat(args, []string{"--listen", laddr, "--json-out", r.lout})
+	cargs := slices.Concat(args, []string{"--connect", addr, "--json-out", r.cout})
+	if t.Samples {
+		r.samples = filepath.Join(nb.dir, fmt.Sprintf("samples-%d.csv", nb.port))
+		largs = append(largs, "--samples", r.samples)
+	}
 	if nb.cpuProfile != "" {
 		largs = append(largs, "--cpuprofile", nb.cpuProfile+".listen")
 		cargs = append(cargs, "--cpuprofile", nb.cpuProfile+".connect")
@@ -150,44 +201,73 @@ func (nb *Net) Run(ctx context.Context, tname, mode string, streams int) (Result
 	lcmd := netem.Command(lctx, netem.NSA, nb.exe, largs...)
 	ready, lerr, err := nb.start(lcmd, "listen")
 	if err != nil {
-		return Result{}, err
+		lcancel()
+		return nil, err
+	}
+	fail := func(err error) (*Running, error) {
+		lcancel()
+		<-lerr
+		return nil, err
 	}
 	select {
 	case <-ready:
 	case err := <-lerr:
-		return Result{}, fmt.Errorf("listen side exited before listening: %v", err)
+		lcancel()
+		return nil, fmt.Errorf("listen side exited before listening: %v", err)
 	case <-time.After(30 * time.Second):
-		return Result{}, fmt.Errorf("listen side did not listen within 30 s")
+		return fail(fmt.Errorf("listen side did not listen within 30 s"))
 	case <-ctx.Done():
-		return Result{}, ctx.Err()
+		return fail(ctx.Err())
 	}
-	before, cpu0 := nb.bed.Stats(), CPUSeconds()
+	r.before, r.cpu0 = nb.bed.Stats(), CPUSeconds()
 	cctx, ccancel := context.WithTimeout(ctx, nb.dur+2*time.Minute)
-	defer ccancel()
 	ccmd := netem.Command(cctx, netem.NSB, nb.exe, cargs...)
 	_, cerr, err := nb.start(ccmd, "connect")
 	if err != nil {
-		return Result{}, err
+		ccancel()
+		return fail(err)
 	}
-	if err := <-cerr; err != nil {
+	r.lcancel, r.ccancel, r.lerr, r.cerr = lcancel, ccancel, lerr, cerr
+	return r, nil
+}
+
+// Wait waits for the test to end and returns the driver's result with
+// the CPU seconds of both sides.
+func (r *Running) Wait() (Result, error) {
+	defer r.lcancel()
+	defer r.ccancel()
+	if err := <-r.cerr; err != nil {
+		r.lcancel()
+		<-r.lerr
 		return Result{}, fmt.Errorf("connect side: %w", err)
 	}
+	var err error
 	select {
-	case err = <-lerr:
+	case err = <-r.lerr:
 	case <-time.After(15 * time.Second):
-		lcancel()
-		err = fmt.Errorf("did not end 15 s after the connect side: %w", <-lerr)
+		r.lcancel()
+		err = fmt.Errorf("did not end 15 s after the connect side: %w", <-r.lerr)
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("listen side: %w", err)
 	}
-	netem.WriteDelta(nb.log, before, nb.bed.Stats())
+	nb := r.nb
+	netem.WriteDelta(nb.log, r.before, nb.bed.Stats())
 	// The emulator runs in this process, and the kernel's receive work for
 	// the packets it writes into the namespaces (TCP's included, in
 	// softirq) is charged to it, not to the two ends.
 	fmt.Fprintf(nb.log, "  link: the emulator's process spent %.2f CPU s (the kernel's receive processing of what it forwards included)\n",
-		CPUSeconds()-cpu0)
-	return combine(cout, lout)
+		CPUSeconds()-r.cpu0)
+	return combine(r.cout, r.lout)
+}
+
+// Samples reads what the listen side recorded of a test started with
+// Test.Samples (after Wait).
+func (r *Running) Samples() ([]Sample, error) {
+	if r.samples == "" {
+		return nil, errors.New("tperf: the test recorded no samples")
+	}
+	return ReadSamples(r.samples)
 }
 
 // start starts cmd, forwarding its stderr (but for the progress lines) to

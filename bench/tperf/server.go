@@ -47,12 +47,17 @@ func serve(ctx context.Context, cfg Config, ln transport.Listener) (Result, erro
 	var (
 		wg          sync.WaitGroup
 		bytes, msgs atomic.Int64
+		live        atomic.Int64 // payload bytes received so far, all streams
 		errs        = make(chan error, a.Streams())
 	)
 	start := time.Now()
+	stopSamples, err := startSamples(cfg.Samples, &live)
+	if err != nil {
+		return Result{}, err
+	}
 	for s := range a.Streams() {
 		wg.Go(func() {
-			b, m, err := serveStream(ctx, a, s, sink)
+			b, m, err := serveStream(ctx, a, s, sink, &live)
 			bytes.Add(b)
 			msgs.Add(m)
 			errs <- err
@@ -60,7 +65,7 @@ func serve(ctx context.Context, cfg Config, ln transport.Listener) (Result, erro
 	}
 	wg.Wait()
 	close(errs)
-	var errAll error
+	errAll := stopSamples()
 	for err := range errs {
 		errAll = errors.Join(errAll, err)
 	}
@@ -68,8 +73,9 @@ func serve(ctx context.Context, cfg Config, ln transport.Listener) (Result, erro
 }
 
 // serveStream reads the mode, then drains (bulk) or echoes (rr) until the
-// empty end marker, which it answers with the byte count.
-func serveStream(ctx context.Context, a transport.Association, s int, sink io.Writer) (int64, int64, error) {
+// empty end marker, which it answers with the byte count. live counts the
+// bytes as they come.
+func serveStream(ctx context.Context, a transport.Association, s int, sink io.Writer, live *atomic.Int64) (int64, int64, error) {
 	mode, err := a.Recv(ctx, s)
 	if err != nil {
 		return 0, 0, fmt.Errorf("stream %d: mode: %w", s, err)
@@ -85,6 +91,7 @@ func serveStream(ctx context.Context, a transport.Association, s int, sink io.Wr
 			return n, m, a.Send(ctx, s, binary.BigEndian.AppendUint64(nil, uint64(n)))
 		}
 		n, m = n+int64(len(p)), m+1
+		live.Add(int64(len(p)))
 		if echo {
 			err = a.Send(ctx, s, p)
 		} else {

@@ -25,6 +25,8 @@ type Sweep struct {
 	// Listen, Connect, File and Secret are every test's (Config).
 	Listen, Connect, File string
 	Secret                []byte
+	// Samples is a listen side's Config.Samples.
+	Samples string
 	// Options tune the transports.
 	Options transports.Options
 	// Net, if set, runs each test across its emulated network instead of
@@ -70,7 +72,7 @@ func sweepOne(ctx context.Context, s Sweep, t transport.Transport, tname, mode s
 		return s.Net.Run(ctx, tname, mode, n)
 	}
 	return Run(ctx, Config{Transport: t, Listen: s.Listen, Connect: s.Connect, Streams: n,
-		Size: sizeFor(s.Size, mode), Mode: mode, Duration: s.Duration, File: s.File, Secret: s.Secret,
+		Size: sizeFor(s.Size, mode), Mode: mode, Duration: s.Duration, File: s.File, Secret: s.Secret, Samples: s.Samples,
 		Ready: func(addr string) { fmt.Fprintf(s.Log, "listening on %s\n", addr) }})
 }
 

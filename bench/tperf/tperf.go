@@ -51,6 +51,10 @@ type Config struct {
 	// (successive Size-byte chunks, wrapping at the end) and written with
 	// what a listen-only side receives.
 	File string
+	// Samples, if set, is where the listening side records the bytes it
+	// has received every SampleEvery, from the association's start to its
+	// end (read it with ReadSamples): the rate over any part of the run.
+	Samples string
 	// Secret is the cluster secret (default: a fixed test secret, fine
 	// for loopback).
 	Secret []byte

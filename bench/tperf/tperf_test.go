@@ -110,3 +110,55 @@ func TestHOL(t *testing.T) {
 	}
 	t.Log("\n" + buf.String())
 }
+
+// TestSamples: a listen side with Samples records the bytes it has
+// received as it goes: from 0 to the total it reports, never falling, in
+// time order.
+func TestSamples(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "samples.csv")
+	tr := tcp.New(tcp.Config{})
+	ctx := context.Background()
+	addr := freeAddr(t)
+	srv := make(chan tperf.Result, 1)
+	go func() {
+		r, err := tperf.Run(ctx, tperf.Config{Transport: tr, Listen: addr, Samples: path})
+		if err != nil {
+			t.Error(err)
+		}
+		srv <- r
+	}()
+	var err error
+	for range 50 { // the listener may not be up yet
+		_, err = tperf.Run(ctx, tperf.Config{Transport: tr, Connect: addr, Duration: 3 * tperf.SampleEvery})
+		if err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := <-srv
+	got, err := tperf.ReadSamples(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < 3 || got[0].Bytes != 0 || got[len(got)-1].Bytes != s.Bytes {
+		t.Fatalf("%d samples from %v to %v, want at least 3 from 0 to the %d bytes received", len(got), got[0], got[len(got)-1], s.Bytes)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Bytes < got[i-1].Bytes || got[i].At.Before(got[i-1].At) {
+			t.Errorf("sample %d %v after %v", i, got[i], got[i-1])
+		}
+	}
+	for _, bad := range []string{"", "unix_ns,bytes\n12,x\n", "when,what\n1,2\n", "unix_ns,bytes\n1,-2\n"} {
+		p := filepath.Join(dir, "bad.csv")
+		if err := os.WriteFile(p, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tperf.ReadSamples(p); err == nil {
+			t.Errorf("ReadSamples(%q) took it", bad)
+		}
+	}
+}

@@ -27,6 +27,7 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 	connect := fs.String("connect", "", "drive a test against a --listen side at ADDR")
 	file := fs.String("file", "", "send this file's bytes (connect side) / write what arrives to it (listen side)")
 	jsonOut := fs.String("json-out", "", "also write the results as JSON to this file")
+	samples := fs.String("samples", "", "with --listen, record the bytes received every 100 ms to this file (CSV: unix_ns,bytes), for rates over part of the run")
 	netPath := fs.Int("net-path", 0, "with --net, the path (0-based) the two sides talk over")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to FILE (for 'go tool pprof'); with --net, each side of each test writes FILE.listen and FILE.connect (the last test's stay)")
 	netSpec := fs.String("net", "", "run the two sides in network namespaces joined by an emulated link (root, Linux), e.g.\n\"rtt=20ms,loss=0.5%,rate=100M,cc=reno\"; see 'braid net -h' for the spec")
@@ -45,6 +46,9 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return fmt.Errorf("--streams: %w", err)
 	}
+	if *samples != "" && *listen == "" {
+		return usageErrorf("--samples is the --listen side's")
+	}
 	if *cpuProfile != "" && *netSpec == "" {
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
@@ -53,10 +57,10 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 		defer stop()
 	}
 	sweep := tperf.Sweep{Transports: strings.Split(*tlist, ","), Modes: strings.Split(*mlist, ","), Streams: streams,
-		Size: *size, Duration: *dur, Listen: *listen, Connect: *connect, File: *file, Secret: secret, Options: topts, Log: e.stderr}
+		Size: *size, Duration: *dur, Listen: *listen, Connect: *connect, File: *file, Secret: secret, Samples: *samples, Options: topts, Log: e.stderr}
 	if *netSpec != "" {
-		if *listen != "" || *connect != "" || *file != "" {
-			return usageErrorf("--net runs both sides: no --listen, --connect or --file with it")
+		if *listen != "" || *connect != "" || *file != "" || *samples != "" {
+			return usageErrorf("--net runs both sides: no --listen, --connect, --file or --samples with it")
 		}
 		spec, err := netem.Parse(*netSpec)
 		if err != nil {
