@@ -85,14 +85,16 @@ func nsPids(name string) []int {
 
 // InNS runs f on an OS thread that has joined the named network namespace;
 // sockets f opens stay in that namespace wherever they are used later.
-// The thread goes back to its own namespace afterwards, or, if it cannot,
-// is discarded: a thread left in a bed's namespace would put the whole
-// process there in the eyes of `ip netns pids` when it is the main thread
-// (which Go never ends), and a bed's teardown kills such processes.
+// The thread goes back to its own namespace afterwards and lives on, or,
+// if it cannot, is discarded: a thread left in a bed's namespace would put
+// the whole process there in the eyes of `ip netns pids` when it is the
+// main thread (which Go never ends), and a bed's teardown kills such
+// processes; and a child process started from it, whose PR_SET_PDEATHSIG
+// (Command) is tied to the thread that started it, would die with it.
 func InNS(name string, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // unlocked only once back home
+		runtime.LockOSThread() // unlocked only once back home: else the thread dies with this goroutine
 		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			errc <- fmt.Errorf("netem: this thread's namespace: %w", err)
@@ -101,12 +103,14 @@ func InNS(name string, f func() error) error {
 		defer unix.Close(home)
 		fd, err := unix.Open(filepath.Join(netnsDir, name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("netem: namespace %s: %w", name, err)
 			return
 		}
 		err = unix.Setns(fd, unix.CLONE_NEWNET)
 		unix.Close(fd)
 		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("netem: enter namespace %s: %w", name, err)
 			return
 		}

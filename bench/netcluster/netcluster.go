@@ -161,9 +161,7 @@ func (nc *Cluster) Start(ctx context.Context, tname string, topts transports.Opt
 }
 
 // nsDialer dials from a namespace, on one OS thread that joined it and
-// lives until close. Not netem.InNS per dial: the thread it uses dies
-// afterwards, and a child this process started from that thread would die
-// with it (PR_SET_PDEATHSIG, which netem.Command sets, is per thread).
+// stays there until close.
 type nsDialer struct {
 	reqs chan dialReq
 	done chan struct{}
