@@ -15,6 +15,7 @@ var benchCommands = map[string]command{
 	"soak":      {"a server fed jobs for a long time: memory and state.db size as it goes", runBenchSoak},
 	"net":       {"whole jobs through the emulated WAN: every transport setting over RTT × loss × unit size, the default against the best", runBenchNet},
 	"schedsim":  {"the scheduling core alone, in virtual time: assignments/s over 10 to 100,000 workers, memory per unit", runBenchSchedsim},
+	"fair":      {"what braid's association takes beside competing CUBIC, BBR or reno flows on an emulated path: rates and Jain's index", runBenchFair},
 	"feedback":  {"receiver feedback: a worker that cannot keep up, bounded by unit windows or by byte budgets", runBenchFeedback},
 }
 
