@@ -22,7 +22,9 @@ import (
 // minimum RTT has not been seen for ten seconds, holds four packets in
 // flight for 200 ms and a round trip, to measure it afresh.
 //
-// Loss: BBRv1 does not read random loss as congestion. In Fast Recovery
+// Loss: BBRv1 does not read random loss as congestion. (bbr-cubic, this
+// with a bound, does read a loss while a queue stands as congestion,
+// cc_bbr_bound.go.) In Fast Recovery
 // its first round is packet conservation (cwnd = the flight plus what
 // each SACK acknowledges), after which cwnd grows back towards the model's
 // target; the end of recovery restores the window it had before. A probe
@@ -100,6 +102,8 @@ type bbr struct {
 	extraIdx      int
 
 	rand func(n int) int // ProbeBW's starting phase; tests fix it
+
+	bound *bbrBound // bbr-cubic's bound on cwnd; nil for bbr
 }
 
 type bbrMode int
@@ -142,8 +146,22 @@ var _ CongestionControl = (*bbr)(nil)
 
 func newBBR() *bbr { return &bbr{rand: rand.IntN} }
 
-// Name is "bbr".
-func (b *bbr) Name() string { return CCBBR }
+// newBBRCubic is bbr-cubic: BBR with the bound of cc_bbr_bound.go.
+func newBBRCubic() *bbr {
+	b := newBBR()
+	b.bound = &bbrBound{}
+
+	return b
+}
+
+// Name is "bbr", or "bbr-cubic" with the bound.
+func (b *bbr) Name() string {
+	if b.bound != nil {
+		return CCBBRCubic
+	}
+
+	return CCBBR
+}
 
 // Start begins in Startup with the initial window (ten packets).
 func (b *bbr) Start(p CCStart) {
@@ -176,6 +194,7 @@ func (b *bbr) OnAck(e *AckEvent) {
 	b.delivered = e.Rate.TotalDelivered
 	b.updateModel(e)
 	bw := b.bw.get()
+	b.bound.onAck(e, b.roundStart, b.inflight(bw, b.cwndGain))
 	b.setPacingRate(bw, b.pacingGain)
 	b.setCwnd(e, bw)
 	b.lost = 0
@@ -431,6 +450,16 @@ func (b *bbr) inflight(bw, gain float64) uint32 {
 
 func (b *bbr) minTarget() uint32 { return bbrMinTargetPackets * b.mtu }
 
+// boundFloor is the least the congestion bound leaves cwnd: the estimated
+// rate times the base RTT, with the hosts' budget.
+func (b *bbr) boundFloor(bw float64) uint32 {
+	if b.bound == nil || b.bound.baseRTT == 0 {
+		return b.minTarget()
+	}
+
+	return max(b.minTarget(), b.quantizationBudget(uint32(bw*b.bound.baseRTT.Seconds())+1))
+}
+
 // setCwnd: packet conservation in the first round of recovery, the window
 // of before once recovery ends; else towards gain times the
 // bandwidth-delay product (plus the ACK aggregation and the hosts'
@@ -448,6 +477,7 @@ func (b *bbr) setCwnd(e *AckEvent, bw float64) {
 		}
 		cwnd = max(cwnd, b.minTarget())
 	}
+	cwnd = b.bound.limit(cwnd, b.boundFloor(bw))
 	if b.mode == bbrProbeRTT {
 		cwnd = min(cwnd, b.minTarget())
 	}
@@ -497,6 +527,7 @@ func (b *bbr) OnLoss(e LossEvent) {
 		b.inRecovery, b.recoveryBegan = true, true
 	}
 	b.lost += e.Bytes
+	b.bound.onLoss(e, b.mode)
 }
 
 // OnRecoveryEnd restores the window at the next SACK.
@@ -517,12 +548,14 @@ func (b *bbr) OnRTO(e RTOEvent) {
 	b.fullBw, b.fullBwCount = 0, 0
 	b.roundStart = true
 	b.cwnd = max(e.MTU, b.minWindow)
+	b.bound.onRTO(e)
 }
 
 // OnIdleRestart: restarting from idle, pace at the estimate (not above it)
 // in ProbeBW, and end a ProbeRTT whose time is up.
-func (b *bbr) OnIdleRestart(now time.Time, _ time.Duration) {
+func (b *bbr) OnIdleRestart(now time.Time, idle time.Duration) {
 	b.idleRestart = true
+	b.bound.onIdleRestart(now, idle)
 	b.ackEpochStart, b.ackEpochAcked = now, 0
 	switch b.mode {
 	case bbrProbeBW:

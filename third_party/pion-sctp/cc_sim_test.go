@@ -66,7 +66,7 @@ type ccSim struct {
 	nextSeq       uint32
 	cumAcked      uint32 // all below are acknowledged
 	inflight      uint32
-	lastDepart    time.Time
+	link          *simLink
 	acks          []*simPkt // on their way back, by arrival
 	nextSend      time.Time
 	offered       float64 // bytes the application has offered so far
@@ -98,6 +98,11 @@ type simPkt struct {
 	dropped    bool
 }
 
+// simLink is the bottleneck's state, which the sims that share it share.
+type simLink struct {
+	lastDepart time.Time // when the last packet queued leaves it
+}
+
 // ccSample is the controller's state at one moment of a run.
 type ccSample struct {
 	at        time.Duration
@@ -113,7 +118,7 @@ func newCCSim(cc CongestionControl, mbps float64, rtt time.Duration, loss float6
 	s := &ccSim{
 		cc: cc, mtu: simMTU, rate: mbps * 1e6 / 8, rtt: rtt, loss: loss,
 		rng: rand.New(rand.NewPCG(seed, 1)), flows: 1,
-		now: start, start: start, est: newRateEstimator(start), every: 100 * time.Millisecond,
+		now: start, start: start, est: newRateEstimator(start), every: 100 * time.Millisecond, link: &simLink{},
 	}
 	s.queue = max(int(s.rate*rtt.Seconds()), 100*int(s.mtu)) // one BDP, as the bed's default
 	s.nextSample = start
@@ -134,16 +139,54 @@ func (s *ccSim) run(d time.Duration) {
 	}
 }
 
-// step moves the clock to the next event and handles it.
-func (s *ccSim) step(end time.Time) {
+// runShared runs sims that share one bottleneck (the first's; the rate
+// and queue are each sim's own, so they should be alike) side by side for
+// d, their events in time order.
+func runShared(d time.Duration, sims ...*ccSim) {
+	for _, s := range sims {
+		s.link = sims[0].link
+		if !s.started {
+			s.cc.Start(CCStart{Now: s.now, MTU: s.mtu, SSThresh: 1 << 30, Flows: s.flows})
+			s.started = true
+		}
+	}
+	end := sims[0].now.Add(d)
+	for {
+		first, at := sims[0], sims[0].next(end)
+		for _, s := range sims[1:] {
+			if t := s.next(end); t.Before(at) {
+				first, at = s, t
+			}
+		}
+		if !at.Before(end) {
+			break
+		}
+		first.step(at)
+	}
+	for _, s := range sims {
+		for s.now.Before(end) {
+			s.step(end)
+		}
+	}
+}
+
+// next is the time of the sim's next event, or end if none comes before.
+func (s *ccSim) next(end time.Time) time.Time {
 	next := end
 	if len(s.acks) > 0 && s.acks[0].ackAt.Before(next) {
 		next = s.acks[0].ackAt
 	}
-	sendAt, canSend := s.sendTime()
-	if canSend && sendAt.Before(next) {
+	if sendAt, canSend := s.sendTime(); canSend && sendAt.Before(next) {
 		next = sendAt
 	}
+
+	return next
+}
+
+// step moves the clock to the next event and handles it.
+func (s *ccSim) step(end time.Time) {
+	next := s.next(end)
+	sendAt, canSend := s.sendTime()
 	for !s.nextSample.After(next) {
 		s.sample(s.nextSample)
 	}
@@ -231,7 +274,7 @@ func (s *ccSim) send(p *simPkt, retx bool) {
 
 		return
 	}
-	depart := maxTime(s.now, s.lastDepart).Add(time.Duration(float64(p.size) / s.rate * float64(time.Second)))
+	depart := maxTime(s.now, s.link.lastDepart).Add(time.Duration(float64(p.size) / s.rate * float64(time.Second)))
 	backlog := int(depart.Sub(s.now).Seconds() * s.rate)
 	s.maxQueueBytes = max(s.maxQueueBytes, backlog)
 	if backlog > s.queue {
@@ -241,7 +284,7 @@ func (s *ccSim) send(p *simPkt, retx bool) {
 		return
 	}
 	p.dropped = false
-	s.lastDepart = depart
+	s.link.lastDepart = depart
 	p.departAt = depart
 	p.ackAt = depart.Add(s.rtt)
 	s.acks = append(s.acks, p)

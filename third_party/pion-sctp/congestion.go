@@ -140,13 +140,14 @@ type RTOEvent struct {
 
 // Congestion controllers by name.
 const (
-	CCReno  = "reno"
-	CCCubic = "cubic"
-	CCBBR   = "bbr"
+	CCReno     = "reno"
+	CCCubic    = "cubic"
+	CCBBR      = "bbr"
+	CCBBRCubic = "bbr-cubic"
 )
 
 // CongestionControls lists the controllers NewCongestionControl makes.
-var CongestionControls = []string{CCReno, CCCubic, CCBBR}
+var CongestionControls = []string{CCReno, CCCubic, CCBBR, CCBBRCubic}
 
 // ErrUnknownCongestionControl is returned for a name that is not one of
 // CongestionControls.
@@ -158,7 +159,9 @@ var ErrCongestionControlStarted = errors.New("sctp: congestion control set after
 
 // NewCongestionControl makes the named controller: reno (RFC 9260's,
 // standing for SetFlows's count of flows, with HyStart++ if SetHyStart),
-// cubic (RFC 9438) or bbr (BBRv1, as Linux's tcp_bbr).
+// cubic (RFC 9438), bbr (BBRv1, as Linux's tcp_bbr) or bbr-cubic (bbr
+// whose cwnd a CUBIC window bounds once a loss meets a standing queue,
+// cc_bbr_bound.go).
 func NewCongestionControl(name string) (CongestionControl, error) {
 	switch name {
 	case CCReno:
@@ -167,6 +170,8 @@ func NewCongestionControl(name string) (CongestionControl, error) {
 		return newCubic(), nil
 	case CCBBR:
 		return newBBR(), nil
+	case CCBBRCubic:
+		return newBBRCubic(), nil
 	}
 
 	return nil, fmt.Errorf("%w %q (want %s)", ErrUnknownCongestionControl, name, strings.Join(CongestionControls, ", "))

@@ -1,0 +1,132 @@
+// SPDX-FileCopyrightText: 2023 The Pion community <https://pion.ly>
+// SPDX-License-Identifier: MIT
+
+package sctp
+
+import "time"
+
+// bbrBound is bbr-cubic's answer to a bottleneck it shares with
+// loss-based flows; a nil bound (plain bbr) is none. BBRv1 reads no loss
+// as congestion: beside a CUBIC flow, in a queue of one bandwidth-delay
+// product, it keeps two of them in flight while CUBIC fills the queue and
+// backs off at each overflow, and so it takes nine tenths of the link (as
+// Linux's bbr does).
+//
+// The bound tells the two kinds of loss apart by the queue, as TCP Veno
+// does (Fu and Liew, 2003): a loss while a queue stands, the smallest RTT
+// of the last round trip and of this one above the path's base RTT (the
+// smallest ever seen) by a quarter of it and at least 4 ms, is congestion;
+// a loss at an empty queue is the link's and changes nothing. The first
+// congestive loss in ProbeBW sets a bound on cwnd, of the kind BBRv3's
+// inflight_hi is, that moves as a CUBIC window would: 0.7 of the flight
+// at each congestive loss (once a Fast Recovery), along CUBIC's curve in
+// between. Beside CUBIC the association so carries about what a CUBIC flow
+// does; on a lossy path it has to itself the queue stays empty and BBR
+// runs unbounded.
+//
+// The bound never goes below what the estimated bottleneck rate needs at
+// the base RTT (BBR's model with a gain of 1), so that a cut that a random
+// loss made at a queue of BBR's own (its rate estimate above the link's)
+// leaves the pipe full; beside a queue others keep up, the rate, and so
+// the floor, still falls.
+//
+// The price: beside BBRv1, which keeps a queue standing whatever the
+// others do and backs off from no loss, the bound fares as CUBIC does
+// there, with a small share of the link. Left as BBRv1 has it: losses in
+// Startup and Drain, whose queue is BBR's own; a bottleneck queue under a
+// quarter of the base RTT, where a full queue looks empty.
+type bbrBound struct {
+	on  bool  // a congestive loss has been seen
+	win cubic // the bound, once on
+
+	baseRTT  time.Duration // the smallest RTT sample
+	roundMin time.Duration // the smallest RTT sample of this round trip (0: none yet)
+	lastMin  time.Duration // of the last round trip (0: none)
+}
+
+// The queue above the base RTT that makes a loss congestive: a quarter of
+// the base RTT, and at least bbrQueueFloor (a host's scheduling delays).
+const (
+	bbrQueueShare = 4
+	bbrQueueFloor = 4 * time.Millisecond
+)
+
+// onAck tracks the RTTs (roundStart: this SACK began a round trip) and
+// grows the bound as CUBIC's window, in Fast Recovery too (whose losses,
+// random ones, the bound ignores), never past twice the window BBR's model
+// asks for (where it no longer binds).
+func (q *bbrBound) onAck(e *AckEvent, roundStart bool, model uint32) {
+	if q == nil {
+		return
+	}
+	if roundStart {
+		q.lastMin, q.roundMin = q.roundMin, 0
+	}
+	if e.RTT > 0 {
+		if q.baseRTT == 0 || e.RTT < q.baseRTT {
+			q.baseRTT = e.RTT
+		}
+		if q.roundMin == 0 || e.RTT < q.roundMin {
+			q.roundMin = e.RTT
+		}
+	}
+	if q.on {
+		grow := *e
+		grow.InRecovery = false
+		q.win.OnAck(&grow)
+		q.win.cwnd = min(q.win.cwnd, max(2*model, q.win.minWindow))
+	}
+}
+
+// queueStands reports whether the last round trip's RTTs and this one's
+// so far all stood above the base RTT by the threshold.
+func (q *bbrBound) queueStands() bool {
+	if q.lastMin == 0 {
+		return false
+	}
+	least := q.lastMin
+	if q.roundMin > 0 {
+		least = min(least, q.roundMin)
+	}
+
+	return least-q.baseRTT > max(q.baseRTT/bbrQueueShare, bbrQueueFloor)
+}
+
+// onLoss cuts the bound, or sets it, at a congestive loss that begins a
+// Fast Recovery in ProbeBW.
+func (q *bbrBound) onLoss(e LossEvent, mode bbrMode) {
+	if q == nil || !e.First || mode != bbrProbeBW || !q.queueStands() {
+		return
+	}
+	if !q.on {
+		q.on = true
+		q.win.minWindow, q.win.cwnd = e.MTU, e.Inflight
+	}
+	q.win.cwnd = max(min(q.win.cwnd, e.Inflight), e.MTU)
+	q.win.OnLoss(e)
+}
+
+// onRTO: a bound in place meets a timeout as CUBIC does.
+func (q *bbrBound) onRTO(e RTOEvent) {
+	if q != nil && q.on {
+		q.win.OnRTO(e)
+	}
+}
+
+func (q *bbrBound) onIdleRestart(now time.Time, idle time.Duration) {
+	if q != nil && q.on {
+		q.win.OnIdleRestart(now, idle)
+	}
+}
+
+// limit is cwnd under the bound, never below floor: what the estimated
+// rate needs at the base RTT, so that a bound a random loss set by mistake
+// (a standing queue of BBR's own) still fills the pipe, while beside a
+// queue that others keep up it lets the rate fall.
+func (q *bbrBound) limit(cwnd, floor uint32) uint32 {
+	if q == nil || !q.on {
+		return cwnd
+	}
+
+	return min(cwnd, max(q.win.cwnd, floor))
+}

@@ -1,0 +1,105 @@
+// SPDX-FileCopyrightText: 2023 The Pion community <https://pion.ly>
+// SPDX-License-Identifier: MIT
+
+package sctp
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// newTestBBRCubic is bbr-cubic whose ProbeBW starts in a fixed phase.
+func newTestBBRCubic() *bbr {
+	b := newTestBBR()
+	b.bound = &bbrBound{}
+
+	return b
+}
+
+// boundRounds feeds q rounds round trips of SACKs whose RTT samples are
+// rtt, ten a round.
+func boundRounds(q *bbrBound, now time.Time, rounds int, rtt time.Duration) time.Time {
+	for range rounds {
+		for i := range 10 {
+			q.onAck(&AckEvent{Now: now, Acked: simMTU, Pending: true, RTT: rtt, MTU: simMTU}, i == 0, 1<<30)
+			now = now.Add(rtt / 10)
+		}
+	}
+
+	return now
+}
+
+// TestBBRBoundTellsLossesApart: a loss while the last round trip's and
+// this one's RTTs all stood a quarter of the base RTT above it sets the
+// bound at 0.7 of the flight; a loss at an RTT near the base, a loss in
+// Startup, and a later loss of the same Fast Recovery change nothing; the
+// bound grows back along CUBIC's curve, Fast Recovery or not.
+func TestBBRBoundTellsLossesApart(t *testing.T) {
+	const flight = 600 * simMTU
+	now := time.Unix(1000, 0)
+	q := &bbrBound{}
+	now = boundRounds(q, now, 3, 50*time.Millisecond)
+	loss := LossEvent{Now: now, Bytes: simMTU, Inflight: flight, First: true, MTU: simMTU}
+
+	now = boundRounds(q, now, 2, 60*time.Millisecond) // 10 ms above: under a quarter
+	q.onLoss(loss, bbrProbeBW)
+	assert.False(t, q.on, "a loss at a queue of 10 ms over a 50 ms base RTT set the bound")
+	assert.Equal(t, uint32(5000), q.limit(5000, 100), "no bound, no limit")
+
+	now = boundRounds(q, now, 2, 80*time.Millisecond) // 30 ms above: a standing queue
+	q.onLoss(loss, bbrStartup)
+	assert.False(t, q.on, "a loss in Startup set the bound")
+	q.onLoss(LossEvent{Now: now, Bytes: simMTU, Inflight: flight, MTU: simMTU}, bbrProbeBW)
+	assert.False(t, q.on, "a loss within a Fast Recovery set the bound")
+	q.onLoss(loss, bbrProbeBW)
+	require.True(t, q.on, "a loss at a standing queue did not set the bound")
+	assert.InDelta(t, 0.7*flight, float64(q.win.cwnd), simMTU, "the bound: 0.7 of the flight at the loss")
+	assert.Equal(t, q.win.cwnd, q.limit(2*flight, 100), "cwnd under the bound")
+	assert.Equal(t, uint32(flight), q.limit(2*flight, flight), "the floor")
+
+	// The bound grows back along the curve, in Fast Recovery too.
+	cut := q.win.cwnd
+	for range 2000 {
+		q.onAck(&AckEvent{Now: now, Acked: simMTU, Pending: true, InRecovery: true, RTT: 80 * time.Millisecond,
+			MinRTT: 50 * time.Millisecond, MTU: simMTU}, false, 1<<30)
+		now = now.Add(4 * time.Millisecond)
+	}
+	assert.Greater(t, q.win.cwnd, cut+(flight-cut)/2, "8 s after the cut the bound has not come back half way to the flight it cut")
+}
+
+// TestBBRCubicSharesWithCubic: through one 100 Mbit/s, 50 ms bottleneck
+// with a queue of one bandwidth-delay product, bbr-cubic beside a CUBIC
+// flow started with it carries at most 1.3 times CUBIC's rate (the goal
+// braid's fairness bench holds the default to) over the 25 s after the
+// first 15, where bbr, as BBRv1, carries several times it.
+func TestBBRCubicSharesWithCubic(t *testing.T) {
+	share := func(b *bbr) (float64, float64) {
+		s := newCCSim(b, 100, 50*time.Millisecond, 0, 11)
+		c := newCCSim(newCubic(), 100, 50*time.Millisecond, 0, 12)
+		runShared(40*time.Second, s, c)
+		x, y := s.goodput(15*time.Second, 40*time.Second), c.goodput(15*time.Second, 40*time.Second)
+		t.Logf("%s %.1f Mbit/s, cubic %.1f Mbit/s", b.Name(), x*8/1e6, y*8/1e6)
+		assert.Greater(t, x+y, 0.9*s.rate, "the two leave the link idle")
+
+		return x, y
+	}
+	x, y := share(newTestBBRCubic())
+	assert.LessOrEqual(t, x, 1.3*y, "bbr-cubic beside CUBIC")
+	assert.GreaterOrEqual(t, x, 0.5*y, "bbr-cubic starved beside CUBIC")
+	x, y = share(newTestBBR())
+	assert.Greater(t, x, 3*y, "bbr, as BBRv1, beside CUBIC: the trace no longer shows what the bound is for")
+}
+
+// TestBBRCubicRandomLoss: on a path of its own with 1% random loss
+// bbr-cubic fills the link as bbr does: the queue stays near empty, so no
+// loss reads as congestion.
+func TestBBRCubicRandomLoss(t *testing.T) {
+	b := newTestBBRCubic()
+	s := newCCSim(b, 100, 50*time.Millisecond, 0.01, 2)
+	s.run(12 * time.Second)
+	assert.Greater(t, s.goodput(2*time.Second, 12*time.Second)*8/1e6, 90.0, "bbr-cubic at 1%% loss, Mbit/s")
+	assert.Equal(t, CCBBRCubic, b.Name())
+}
