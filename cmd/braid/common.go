@@ -295,7 +295,8 @@ func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 	})
 	fs.BoolVar(&o.MPTCP, "mptcp", false, "run tcp, tcpn and ptcp over Multipath TCP (Linux) where both ends' kernels take it, plain TCP otherwise;\nthe kernel's path manager ('ip mptcp') decides which paths its subflows take")
 	fs.Func("sctp-cc", fmt.Sprintf("sctp (userspace stack): congestion control towards peers on other hosts: reno (RFC 9260's, standing for --sctp-flows reno flows),\n"+
-		"cubic (RFC 9438), bbr (BBRv1, as Linux's) or auto (the default: %s, or reno with a fixed --sctp-flows); a peer on this host always gets reno", sctp.DefaultCC), func(v string) error {
+		"cubic (RFC 9438), bbr (BBRv1, as Linux's), bbr-cubic (bbr bounded by a CUBIC window where a queue stands: it shares a path with CUBIC flows)\n"+
+		"or auto (the default: %s, or reno with a fixed --sctp-flows); a peer on this host always gets reno", sctp.DefaultCC), func(v string) error {
 		if !slices.Contains(sctp.CCNames, v) {
 			return fmt.Errorf("want %s, not %q", strings.Join(sctp.CCNames, ", "), v)
 		}

@@ -7,11 +7,11 @@ import (
 	"github.com/braidhq/braid/transport/transporttest"
 )
 
-// TestConfigCC: CC takes auto, reno, cubic and bbr; a fixed flow count
+// TestConfigCC: CC takes auto, reno, cubic, bbr and bbr-cubic; a fixed flow count
 // goes with reno only; auto is DefaultCC, or reno with a fixed count; a
 // peer on this host always gets reno.
 func TestConfigCC(t *testing.T) {
-	for _, c := range []Config{{CC: "vegas"}, {CC: CCBBR, Flows: 4}, {CC: CCCubic, Flows: 1}} {
+	for _, c := range []Config{{CC: "vegas"}, {CC: CCBBR, Flows: 4}, {CC: CCCubic, Flows: 1}, {CC: CCBBRCubic, Flows: 2}} {
 		if _, err := c.withDefaults(); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
@@ -28,6 +28,7 @@ func TestConfigCC(t *testing.T) {
 		{Config{CC: CCCubic}, false, CCCubic},
 		{Config{CC: CCBBR}, false, CCBBR},
 		{Config{CC: CCBBR}, true, CCReno},
+		{Config{CC: CCBBRCubic}, false, CCBBRCubic},
 	} {
 		if _, err := tc.c.withDefaults(); err != nil {
 			t.Errorf("%+v: %v", tc.c, err)
@@ -71,6 +72,7 @@ func TestCCThroughBed(t *testing.T) {
 		{CCReno, Config{CC: CCReno, Flows: 1}, 1 << 20},
 		{CCCubic, Config{CC: CCCubic}, 1 << 20},
 		{CCBBR, Config{CC: CCBBR}, 4 << 20},
+		{CCBBRCubic, Config{CC: CCBBRCubic}, 4 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, l := transporttest.AcrossBed(t, New(tc.cfg), 47630+i)
@@ -81,7 +83,7 @@ func TestCCThroughBed(t *testing.T) {
 			}
 			t.Logf("%+v", info)
 			switch tc.name {
-			case CCBBR:
+			case CCBBR, CCBBRCubic:
 				if info.BottleneckRate < 0.5*link || info.BottleneckRate > 1.5*link {
 					t.Errorf("bbr estimates the link at %.0f B/s, want about %.0f: random loss is not congestion", info.BottleneckRate, link)
 				}

@@ -75,7 +75,8 @@ type Config struct {
 	AcceptBacklog int
 	// CC is the congestion control of associations with peers on other
 	// hosts (cc.go): reno (Flows reno flows), cubic (RFC 9438), bbr
-	// (BBRv1), or auto (the default, ""): DefaultCC, or reno if Flows is
+	// (BBRv1), bbr-cubic (bbr bounded by a CUBIC window where a queue
+	// stands), or auto (the default, ""): DefaultCC, or reno if Flows is
 	// set. A peer on this host always gets reno.
 	CC string
 	// Flows is how many reno flows each association's congestion control

@@ -89,8 +89,10 @@
 // data rather than a whole credit window.
 //
 // Congestion control (cc.go): to a peer on another host, Config.CC picks
-// the fork's controller (SetCongestionControl): bbr (BBRv1, the default),
-// cubic (RFC 9438) or reno (RFC 9260's, standing for several reno flows
+// the fork's controller (SetCongestionControl): bbr-cubic (the default:
+// BBRv1 whose cwnd a CUBIC window bounds once a loss meets a standing
+// queue, so that it shares a bottleneck with CUBIC flows), bbr (BBRv1, as
+// Linux's), cubic (RFC 9438) or reno (RFC 9260's, standing for several reno flows
 // tuned online, flows.go); a peer on this host always gets reno with one
 // flow. With a controller other than reno the scheduler's limit follows
 // cwnd, which the controller bounds by its model of the path, with a third
