@@ -150,7 +150,10 @@ func iperf3Series(report []byte, end time.Time) ([]Series, error) {
 	if len(r.Intervals) == 0 || len(r.Intervals[0].Streams) == 0 {
 		return nil, errors.New("fair: iperf3 server's report has no intervals")
 	}
-	last := r.Intervals[len(r.Intervals)-1].Streams[0].End
+	var last float64
+	for _, s := range r.Intervals[len(r.Intervals)-1].Streams {
+		last = max(last, s.End)
+	}
 	start := end.Add(-time.Duration(last * float64(time.Second)))
 	index := map[int]int{} // socket → flow
 	var out []Series
