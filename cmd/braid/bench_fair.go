@@ -21,13 +21,13 @@ func runBenchFair(ctx context.Context, args []string, e *env) error {
 	rate := fs.String("rate", "100M", "the path's rate each way, bit/s (k, M, G)")
 	queue := fs.String("queue", "1bdp", "the bottleneck's queue: BDPs (1bdp), packets (100p) or bytes (64KB), tail drop")
 	losses := fs.String("loss", "0,0.1,1", "random loss rates in percent, comma-separated (both directions); each is a case")
-	sides := fs.String("sides", "sctp:bbr,sctp:cubic,sctp:reno,tcp,tcpn",
+	sides := fs.String("sides", "sctp,sctp:bbr,sctp:cubic,sctp:reno,tcp,tcpn",
 		"braid's association's settings, comma-separated: TRANSPORT[:CC[:COUNT]], e.g. sctp (--sctp-cc auto), sctp:bbr,\n"+
 			"sctp:reno:16 (reno standing for 16 flows), tcpn:cubic (--tcp-cc; without it the TCP transports run the hosts' own,\n"+
 			"which is the competitor's congestion control)")
 	against := fs.String("against", "cubic,bbr", "competitors, comma-separated; each setting runs against each: a TCP congestion control (this\n"+
 		"process's own bulk flows with TCP_CONGESTION set), iperf3:CC (iperf3 -C CC), or a braid setting (another association)")
-	pairs := fs.String("pairs", "", "further cases, comma-separated SETTING/COMPETITOR, e.g. sctp/sctp,sctp/tcp:cubic (two braid associations)")
+	pairs := fs.String("pairs", "sctp/sctp,sctp/tcp:cubic", "further cases, comma-separated SETTING/COMPETITOR (each at every loss rate), e.g. sctp/sctp: two braid associations")
 	streams := fs.Int("streams", 4, "streams of braid's association (bulk)")
 	flows := fs.Int("flows", 1, "competing flows (or associations) per case")
 	dur := fs.Duration("duration", 40*time.Second, "how long each side sends")
