@@ -194,7 +194,7 @@ func (b *bbr) OnAck(e *AckEvent) {
 	b.delivered = e.Rate.TotalDelivered
 	b.updateModel(e)
 	bw := b.bw.get()
-	b.bound.onAck(e, b.roundStart, b.inflight(bw, b.cwndGain))
+	b.bound.onAck(e, b.roundStart, b.mode, b.inflight(bw, b.cwndGain))
 	b.setPacingRate(bw, b.pacingGain)
 	b.setCwnd(e, bw)
 	b.lost = 0

@@ -20,9 +20,15 @@ import "time"
 // congestive loss in ProbeBW sets a bound on cwnd, of the kind BBRv3's
 // inflight_hi is, that moves as a CUBIC window would: 0.7 of the flight
 // at each congestive loss (once a Fast Recovery), along CUBIC's curve in
-// between. Beside CUBIC the association so carries about what a CUBIC flow
-// does; on a lossy path it has to itself the queue stays empty and BBR
-// runs unbounded.
+// between. A bottleneck's tail drops may fall on the loss-based flows
+// alone (this one is paced), so the queue counts as well: in ProbeBW the
+// first round trip whose queue stands as long as the longest seen (full)
+// sets the bound with no loss of its own, and a full queue that then falls
+// below seven tenths of that (a loss-based flow backing off) cuts it as a
+// loss would, bbrCutRounds round trips after the last cut at the soonest.
+// Beside CUBIC the association so carries about what a CUBIC flow does;
+// on a lossy path it has to itself the queue stays near empty and BBR runs
+// unbounded.
 //
 // The bound never goes below what the estimated bottleneck rate needs at
 // the base RTT (BBR's model with a gain of 1), so that a cut that a random
@@ -42,7 +48,20 @@ type bbrBound struct {
 	baseRTT  time.Duration // the smallest RTT sample
 	roundMin time.Duration // the smallest RTT sample of this round trip (0: none yet)
 	lastMin  time.Duration // of the last round trip (0: none)
+	peak     time.Duration // the longest queue a round trip stood above (lastMin less baseRTT)
+	wasFull  bool          // a round trip since the last cut found the queue full
+	rounds   uint64        // round trips counted
+	lastCut  uint64        // the round trip of the last cut
 }
+
+// A queue is full at nine tenths of the longest seen, and has fallen, as
+// it does when a flow that filled it backed off, below seven tenths; cuts
+// come at least bbrCutRounds round trips apart.
+const (
+	bbrFullTenths = 9
+	bbrDipTenths  = 7
+	bbrCutRounds  = 4
+)
 
 // The queue above the base RTT that makes a loss congestive: a quarter of
 // the base RTT, and at least bbrQueueFloor (a host's scheduling delays).
@@ -55,12 +74,13 @@ const (
 // grows the bound as CUBIC's window, in Fast Recovery too (whose losses,
 // random ones, the bound ignores), never past twice the window BBR's model
 // asks for (where it no longer binds).
-func (q *bbrBound) onAck(e *AckEvent, roundStart bool, model uint32) {
+func (q *bbrBound) onAck(e *AckEvent, roundStart bool, mode bbrMode, model uint32) {
 	if q == nil {
 		return
 	}
 	if roundStart {
 		q.lastMin, q.roundMin = q.roundMin, 0
+		q.full(e, mode)
 	}
 	if e.RTT > 0 {
 		if q.baseRTT == 0 || e.RTT < q.baseRTT {
@@ -76,6 +96,45 @@ func (q *bbrBound) onAck(e *AckEvent, roundStart bool, model uint32) {
 		q.win.OnAck(&grow)
 		q.win.cwnd = min(q.win.cwnd, max(2*model, q.win.minWindow))
 	}
+}
+
+// full reads the round trip that ended. A queue standing as long as the
+// longest seen is full: others fill it to the brim, and a flow that reads
+// loss as congestion loses packets there, where this one, paced, may not;
+// the first such round trip in ProbeBW sets the bound. A full queue that
+// then falls is one such flow backing off from a loss: the bound is cut
+// with it, unless it was just cut (at its own loss).
+func (q *bbrBound) full(e *AckEvent, mode bbrMode) {
+	if q.lastMin == 0 || q.baseRTT == 0 {
+		return
+	}
+	q.rounds++
+	queue := q.lastMin - q.baseRTT
+	q.peak = max(q.peak, queue)
+	switch {
+	case queue*10 >= q.peak*bbrFullTenths && q.queueStands():
+		q.wasFull = true
+		if !q.on && mode == bbrProbeBW {
+			q.cut(max(e.PriorInflight, e.MTU), e.MTU)
+		}
+	case q.wasFull && queue*10 < q.peak*bbrDipTenths:
+		q.wasFull = false
+		if mode == bbrProbeBW && q.rounds >= q.lastCut+bbrCutRounds {
+			q.cut(max(e.PriorInflight, e.MTU), e.MTU)
+		}
+	}
+}
+
+// cut is a congestion event of the bound's CUBIC window at a flight of
+// inflight bytes (setting the bound at it first): 0.7 of it.
+func (q *bbrBound) cut(inflight, mtu uint32) {
+	q.lastCut = q.rounds
+	if !q.on {
+		q.on = true
+		q.win.minWindow, q.win.cwnd = mtu, inflight
+	}
+	q.win.cwnd = max(min(q.win.cwnd, inflight), mtu)
+	q.win.OnLoss(LossEvent{Inflight: inflight, First: true, MTU: mtu})
 }
 
 // queueStands reports whether the last round trip's RTTs and this one's
@@ -98,12 +157,7 @@ func (q *bbrBound) onLoss(e LossEvent, mode bbrMode) {
 	if q == nil || !e.First || mode != bbrProbeBW || !q.queueStands() {
 		return
 	}
-	if !q.on {
-		q.on = true
-		q.win.minWindow, q.win.cwnd = e.MTU, e.Inflight
-	}
-	q.win.cwnd = max(min(q.win.cwnd, e.Inflight), e.MTU)
-	q.win.OnLoss(e)
+	q.cut(e.Inflight, e.MTU)
 }
 
 // onRTO: a bound in place meets a timeout as CUBIC does.

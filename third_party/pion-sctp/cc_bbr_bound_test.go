@@ -19,12 +19,13 @@ func newTestBBRCubic() *bbr {
 	return b
 }
 
-// boundRounds feeds q rounds round trips of SACKs whose RTT samples are
-// rtt, ten a round.
-func boundRounds(q *bbrBound, now time.Time, rounds int, rtt time.Duration) time.Time {
+// boundRounds feeds q rounds round trips of SACKs in mode whose RTT
+// samples are rtt, ten a round, each after a flight of prior bytes.
+func boundRounds(q *bbrBound, now time.Time, rounds int, rtt time.Duration, mode bbrMode, prior uint32) time.Time {
 	for range rounds {
 		for i := range 10 {
-			q.onAck(&AckEvent{Now: now, Acked: simMTU, Pending: true, RTT: rtt, MTU: simMTU}, i == 0, 1<<30)
+			q.onAck(&AckEvent{Now: now, Acked: simMTU, Pending: true, RTT: rtt, MTU: simMTU, PriorInflight: prior},
+				i == 0, mode, 1<<30)
 			now = now.Add(rtt / 10)
 		}
 	}
@@ -36,20 +37,22 @@ func boundRounds(q *bbrBound, now time.Time, rounds int, rtt time.Duration) time
 // this one's RTTs all stood a quarter of the base RTT above it sets the
 // bound at 0.7 of the flight; a loss at an RTT near the base, a loss in
 // Startup, and a later loss of the same Fast Recovery change nothing; the
-// bound grows back along CUBIC's curve, Fast Recovery or not.
+// bound grows back along CUBIC's curve, Fast Recovery or not. The SACKs
+// come in Drain, which keeps the full-queue rule (its own test) out.
 func TestBBRBoundTellsLossesApart(t *testing.T) {
 	const flight = 600 * simMTU
 	now := time.Unix(1000, 0)
 	q := &bbrBound{}
-	now = boundRounds(q, now, 3, 50*time.Millisecond)
+	now = boundRounds(q, now, 3, 50*time.Millisecond, bbrDrain, flight)
 	loss := LossEvent{Now: now, Bytes: simMTU, Inflight: flight, First: true, MTU: simMTU}
 
-	now = boundRounds(q, now, 2, 60*time.Millisecond) // 10 ms above: under a quarter
+	now = boundRounds(q, now, 2, 60*time.Millisecond, bbrDrain, flight) // 10 ms above: under a quarter
 	q.onLoss(loss, bbrProbeBW)
 	assert.False(t, q.on, "a loss at a queue of 10 ms over a 50 ms base RTT set the bound")
 	assert.Equal(t, uint32(5000), q.limit(5000, 100), "no bound, no limit")
 
-	now = boundRounds(q, now, 2, 80*time.Millisecond) // 30 ms above: a standing queue
+	now = boundRounds(q, now, 2, 80*time.Millisecond, bbrDrain, flight) // 30 ms above: a standing queue
+	require.False(t, q.on, "a full queue outside ProbeBW set the bound")
 	q.onLoss(loss, bbrStartup)
 	assert.False(t, q.on, "a loss in Startup set the bound")
 	q.onLoss(LossEvent{Now: now, Bytes: simMTU, Inflight: flight, MTU: simMTU}, bbrProbeBW)
@@ -64,10 +67,44 @@ func TestBBRBoundTellsLossesApart(t *testing.T) {
 	cut := q.win.cwnd
 	for range 2000 {
 		q.onAck(&AckEvent{Now: now, Acked: simMTU, Pending: true, InRecovery: true, RTT: 80 * time.Millisecond,
-			MinRTT: 50 * time.Millisecond, MTU: simMTU}, false, 1<<30)
+			MinRTT: 50 * time.Millisecond, MTU: simMTU}, false, bbrProbeBW, 1<<30)
 		now = now.Add(4 * time.Millisecond)
 	}
 	assert.Greater(t, q.win.cwnd, cut+(flight-cut)/2, "8 s after the cut the bound has not come back half way to the flight it cut")
+}
+
+// TestBBRBoundFollowsAFullQueue: in ProbeBW, the first round trip whose
+// queue stands as long as the longest seen sets the bound, with no loss,
+// at 0.7 of the flight; a full queue that falls below seven tenths of
+// that (a loss-based flow backing off) cuts it again, but not within
+// bbrCutRounds of the last cut, nor outside ProbeBW (ProbeRTT's own dip).
+func TestBBRBoundFollowsAFullQueue(t *testing.T) {
+	const flight = 600 * simMTU
+	now := time.Unix(1000, 0)
+	q := &bbrBound{}
+	now = boundRounds(q, now, 3, 50*time.Millisecond, bbrProbeBW, flight)
+	require.False(t, q.on, "an empty queue set the bound")
+
+	now = boundRounds(q, now, 2, 80*time.Millisecond, bbrProbeBW, flight)
+	require.True(t, q.on, "a full queue in ProbeBW did not set the bound")
+	assert.InDelta(t, 0.7*flight, float64(q.win.cwnd), 2*simMTU, "the bound: 0.7 of the flight")
+
+	now = boundRounds(q, now, bbrCutRounds, 80*time.Millisecond, bbrProbeBW, flight)
+	before := q.win.cwnd
+	now = boundRounds(q, now, 2, 60*time.Millisecond, bbrProbeBW, flight) // the queue falls: 10 ms of 30
+	assert.Less(t, q.win.cwnd, before*8/10, "a full queue that fell did not cut the bound")
+
+	// Full again, and falling at once: too soon after the cut.
+	now = boundRounds(q, now, 1, 80*time.Millisecond, bbrProbeBW, flight)
+	before = q.win.cwnd
+	now = boundRounds(q, now, 2, 60*time.Millisecond, bbrProbeBW, flight)
+	assert.GreaterOrEqual(t, q.win.cwnd, before, "a dip within %d round trips of a cut cut again", bbrCutRounds)
+
+	// Full for long, then ProbeRTT's dip: no cut.
+	now = boundRounds(q, now, 2*bbrCutRounds, 80*time.Millisecond, bbrProbeBW, flight)
+	before = q.win.cwnd
+	boundRounds(q, now, 2, 60*time.Millisecond, bbrProbeRTT, flight)
+	assert.GreaterOrEqual(t, q.win.cwnd, before, "a dip in ProbeRTT cut the bound")
 }
 
 // TestBBRCubicSharesWithCubic: through one 100 Mbit/s, 50 ms bottleneck
