@@ -27,7 +27,7 @@ func TestFairness(t *testing.T) {
 	}
 	out := t.TempDir()
 	runOnBed(t, "bench", "fair", "--rtt", "20ms", "--rate", "10M", "--queue", "100p", "--loss", "0",
-		"--sides", "sctp,sctp:reno:16", "--against", "cubic", "--duration", "15s", "--warmup", "5s", "--runs", "1", "--out", out)
+		"--sides", "sctp,sctp:reno:16", "--against", "cubic", "--pairs", "", "--duration", "15s", "--warmup", "5s", "--runs", "1", "--out", out)
 	b, err := os.ReadFile(filepath.Join(out, "results.json"))
 	if err != nil {
 		t.Fatal(err)
