@@ -17,6 +17,7 @@ var benchCommands = map[string]command{
 	"schedsim":  {"the scheduling core alone, in virtual time: assignments/s over 10 to 100,000 workers, memory per unit", runBenchSchedsim},
 	"fair":      {"what braid's association takes beside competing CUBIC, BBR or reno flows on an emulated path: rates and Jain's index", runBenchFair},
 	"feedback":  {"receiver feedback: a worker that cannot keep up, bounded by unit windows or by byte budgets", runBenchFeedback},
+	"scale":     {"thousands of simulated workers and a million-unit job through one real server", runBenchScale},
 }
 
 func runBench(ctx context.Context, args []string, e *env) error {

@@ -1,0 +1,89 @@
+package scale
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/braidhq/braid/transport"
+)
+
+// Config describes a run. Zero values mean the defaults given.
+type Config struct {
+	// Exe is the braid binary the server runs as. Required.
+	Exe string
+	// Workers simulated (default 10,000), each with Threads threads
+	// (default 1).
+	Workers, Threads int
+	// Units of the one repeat job (default 1,000,000), each of UnitBytes
+	// bytes of input (default 1 KiB; 0 is taken as the default, use
+	// EmptyUnits for none).
+	Units, UnitBytes int
+	// EmptyUnits sends units without input.
+	EmptyUnits bool
+	// Compute is the modelled compute time of a unit on a worker thread
+	// (default 0: answered at once).
+	Compute time.Duration
+	// Transport is the data plane's (default tcpn).
+	Transport string
+	// Restart kills the server with SIGKILL once this fraction of the job's
+	// units is done (0: never) and starts it again on the same data.
+	Restart float64
+	// ServerArgs are added to the server's command line.
+	ServerArgs []string
+	// DataDir is the server's data directory (default: a temporary one,
+	// removed at the end).
+	DataDir string
+	// PollEvery is the pause between polls of each list API while the job
+	// runs (default 100 ms); PageSize the page asked for (default 100).
+	PollEvery time.Duration
+	PageSize  int
+	// Timeout bounds the run once the workers are up (default 30 minutes).
+	Timeout time.Duration
+	// Log gets progress lines (default: discarded).
+	Log io.Writer
+}
+
+func (c *Config) defaults() {
+	setDefault(&c.Workers, 10_000)
+	setDefault(&c.Threads, 1)
+	setDefault(&c.Units, 1_000_000)
+	setDefault(&c.UnitBytes, 1<<10)
+	if c.EmptyUnits {
+		c.UnitBytes = 0
+	}
+	if c.Transport == "" {
+		c.Transport = "tcpn"
+	}
+	if c.PollEvery <= 0 {
+		c.PollEvery = 100 * time.Millisecond
+	}
+	setDefault(&c.PageSize, 100)
+	if c.Timeout <= 0 {
+		c.Timeout = 30 * time.Minute
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+}
+
+func setDefault(v *int, def int) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Exe == "":
+		return errors.New("scale: no braid binary to run the server")
+	case c.Threads > transport.MaxStreams:
+		return fmt.Errorf("scale: %d threads per worker: at most %d", c.Threads, transport.MaxStreams)
+	case c.Restart < 0 || c.Restart >= 1:
+		return fmt.Errorf("scale: restart at %v of the job: want a fraction in (0, 1), or 0 for none", c.Restart)
+	case c.Compute < 0:
+		return errors.New("scale: negative compute time")
+	}
+	return nil
+}

@@ -1,0 +1,279 @@
+package scale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/transports"
+	"github.com/braidhq/braid/transport"
+	"github.com/braidhq/braid/version"
+	"github.com/braidhq/braid/wire"
+)
+
+// fleet is the simulated workers and what they share: the transport, one
+// HTTP client pool, and the tally of the units they answered.
+type fleet struct {
+	cfg     Config
+	tr      transport.Transport
+	secret  []byte
+	cl      *client.Client // worker-token calls, no retry of its own
+	workers []*simWorker
+
+	answered bitset       // units of the job answered at least once
+	results  atomic.Int64 // results sent, duplicates included
+	assocs   atomic.Int64 // associations up now
+	beats    atomic.Int64 // heartbeats answered
+	regs     atomic.Int64 // registrations accepted
+	interval atomic.Int64 // the heartbeat interval the server asks for, ns
+
+	firstReg atomic.Int64 // Unix ns of the first registration sent
+	wg       sync.WaitGroup
+}
+
+// simWorker is one simulated worker: a name, a data-plane listener, and
+// the goroutines that accept and serve the server's association and
+// heartbeat.
+type simWorker struct {
+	f     *fleet
+	name  string
+	epoch uint64
+	ln    transport.Listener
+	info  api.WorkerInfo
+}
+
+// httpPool bounds the connections the whole fleet opens to the server.
+const httpPool = 256
+
+func newFleet(cfg Config, base string, secret []byte) (*fleet, error) {
+	tr, err := transports.New(cfg.Transport, transports.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("scale: %w", err)
+	}
+	ht := http.DefaultTransport.(*http.Transport).Clone()
+	ht.MaxIdleConnsPerHost, ht.MaxConnsPerHost = httpPool, httpPool
+	hc := &http.Client{Transport: ht, Timeout: time.Minute}
+	f := &fleet{cfg: cfg, tr: tr, secret: secret, answered: newBitset(cfg.Units),
+		cl: client.New(base).WithHTTPClient(hc).WithSecret(secret).WithRetry(client.Retry{For: -1})}
+	f.interval.Store(int64(time.Second))
+	epoch := uint64(time.Now().UnixNano())
+	for i := range cfg.Workers {
+		w, err := f.newWorker(fmt.Sprintf("sim-%05d", i), epoch+uint64(i))
+		if err != nil {
+			f.close()
+			return nil, err
+		}
+		f.workers = append(f.workers, w)
+	}
+	return f, nil
+}
+
+func (f *fleet) newWorker(name string, epoch uint64) (*simWorker, error) {
+	t := f.cfg.Threads
+	ln, err := f.tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: f.secret, Name: name, ID: name, Epoch: epoch,
+		RecStreams: t, MaxStreams: t})
+	if err != nil {
+		return nil, fmt.Errorf("scale: worker %s: listen: %w", name, err)
+	}
+	w := &simWorker{f: f, name: name, epoch: epoch, ln: ln}
+	w.info = api.WorkerInfo{Name: name, Cores: 1, MaxThreads: t, FreeThreads: t, LeasedThreads: t, Ops: []string{"noop"},
+		Epoch: epoch, Version: version.String(),
+		Endpoints: []api.Endpoint{{Transport: f.cfg.Transport, Addr: ln.Addr().String()}}}
+	return w, nil
+}
+
+// close stops accepting; associations end with their server.
+func (f *fleet) close() {
+	for _, w := range f.workers {
+		w.ln.Close()
+	}
+}
+
+// run registers every worker, at most httpPool at a time, and keeps each
+// heartbeating and serving until ctx ends; it returns once every worker
+// has been registered once (or ctx ended). wait waits for the goroutines.
+func (f *fleet) run(ctx context.Context) error {
+	sem := make(chan struct{}, httpPool)
+	f.firstReg.Store(time.Now().UnixNano())
+	for _, w := range f.workers {
+		f.wg.Go(func() { w.accept(ctx) })
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		f.wg.Go(func() {
+			err := w.register(ctx)
+			<-sem
+			if err == nil {
+				w.heartbeat(ctx)
+			}
+		})
+	}
+	return nil
+}
+
+func (f *fleet) wait() { f.wg.Wait() }
+
+// register registers the worker, trying again while the server is
+// unreachable or busy; it fails only when ctx ends or the server refuses
+// the worker for good.
+func (w *simWorker) register(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	for {
+		reg, err := w.f.cl.RegisterWorker(ctx, w.info)
+		if err == nil {
+			w.f.regs.Add(1)
+			if reg.HeartbeatMS > 0 {
+				w.f.interval.Store(int64(reg.HeartbeatMS) * int64(time.Millisecond))
+			}
+			return nil
+		}
+		if client.Rejected(err) || ctx.Err() != nil {
+			return fmt.Errorf("scale: worker %s: register: %w", w.name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff + rand.N(backoff)):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// heartbeat beats at the server's interval, the first after a random part
+// of it so that the fleet's beats spread out, and registers again when the
+// server has forgotten the worker (it restarted).
+func (w *simWorker) heartbeat(ctx context.Context) {
+	wait := time.Duration(rand.Int64N(max(w.f.interval.Load(), 1)))
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = time.Duration(w.f.interval.Load())
+		err := w.f.cl.Heartbeat(ctx, w.name, w.epoch)
+		var ae *api.Error
+		switch {
+		case err == nil:
+			w.f.beats.Add(1)
+		case errors.As(err, &ae) && ae.Code == api.CodeNotFound:
+			if w.register(ctx) != nil {
+				return
+			}
+		}
+	}
+}
+
+// accept serves the associations the server opens, one at a time as a
+// server keeps one per worker (a restarted server's new one supersedes the
+// old, which ends with its process).
+func (w *simWorker) accept(ctx context.Context) {
+	for {
+		a, err := w.ln.Accept(ctx)
+		if err != nil {
+			return
+		}
+		w.f.wg.Go(func() { w.serve(ctx, a) })
+	}
+}
+
+// serve lends the server every thread, then answers units on every stream
+// until the association ends.
+func (w *simWorker) serve(ctx context.Context, a transport.Association) {
+	n := a.Streams()
+	if err := a.Send(ctx, 0, wire.AppendLease(nil, wire.Lease{Streams: n, Seq: 1})); err != nil {
+		a.Abort(err)
+		return
+	}
+	w.f.assocs.Add(1)
+	defer w.f.assocs.Add(-1)
+	var wg sync.WaitGroup
+	for s := 1; s < n; s++ {
+		wg.Go(func() { w.answer(ctx, a, s) })
+	}
+	w.answer(ctx, a, 0)
+	a.Abort(errors.New("scale: stream closed"))
+	wg.Wait()
+}
+
+// answer runs the units of one stream: each is answered with its input as
+// output (a no-op), after the modelled compute time if there is one.
+// Stream 0 also carries the server's wants, which a lone server's worker
+// has no use for.
+func (w *simWorker) answer(ctx context.Context, a transport.Association, s int) {
+	var buf []byte
+	lease := float64(a.Streams())
+	for {
+		msg, err := a.Recv(ctx, s)
+		if err != nil {
+			return
+		}
+		switch wire.KindOf(msg) {
+		case wire.KindWant:
+			if _, err := wire.ParseWant(msg); err != nil || s != 0 {
+				a.Abort(fmt.Errorf("scale: bad want on stream %d: %v", s, err))
+				return
+			}
+			continue
+		case wire.KindUnit:
+		default:
+			a.Abort(fmt.Errorf("scale: %s message on stream %d", wire.KindOf(msg), s))
+			return
+		}
+		start := time.Now()
+		u, err := wire.ParseUnit(msg)
+		if err != nil {
+			a.Abort(err)
+			return
+		}
+		if d := w.f.cfg.Compute; d > 0 {
+			time.Sleep(d)
+		}
+		res := wire.Result{ID: u.ID, Output: u.Input, Compute: max(time.Since(start), time.Microsecond)}
+		res.Rate = lease * float64(time.Second) / float64(res.Compute)
+		buf = wire.AppendResult(buf[:0], &res)
+		if a.Send(ctx, s, buf) != nil {
+			return
+		}
+		w.f.results.Add(1)
+		w.f.answered.set(u.Index)
+	}
+}
+
+// bitset is a set of unit indexes safe for concurrent use.
+type bitset []atomic.Uint64
+
+func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
+
+func (b bitset) set(i int) {
+	if i < 0 || i/64 >= len(b) {
+		return
+	}
+	w, bit := &b[i/64], uint64(1)<<(i%64)
+	for {
+		old := w.Load()
+		if old&bit != 0 || w.CompareAndSwap(old, old|bit) {
+			return
+		}
+	}
+}
+
+// count is how many indexes below n are set.
+func (b bitset) count(n int) int {
+	c := 0
+	for i := range n {
+		if b[i/64].Load()&(1<<(i%64)) != 0 {
+			c++
+		}
+	}
+	return c
+}

@@ -1,0 +1,83 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+// poller GETs a list API's first page again and again while the job runs,
+// as a dashboard or `braid workers` would, and keeps each answer's latency
+// (to the last byte of the body).
+type poller struct {
+	hc    *http.Client
+	url   string
+	token string
+	every time.Duration
+
+	mu   sync.Mutex // guards lat and errs
+	lat  []time.Duration
+	errs int
+}
+
+func newPoller(hc *http.Client, base, path, token string, every time.Duration) *poller {
+	return &poller{hc: hc, url: base + path, token: token, every: every}
+}
+
+// run polls until ctx ends.
+func (p *poller) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		d, err := p.once(ctx)
+		p.mu.Lock()
+		if err != nil {
+			if ctx.Err() == nil {
+				p.errs++
+			}
+		} else {
+			p.lat = append(p.lat, d)
+		}
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(p.every):
+		}
+	}
+}
+
+func (p *poller) once(ctx context.Context) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+p.token)
+	start := time.Now()
+	resp, err := p.hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != 200 {
+		return 0, fmt.Errorf("scale: GET %s: %s", p.url, resp.Status)
+	}
+	return time.Since(start), nil
+}
+
+// latencies returns the latencies so far, sorted, in milliseconds, and the
+// count of failed polls.
+func (p *poller) latencies() ([]float64, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]float64, len(p.lat))
+	for i, d := range p.lat {
+		out[i] = float64(d) / float64(time.Millisecond)
+	}
+	slices.Sort(out)
+	return out, p.errs
+}

@@ -1,0 +1,373 @@
+package scale
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/benchout"
+)
+
+// upTimeout bounds bringing the fleet up; idleWindow is how long the
+// heartbeats of an idle fleet are measured.
+const (
+	upTimeout  = 10 * time.Minute
+	idleWindow = 5 * time.Second
+)
+
+// Run brings up a server and cfg.Workers simulated workers, runs one job of
+// cfg.Units units on them, and measures. The error is for a run that could
+// not be made; a run whose units were not all counted once returns its
+// Result and an error saying so.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	cfg.defaults()
+	if err := cfg.validate(); err != nil {
+		return Result{}, err
+	}
+	r := Result{Workers: cfg.Workers, Threads: cfg.Threads, Units: cfg.Units, UnitBytes: cfg.UnitBytes,
+		ComputeMS: float64(cfg.Compute) / float64(time.Millisecond), Transport: cfg.Transport, LoadAvg: loadAvg()}
+	limit, err := raiseFileLimit(filesNeeded(cfg.Workers, cfg.Threads))
+	if err != nil {
+		return r, err
+	}
+	r.FileLimit = limit
+	fmt.Fprintf(cfg.Log, "scale: open-file limit raised to %d (this process and the server's)\n", limit)
+	dir := cfg.DataDir
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return r, err
+		}
+	} else {
+		if dir, err = os.MkdirTemp("", "braid-scale-"); err != nil {
+			return r, err
+		}
+		defer os.RemoveAll(dir)
+	}
+	e, err := newEnv(ctx, cfg, dir)
+	if err != nil {
+		return r, err
+	}
+	defer e.close()
+	err = e.measure(ctx, &r)
+	r.BenchCPUS = selfCPU().Seconds()
+	return r, err
+}
+
+// env is a run's server, fleet and clients.
+type env struct {
+	cfg    Config
+	sp     *serverProc
+	base   string
+	token  string
+	hc     *http.Client // the bench's own calls: submit, pollers, wait
+	admin  *client.Client
+	f      *fleet
+	cancel context.CancelFunc // stops the fleet
+}
+
+func newEnv(ctx context.Context, cfg Config, dir string) (*env, error) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	secret := hex.EncodeToString(b[:])
+	sp, err := newServerProc(cfg.Exe, dir, secret, cfg.ServerArgs)
+	if err != nil {
+		return nil, err
+	}
+	if err := sp.start(ctx); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Log, "scale: server pid %d at http://%s, profiles at http://%s/debug/pprof/, log %s\n",
+		sp.pid(), sp.api, sp.debug, sp.logPath)
+	e := &env{cfg: cfg, sp: sp, base: "http://" + sp.api, cancel: func() {}}
+	if e.token, err = sp.adminToken(); err != nil {
+		e.close()
+		return nil, err
+	}
+	ht := http.DefaultTransport.(*http.Transport).Clone()
+	ht.MaxIdleConnsPerHost = 16
+	e.hc = &http.Client{Transport: ht}
+	e.admin = client.New(e.base).WithHTTPClient(e.hc).WithToken(e.token)
+	if e.f, err = newFleet(cfg, e.base, []byte(secret)); err != nil {
+		e.close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *env) close() {
+	e.cancel()
+	if e.f != nil {
+		e.f.close()
+	}
+	e.sp.stop(10 * time.Second)
+	if e.f != nil {
+		e.f.wait()
+	}
+}
+
+// measure brings the fleet up, measures it idle, then runs the job.
+func (e *env) measure(ctx context.Context, r *Result) error {
+	fctx, cancel := context.WithCancel(ctx)
+	e.cancel = cancel
+	if err := e.up(fctx, r); err != nil {
+		return err
+	}
+	if err := e.idle(ctx, r); err != nil {
+		return err
+	}
+	return e.job(ctx, r)
+}
+
+// up registers the fleet and waits for every association.
+func (e *env) up(ctx context.Context, r *Result) error {
+	fmt.Fprintf(e.cfg.Log, "scale: registering %d workers × %d threads (%s)\n", e.cfg.Workers, e.cfg.Threads, e.cfg.Transport)
+	if err := e.f.run(ctx); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(upTimeout)
+	last := time.Now()
+	for e.f.assocs.Load() < int64(e.cfg.Workers) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("scale: %d of %d associations up after %v (%d registered)", e.f.assocs.Load(), e.cfg.Workers, upTimeout, e.f.regs.Load())
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+		if time.Since(last) > 5*time.Second {
+			last = time.Now()
+			fmt.Fprintf(e.cfg.Log, "scale: %d registered, %d associations up\n", e.f.regs.Load(), e.f.assocs.Load())
+		}
+	}
+	r.RegisterS = time.Since(time.Unix(0, e.f.firstReg.Load())).Seconds()
+	fmt.Fprintf(e.cfg.Log, "scale: %d workers up in %.1f s\n", e.cfg.Workers, r.RegisterS)
+	return nil
+}
+
+// idle measures the heartbeats of the fleet with no job, and the server's
+// CPU meanwhile.
+func (e *env) idle(ctx context.Context, r *Result) error {
+	s0, err := e.sp.stats()
+	if err != nil {
+		return err
+	}
+	b0, t0 := e.f.beats.Load(), time.Now()
+	if err := sleep(ctx, idleWindow); err != nil {
+		return err
+	}
+	s1, err := e.sp.stats()
+	if err != nil {
+		return err
+	}
+	span := time.Since(t0)
+	r.HeartbeatsPerS = float64(e.f.beats.Load()-b0) / span.Seconds()
+	r.HeartbeatMS = float64(e.f.interval.Load()) / float64(time.Millisecond)
+	r.IdleCPUPct = 100 * float64(s1.CPU-s0.CPU) / float64(span)
+	fmt.Fprintf(e.cfg.Log, "scale: idle: %.0f heartbeats/s (every %.0f ms), server CPU %.1f%% of a core\n",
+		r.HeartbeatsPerS, r.HeartbeatMS, r.IdleCPUPct)
+	return nil
+}
+
+// job runs the one job and takes the measures of its run.
+func (e *env) job(ctx context.Context, r *Result) error {
+	input := make([]byte, e.cfg.UnitBytes)
+	_, _ = rand.Read(input)
+	obj, err := e.admin.Put(ctx, bytes.NewReader(input))
+	if err != nil {
+		return fmt.Errorf("scale: upload the input: %w", err)
+	}
+	before, err := e.sp.heap(ctx, true)
+	if err != nil {
+		return fmt.Errorf("scale: the server's heap: %w", err)
+	}
+	cpu0, err := e.sp.stats()
+	if err != nil {
+		return err
+	}
+	jctx, stop := context.WithCancel(ctx)
+	defer stop()
+	polls := []*poller{
+		newPoller(e.hc, e.base, "/v1/workers?limit="+strconv.Itoa(e.cfg.PageSize), e.token, e.cfg.PollEvery),
+		newPoller(e.hc, e.base, "/v1/jobs?limit="+strconv.Itoa(e.cfg.PageSize), e.token, e.cfg.PollEvery),
+	}
+	smp := &sampler{sp: e.sp}
+	var wg sync.WaitGroup
+	for _, p := range polls {
+		wg.Go(func() { p.run(jctx) })
+	}
+	wg.Go(func() { smp.run(jctx) })
+	start := time.Now()
+	j, err := e.admin.Submit(ctx, api.JobSpec{Op: "noop", Input: obj.ID, Repeat: e.cfg.Units})
+	if err != nil {
+		stop()
+		wg.Wait()
+		return fmt.Errorf("scale: submit: %w", err)
+	}
+	fmt.Fprintf(e.cfg.Log, "scale: job %s of %d units submitted in %v\n", j.ID, e.cfg.Units, time.Since(start).Round(time.Millisecond))
+	if e.cfg.Restart > 0 {
+		wg.Go(func() { e.restartAt(jctx, j.ID, r) })
+	}
+	final, err := e.wait(ctx, j.ID, start)
+	makespan := time.Since(start)
+	cpu1, serr := e.sp.stats()
+	stop()
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	if serr != nil {
+		return serr
+	}
+	after, err := e.sp.heap(ctx, true)
+	if err != nil {
+		return fmt.Errorf("scale: the server's heap: %w", err)
+	}
+	r.MakespanS = makespan.Seconds()
+	r.UnitsPerS = float64(e.cfg.Units) / makespan.Seconds()
+	r.ServerCPUS = (cpu1.CPU - cpu0.CPU).Seconds()
+	r.HeapBeforeBytes, r.HeapPeakBytes = before.HeapInuse, max(smp.peakHeap(), before.HeapInuse)
+	r.ServerBytesPerUnit = float64(r.HeapPeakBytes-before.HeapInuse) / float64(e.cfg.Units)
+	r.RetainedBytesPerUnit = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / float64(e.cfg.Units)
+	r.ServerRSSPeak, r.ServerRSS, r.ServerFDs = max(cpu1.HWM, smp.peakRSS()), cpu1.RSS, max(cpu1.FDs, smp.peakFDs())
+	if fi, err := os.Stat(filepath.Join(e.sp.dir, "data", "state.db")); err == nil {
+		r.StateDBBytes = fi.Size()
+	}
+	e.latencies(r, polls)
+	r.Answered, r.Results = e.f.answered.count(e.cfg.Units), int(e.f.results.Load())
+	r.Done = final.Progress.Done
+	for _, n := range final.UnitsPerWorker {
+		r.Counted += n
+	}
+	fmt.Fprintf(e.cfg.Log, "scale: job %s %s in %.1f s: %.0f units/s\n", j.ID, final.State, r.MakespanS, r.UnitsPerS)
+	if final.State != api.JobDone || !r.OK() {
+		return fmt.Errorf("scale: job %s ended %s (%s): %d units done, %d counted, %d answered by the workers, of %d",
+			j.ID, final.State, final.Error, r.Done, r.Counted, r.Answered, r.Units)
+	}
+	return nil
+}
+
+// latencies fills in the API figures from the pollers (workers, jobs).
+func (e *env) latencies(r *Result, polls []*poller) {
+	var all []float64
+	for i, p := range polls {
+		lat, errs := p.latencies()
+		all = append(all, lat...)
+		r.APIPollErrors += errs
+		q := benchout.Quantile(lat, 0.99)
+		if i == 0 {
+			r.WorkersP99MS = q
+		} else {
+			r.JobsP99MS = q
+		}
+	}
+	sortFloats(all)
+	r.APIPolls = len(all)
+	r.APIP99MS, r.APIP50MS = benchout.Quantile(all, 0.99), benchout.Quantile(all, 0.5)
+}
+
+// wait long-polls the job until it is terminal, riding through a server
+// restart, and says how it goes every few seconds.
+func (e *env) wait(ctx context.Context, id string, start time.Time) (api.Job, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
+	u := e.base + "/v1/jobs/" + url.PathEscape(id) + "/wait?timeout=5s&units=0"
+	for {
+		var j api.Job
+		err := e.getJSON(ctx, u, &j)
+		switch {
+		case err == nil && j.Terminal():
+			return j, nil
+		case err == nil:
+			fmt.Fprintf(e.cfg.Log, "scale: %v: %d of %d units done, %d running, %d associations\n", time.Since(start).Round(time.Second),
+				j.Progress.Done, j.Progress.Total, j.Progress.Running, e.f.assocs.Load())
+		case ctx.Err() != nil:
+			return j, fmt.Errorf("scale: job %s not finished after %v", id, e.cfg.Timeout)
+		default:
+			if err := sleep(ctx, 200*time.Millisecond); err != nil { // the server restarting
+				return j, err
+			}
+		}
+	}
+}
+
+// restartAt kills the server once the job has the fraction cfg.Restart of
+// its units done, and starts it again on the same data directory.
+func (e *env) restartAt(ctx context.Context, id string, r *Result) {
+	target := int(e.cfg.Restart * float64(e.cfg.Units))
+	for ctx.Err() == nil {
+		var j api.Job
+		if err := e.getJSON(ctx, e.base+"/v1/jobs/"+url.PathEscape(id)+"?units=0", &j); err == nil && j.Progress.Done >= target {
+			fmt.Fprintf(e.cfg.Log, "scale: %d units done: killing the server (SIGKILL) and starting it again\n", j.Progress.Done)
+			e.sp.kill()
+			r.Restarted = true
+			if err := e.sp.start(ctx); err != nil {
+				fmt.Fprintf(e.cfg.Log, "scale: restart failed: %v\n", err)
+			}
+			return
+		}
+		_ = sleep(ctx, 100*time.Millisecond)
+	}
+}
+
+// getJSON GETs base-relative url with the admin token and decodes it.
+func (e *env) getJSON(ctx context.Context, u string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	resp, err := e.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("scale: GET %s: %s", u, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// loadAvg is the 1-minute load average (0 if /proc does not say).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+// selfCPU is this process's CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,98 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braidhq/braid/internal/srcstat"
+)
+
+// braidBin is a braid binary the server runs as, built without the race
+// detector so that it runs at its usual speed while the simulated
+// workers, in this process, are checked for races.
+var braidBin string
+
+// TestSourcesStatted ties this package's cached result to the module's
+// sources, which braidBin is built from (package srcstat).
+func TestSourcesStatted(t *testing.T) { srcstat.Module(t, "../..") }
+
+func TestMain(m *testing.M) {
+	unchanged := srcstat.Watch("../..")
+	dir, err := os.MkdirTemp("", "braid-scale-test-*")
+	if err != nil {
+		panic(err)
+	}
+	braidBin = filepath.Join(dir, "braid")
+	if out, err := exec.Command("go", "build", "-o", braidBin, "../../cmd/braid").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building braid: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := unchanged(m.Run())
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// tlog writes the bench's progress lines to the test log.
+type tlog struct{ t *testing.T }
+
+func (l tlog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestShortRun is the short form of the scale bench: 200 simulated workers
+// and a job of 20,000 units through a real server process, every unit
+// answered and counted once, and every figure measured.
+func TestShortRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a server process and 200 simulated workers")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r, err := Run(ctx, Config{Exe: braidBin, Workers: 200, Units: 20_000, Log: tlog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", r)
+	if !r.OK() || r.Results < r.Units {
+		t.Errorf("%d units done, %d counted, %d answered, %d results sent; want %d", r.Done, r.Counted, r.Answered, r.Results, r.Units)
+	}
+	for what, v := range map[string]float64{"register_s": r.RegisterS, "units_per_s": r.UnitsPerS, "api polls": float64(r.APIPolls),
+		"server_cpu_s": r.ServerCPUS, "heartbeats_per_s": r.HeartbeatsPerS, "server RSS": float64(r.ServerRSSPeak),
+		"server fds": float64(r.ServerFDs), "heap peak": float64(r.HeapPeakBytes)} {
+		if v <= 0 {
+			t.Errorf("%s = %v: not measured", what, v)
+		}
+	}
+	if r.ServerFDs < r.Workers {
+		t.Errorf("the server has %d files open at its peak, fewer than one connection per worker (%d)", r.ServerFDs, r.Workers)
+	}
+}
+
+// TestRestartResumes kills the server with SIGKILL in the middle of the job
+// and starts it again: the job resumes and finishes with every unit
+// counted exactly once, and the simulated workers register again by
+// themselves.
+func TestRestartResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a server process and simulated workers")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r, err := Run(ctx, Config{Exe: braidBin, Workers: 50, Units: 20_000, Restart: 0.4, Compute: 200 * time.Microsecond, Log: tlog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Restarted {
+		t.Fatal("the server was not restarted")
+	}
+	if !r.OK() {
+		t.Errorf("%d units done, %d counted, %d answered; want %d each", r.Done, r.Counted, r.Answered, r.Units)
+	}
+}
