@@ -30,6 +30,7 @@ type dispatcher struct {
 	downstream map[string][]*jobRun
 	inflight   map[uint64]flight
 	workers    map[string]*workerConn
+	roster     *roster // the workers' signs of life, shared with the HTTP handlers
 	nextID     uint64
 	nextGen    int // association generations, unique across all workers
 	// assembling counts jobs whose result is being built off the loop.
@@ -79,6 +80,7 @@ func newDispatcher(s *Server) *dispatcher {
 		downstream: map[string][]*jobRun{},
 		inflight:   map[uint64]flight{},
 		workers:    map[string]*workerConn{},
+		roster:     newRoster(),
 		nextID:     uint64(time.Now().UnixNano()),
 	}
 }
@@ -283,12 +285,13 @@ func (d *dispatcher) onTick(now time.Time) {
 	d.forgetDown(now)
 	d.sendWants()
 	for _, w := range d.workers {
-		if w.state != api.WorkerDown && now.Sub(w.lastSeen) > d.s.cfg.HeartbeatTimeout {
+		if silent := now.Sub(w.live.lastSeen()); w.state != api.WorkerDown && silent > d.s.cfg.HeartbeatTimeout {
 			d.log.Warn("worker missed its heartbeats; taking its units back", "worker", w.info.Name,
-				"silent_for", now.Sub(w.lastSeen).Round(time.Millisecond))
+				"silent_for", silent.Round(time.Millisecond))
 			d.s.metrics.livenessBeat.Inc()
 			d.workerDown(w, errors.New("heartbeat timeout"))
 			w.state = api.WorkerDown
+			w.live.slow.Store(true) // its next heartbeat brings it back up, on the loop
 		}
 	}
 }

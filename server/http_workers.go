@@ -143,10 +143,17 @@ func workerEpoch(r *http.Request) (uint64, error) {
 	return e, nil
 }
 
-// handleHeartbeat serves POST /v1/workers/{name}/heartbeat[?epoch=N].
+// handleHeartbeat serves POST /v1/workers/{name}/heartbeat[?epoch=N]. The
+// roster takes a live worker's heartbeat by itself; the loop handles the
+// others (unknown, superseded, down, or holding a name a registration
+// waits for).
 func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	name, known := r.PathValue("name"), false
 	epoch, err := workerEpoch(r)
+	if err == nil && s.disp.roster.beat(name, epoch, time.Now()) {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	if err == nil {
 		if e := s.disp.do(r.Context(), func() { known, err = s.disp.heartbeat(name, epoch) }); e != nil {
 			err = e

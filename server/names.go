@@ -43,9 +43,10 @@ func (w *workerConn) otherProcess(epoch uint64) bool {
 }
 
 // seen records a sign of life from the worker's process (a heartbeat, its
-// registration), waking the registrations waiting to take its name.
+// registration) that the loop handles, waking the registrations waiting
+// to take its name.
 func (w *workerConn) seen(now time.Time) {
-	w.lastSeen = now
+	w.live.seen(now)
 	close(w.beat)
 	w.beat = make(chan struct{})
 }
@@ -60,13 +61,14 @@ func (d *dispatcher) claim(info api.WorkerInfo, asked time.Time, waited bool) (<
 	h := d.workers[info.Name]
 	if h != nil && h.otherProcess(info.Epoch) && h.state != api.WorkerDown {
 		switch {
-		case waited && h.lastSeen.After(asked):
-			return nil, &nameInUseError{name: info.Name, holder: h.info, lastSeen: h.lastSeen}
-		case !waited && asked.Sub(h.lastSeen) < d.claimWait():
+		case waited && h.live.lastSeen().After(asked):
+			return nil, &nameInUseError{name: info.Name, holder: h.info, lastSeen: h.live.lastSeen()}
+		case !waited && asked.Sub(h.live.lastSeen()) < d.claimWait():
+			h.live.slow.Store(true) // its next heartbeat must wake the registration
 			return h.beat, nil
 		}
 		d.log.Info("worker name taken by a new process; the old one is gone", "worker", info.Name,
-			"old_epoch", h.info.Epoch, "new_epoch", info.Epoch, "old_silent_for", time.Since(h.lastSeen).Round(time.Millisecond))
+			"old_epoch", h.info.Epoch, "new_epoch", info.Epoch, "old_silent_for", time.Since(h.live.lastSeen()).Round(time.Millisecond))
 	}
 	d.register(info)
 	return nil, nil

@@ -27,10 +27,10 @@ type workerConn struct {
 	leaseSeq     uint32        // the sequence number of that lease
 	want         wire.Want     // the demand last queued for the worker
 	dialing      bool
-	beat         chan struct{} // closed and replaced on each sign of life (seen)
+	beat         chan struct{} // closed and replaced on each sign of life the loop sees (seen)
+	live         *liveness     // its process's signs of life, in the roster
 	retry        *time.Timer
 	registeredAt time.Time
-	lastSeen     time.Time
 	unitsDone    int
 	errText      string
 }
@@ -39,7 +39,7 @@ type workerConn struct {
 // there now (on the loop).
 func (d *dispatcher) workerStatus(w *workerConn) api.Worker {
 	s := api.Worker{Info: w.info, State: w.state, Transport: w.transport, UnitsDone: w.unitsDone,
-		Error: w.errText, RegisteredAt: w.registeredAt, LastSeen: w.lastSeen,
+		Error: w.errText, RegisteredAt: w.registeredAt, LastSeen: w.live.lastSeen(),
 		BusyThreads: d.core.BusyStreams(w.info.Name), InFlightUnits: d.core.InFlight(w.info.Name)}
 	if w.assoc != nil {
 		s.Streams, s.Lease = w.assoc.Streams(), w.lease
@@ -73,10 +73,15 @@ func (d *dispatcher) register(info api.WorkerInfo) {
 	restarted := w.otherProcess(info.Epoch)
 	rehold := w.assoc != nil && !moved && !restarted && info.HoldBytes != w.info.HoldBytes
 	w.info = info
+	if w.live == nil || w.live.epoch != info.Epoch { // heartbeats name the new epoch from now on
+		w.live = &liveness{epoch: info.Epoch}
+		d.roster.put(info.Name, w.live)
+	}
 	if rehold { // its memory changed: the scheduler holds it to the new figure
 		d.step(scheduler.WorkerHold{Worker: info.Name, HoldBytes: info.HoldBytes})
 	}
 	w.seen(now)
+	w.live.slow.Store(false) // a claim waiting on it was woken by seen
 	if w.state == api.WorkerDown {
 		w.state = api.WorkerConnecting
 	}
@@ -122,6 +127,7 @@ func (d *dispatcher) heartbeat(name string, epoch uint64) (bool, error) {
 		w.state = api.WorkerConnecting
 		d.ensureAssoc(w)
 	}
+	w.live.slow.Store(false) // its next heartbeats need not come here
 	return true, nil
 }
 
@@ -155,7 +161,7 @@ func (d *dispatcher) deregister(name string, epoch uint64) (bool, error) {
 		return true, &apiError{status: 409, code: api.CodeConflict, msg: fmt.Sprintf(
 			"worker %s is %s (last heartbeat %v ago): stop the worker instead, which deregisters it; "+
 				"a live worker removed would register again at its next heartbeat", name, w.state,
-			time.Since(w.lastSeen).Round(time.Millisecond))}
+			time.Since(w.live.lastSeen()).Round(time.Millisecond))}
 	}
 	d.forget(w, errDeregistered)
 	by := "worker"
@@ -175,6 +181,7 @@ func (d *dispatcher) forget(w *workerConn, reason error) {
 	d.workerDown(w, reason)
 	w.close(reason)
 	delete(d.workers, w.info.Name)
+	d.roster.remove(w.info.Name, w.live)
 }
 
 // forgetDown removes the workers down for longer than
@@ -185,10 +192,10 @@ func (d *dispatcher) forgetDown(now time.Time) {
 		return
 	}
 	for _, w := range d.workers {
-		if w.state == api.WorkerDown && now.Sub(w.lastSeen) > after {
+		if silent := now.Sub(w.live.lastSeen()); w.state == api.WorkerDown && silent > after {
 			d.forget(w, errDeregistered)
 			d.log.Info("worker forgotten: down too long", "worker", w.info.Name,
-				"silent_for", now.Sub(w.lastSeen).Round(time.Second), "forget_after", after)
+				"silent_for", silent.Round(time.Second), "forget_after", after)
 		}
 	}
 }
