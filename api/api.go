@@ -202,7 +202,7 @@ type JobSpec struct {
 	InputJob string            `json:"input_job,omitempty"`
 	Params   map[string]string `json:"params,omitempty"`
 	// Repeat runs the op Repeat times on the whole input (the paper's
-	// workload), 1 to MaxUnits; 0 (or absent) means one unit, like 1. The
+	// workload), 1 to 10,000,000 (server.MaxRepeat); 0 (or absent) means one unit, like 1. The
 	// result of a job of several units is a manifest listing each unit's
 	// output; the result of a job of one unit is that unit's output.
 	Repeat int `json:"repeat,omitempty"`
@@ -311,9 +311,12 @@ type Manifest struct {
 }
 
 // ManifestUnit names one unit's output object, and in a job of many
-// inputs the unit's input.
+// inputs the unit's input. In a repeat job, Count consecutive units from
+// Index that have the same output share one entry; 0 (absent) means one
+// unit.
 type ManifestUnit struct {
 	Index  int    `json:"index"`
+	Count  int    `json:"count,omitempty"`
 	Input  string `json:"input,omitempty"`
 	Name   string `json:"name,omitempty"` // the input's, from JobSpec.InputNames
 	Output string `json:"output"`
@@ -343,6 +346,23 @@ const MaxInputName = 255
 func ValidInputName(name string) bool {
 	return name != "" && utf8.RuneCountInString(name) <= MaxInputName && utf8.ValidString(name) && name[0] != '.' &&
 		!strings.ContainsAny(name, "/\\") && !strings.ContainsFunc(name, unicode.IsControl)
+}
+
+// Units is how many units the entry stands for (Count, at least 1).
+func (u ManifestUnit) Units() int { return max(u.Count, 1) }
+
+// Expand returns the manifest's entries one per unit, in order: an entry
+// of Count units becomes Count entries of one.
+func (m *Manifest) Expand() []ManifestUnit {
+	var out []ManifestUnit
+	for _, u := range m.Units {
+		for k := range u.Units() {
+			one := u
+			one.Index, one.Count = u.Index+k, 0
+			out = append(out, one)
+		}
+	}
+	return out
 }
 
 // MaxInputs bounds JobSpec.Inputs; a bigger job lists its inputs in an

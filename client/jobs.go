@@ -14,20 +14,33 @@ func (c *Client) Submit(ctx context.Context, spec api.JobSpec) (api.Job, error) 
 	return j, c.doJSON(ctx, http.MethodPost, "/v1/jobs", spec, &j)
 }
 
-// Job returns a job's status; withUnits adds per-unit statistics.
+// Job returns a job's status; withUnits adds per-unit statistics, every
+// unit's (the server sends them a page at a time).
 func (c *Client) Job(ctx context.Context, id string, withUnits bool) (api.Job, error) {
-	var j api.Job
-	q := "?units=0"
-	if withUnits {
-		q = "?units=1"
+	if !withUnits {
+		var j api.Job
+		return j, c.doJSON(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"?units=0", nil, &j)
 	}
-	return j, c.doJSON(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+q, nil, &j)
+	return c.jobWithUnits(ctx, "/v1/jobs/"+url.PathEscape(id)+"?units=1")
+}
+
+// jobWithUnits GETs a job's status with units at path, and the pages of
+// units that follow.
+func (c *Client) jobWithUnits(ctx context.Context, path string) (api.Job, error) {
+	var j api.Job
+	next, err := c.getPage(ctx, path, &j)
+	for err == nil && next != "" {
+		var more api.Job
+		if next, err = c.getPage(ctx, next, &more); err == nil {
+			j.Units = append(j.Units, more.Units...)
+		}
+	}
+	return j, err
 }
 
 // Jobs lists jobs, oldest first.
 func (c *Client) Jobs(ctx context.Context) ([]api.Job, error) {
-	var out []api.Job
-	return out, c.doJSON(ctx, http.MethodGet, "/v1/jobs", nil, &out)
+	return list[api.Job](ctx, c, "/v1/jobs")
 }
 
 // Cancel cancels a job.

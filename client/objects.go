@@ -75,10 +75,9 @@ func getObject(id string) request {
 	return request{method: http.MethodGet, path: "/v1/objects/" + url.PathEscape(id)}
 }
 
-// Objects lists stored objects.
+// Objects lists stored objects, by id.
 func (c *Client) Objects(ctx context.Context) ([]api.Object, error) {
-	var out []api.Object
-	return out, c.doJSON(ctx, http.MethodGet, "/v1/objects", nil, &out)
+	return list[api.Object](ctx, c, "/v1/objects")
 }
 
 // countingWriter counts the bytes written to w; an error writing to w ends

@@ -34,10 +34,12 @@ func (c *Client) Wait(ctx context.Context, id string, progress func(api.Job)) (a
 	}
 	for {
 		var j api.Job
-		req := request{method: http.MethodGet, path: "/v1/jobs/" + url.PathEscape(id) + "/wait?timeout=" + waitPoll + "&units=1"}
-		err := c.do(ctx, req, &j)
-		if err != nil || j.Terminal() {
+		req := request{method: http.MethodGet, path: "/v1/jobs/" + url.PathEscape(id) + "/wait?timeout=" + waitPoll + "&units=0"}
+		if err := c.do(ctx, req, &j); err != nil {
 			return j, err
+		}
+		if j.Terminal() { // now its units, every page of them
+			return c.Job(ctx, id, true)
 		}
 	}
 }

@@ -10,10 +10,9 @@ import (
 	"github.com/braidhq/braid/api"
 )
 
-// Workers lists registered workers.
+// Workers lists registered workers, by name.
 func (c *Client) Workers(ctx context.Context) ([]api.Worker, error) {
-	var out []api.Worker
-	return out, c.doJSON(ctx, http.MethodGet, "/v1/workers", nil, &out)
+	return list[api.Worker](ctx, c, "/v1/workers")
 }
 
 // RemoveWorker removes a worker that is down from the server's list, as

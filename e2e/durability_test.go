@@ -140,10 +140,10 @@ func TestResumeAfterKill(t *testing.T) {
 	if err == nil {
 		err = json.Unmarshal(b, &m)
 	}
-	if err != nil || len(m.Units) != units {
-		t.Fatalf("manifest: %d units (%v)", len(m.Units), err)
+	if err != nil || len(m.Expand()) != units {
+		t.Fatalf("manifest: %d units (%v)", len(m.Expand()), err)
 	}
-	for i, mu := range m.Units {
+	for i, mu := range m.Expand() {
 		if mu.Index != i || mu.Output != wantID {
 			t.Errorf("manifest entry %d: %+v", i, mu)
 		}

@@ -30,7 +30,8 @@ type dispatcher struct {
 	downstream map[string][]*jobRun
 	inflight   map[uint64]flight
 	workers    map[string]*workerConn
-	roster     *roster // the workers' signs of life, shared with the HTTP handlers
+	names      []string // the keys of workers, sorted: the workers list's order
+	roster     *roster  // the workers' signs of life, shared with the HTTP handlers
 	nextID     uint64
 	nextGen    int // association generations, unique across all workers
 	// assembling counts jobs whose result is being built off the loop.

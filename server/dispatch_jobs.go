@@ -29,7 +29,7 @@ func (d *dispatcher) addJob(j *jobRun) {
 	op := d.s.schedOp(j.spec)
 	j.mu.Lock()
 	for i := range units {
-		units[i] = scheduler.Unit{Index: i, Op: op, Done: j.units.recs[i].State == statedb.UnitDone, Size: j.inputSizeLocked(i)}
+		units[i] = scheduler.Unit{Index: i, Op: op, Done: j.settled.has(i), Size: j.inputSizeLocked(i)}
 		if units[i].Done {
 			j.stored++ // a resumed job's: read from state.db
 		}
@@ -100,7 +100,7 @@ func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
 	now := time.Now()
 	d.inflight[id] = flight{job: j, index: a.Unit, attempt: a.Attempt, worker: a.Worker,
 		stream: a.Stream, gen: w.gen, sent: now}
-	d.markSent(j, a, now)
+	d.markSent(j)
 	if d.log.Enabled(context.Background(), slog.LevelDebug) {
 		d.log.Debug("unit sent", "job", j.id, "unit", a.Unit, "attempt", a.Attempt, "worker", a.Worker,
 			"stream", a.Stream, "bytes", len(u.Input))
@@ -108,21 +108,14 @@ func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
 	return j
 }
 
-// markSent records a unit's copy going out.
-func (d *dispatcher) markSent(j *jobRun, a scheduler.Assignment, now time.Time) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.units == nil {
+// markSent records a job's first unit going out.
+func (d *dispatcher) markSent(j *jobRun) {
+	if j.started {
 		return
 	}
-	u := &j.units.recs[a.Unit]
-	if u.State != statedb.UnitDone && u.State != statedb.UnitFailed {
-		u.State, u.Worker, u.Stream = statedb.UnitRunning, j.units.intern(a.Worker), uint16(a.Stream)
-		u.Sent = now.UnixNano()
-	}
-	if u.Attempts < 1<<16-1 {
-		u.Attempts++
-	}
+	j.started = true
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	if j.state == api.JobQueued {
 		j.state = api.JobRunning
 	}
@@ -179,33 +172,34 @@ func (d *dispatcher) accept(f flight, r resultMsg, failed bool) {
 		d.s.metrics.observeUnit(f, r)
 	}
 	j := f.job
+	rec := statedb.Unit{Stream: uint16(f.stream), Attempts: uint16(min(f.attempt, 1<<16-1)), State: statedb.UnitDone,
+		Sent: f.sent.UnixNano(), Returned: r.returned.UnixNano(), Queued: int64(r.res.Queued), Compute: int64(r.res.Compute),
+		Output: statedb.ParseID(r.output)}
+	errText := ""
+	if failed {
+		rec.State, errText = statedb.UnitFailed, r.res.Error
+	}
 	j.mu.Lock()
-	if j.units == nil {
+	if j.settled == nil {
 		j.mu.Unlock()
 		return
 	}
-	u := &j.units.recs[f.index]
-	u.Worker, u.Stream = j.units.intern(f.worker), uint16(f.stream)
-	u.Sent, u.Returned = f.sent.UnixNano(), r.returned.UnixNano()
-	u.Queued, u.Compute = int64(r.res.Queued), int64(r.res.Compute)
-	u.Output, u.State = statedb.ParseID(r.output), statedb.UnitDone
+	j.settled.add(f.index)
+	if !failed {
+		j.pendingOut[f.index] = rec.Output
+	}
 	j.perWorker[f.worker]++
 	if r.returned.After(j.lastResult) {
 		j.lastResult = r.returned
 	}
-	errText := ""
-	if failed {
-		u.State, errText = statedb.UnitFailed, r.res.Error
-		j.units.setError(f.index, errText)
-	}
-	rec := *u
 	j.mu.Unlock()
 	if !failed {
 		d.releaseDownstream(j, f.index, rec.Output, r.size)
 	}
 	c := statedb.PutUnit(j.id, f.index, rec, f.worker, errText)
 	if !failed {
-		c = c.Lazily(j.storedOne)
+		i := f.index
+		c = c.Lazily(func(err error) { j.storedOne(i, err) })
 	}
 	d.s.db.Queue(c)
 	if failed && j.end == "" {

@@ -79,22 +79,21 @@ func (s *Server) walkLiveRefs(ref func([32]byte)) {
 }
 
 // walkRefs calls ref for the objects j names: its input, its result, and
-// its units' outputs while they are in memory.
+// while it runs its inputs and the outputs of its units accepted and not
+// yet on disk (those on disk state.db names).
 func (j *jobRun) walkRefs(ref func([32]byte)) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	refID(ref, j.spec.Input)
 	refID(ref, j.result)
-	if j.units == nil {
+	if !j.runningLocked() {
 		return
 	}
 	for _, in := range j.inputs {
 		ref(in)
 	}
-	for i := range j.units.recs {
-		if u := &j.units.recs[i]; u.HasOutput() {
-			ref(u.Output)
-		}
+	for _, out := range j.pendingOut {
+		ref(out)
 	}
 }
 

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,12 +50,37 @@ func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// writeStatus answers 200 with j's status.
+// maxUnitPage is the most unit statistics one answer holds: a job's
+// status with units has its first maxUnitPage units (or those ?after= and
+// ?limit= ask for) and a Link to the next page (paging.go).
+const maxUnitPage = 10_000
+
+// writeStatus answers 200 with j's status, with a page of its units'
+// statistics if asked.
 func (s *Server) writeStatus(w http.ResponseWriter, r *http.Request, j *jobRun, withUnits bool) {
-	out, err := s.status(j, withUnits)
-	if err != nil {
-		writeError(w, fmt.Errorf("reading job %s's units: %w", j.id, err))
-		return
+	out := j.snapshot()
+	if withUnits {
+		p, err := readPage(r, maxUnitPage)
+		from := 0
+		if err == nil && p.after != "" {
+			var after int
+			if after, err = strconv.Atoi(p.after); err != nil || after < -1 {
+				err = badRequest(api.CodeBadParameter, "after %q: want a unit index", p.after)
+			}
+			from = after + 1
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		to := min(from+p.limit, out.Progress.Total)
+		if out.Units, err = s.unitStats(r.Context(), j, from, to); err != nil {
+			writeError(w, fmt.Errorf("reading job %s's units: %w", j.id, err))
+			return
+		}
+		if to < out.Progress.Total {
+			setNext(w, r, p, strconv.Itoa(to-1))
+		}
 	}
 	s.withRunning(r.Context(), &out)
 	writeJSON(w, 200, out)
@@ -79,26 +106,51 @@ func (s *Server) withRunning(ctx context.Context, jobs ...*api.Job) {
 
 // summary is j's status without units.
 func (j *jobRun) summary() api.Job {
-	out, _ := j.snapshot(false)
-	return out
+	return j.snapshot()
 }
 
+// handleListJobs serves GET /v1/jobs in the order the jobs were
+// received, a page at a time (paging.go; after names a job).
 func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
+	p, err := readPage(r, maxPage)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	c := callerOf(r)
 	s.jobsMu.RLock()
-	out := make([]api.Job, 0, len(s.jobs))
+	all := make([]*jobRun, 0, len(s.jobs))
 	for _, j := range s.jobs {
 		if c.sees(j.owner) {
-			out = append(out, j.summary())
+			all = append(all, j)
 		}
 	}
+	after := s.jobs[p.after]
 	s.jobsMu.RUnlock()
+	if p.after != "" && (after == nil || !c.sees(after.owner)) {
+		writeError(w, badRequest(api.CodeBadParameter, "after %q: no such job to list after", p.after))
+		return
+	}
+	// receivedAt is set once, before a job is visible: no lock needed.
+	order := func(a, b *jobRun) int { return cmp.Or(a.receivedAt.Compare(b.receivedAt), strings.Compare(a.id, b.id)) }
+	slices.SortFunc(all, order)
+	lo := 0
+	if after != nil {
+		lo, _ = slices.BinarySearchFunc(all, after, order)
+		lo++
+	}
+	lo = min(lo, len(all))
+	hi := min(lo+p.limit, len(all))
+	out := make([]api.Job, hi-lo)
 	ptrs := make([]*api.Job, len(out))
-	for i := range out {
+	for i, j := range all[lo:hi] {
+		out[i] = j.summary()
 		ptrs[i] = &out[i]
 	}
 	s.withRunning(r.Context(), ptrs...)
-	slices.SortFunc(out, func(a, b api.Job) int { return a.ReceivedAt.Compare(b.ReceivedAt) })
+	if hi < len(all) {
+		setNext(w, r, p, all[hi-1].id)
+	}
 	writeJSON(w, 200, out)
 }
 

@@ -145,39 +145,51 @@ func (s *Server) handleDeleteObject(w http.ResponseWriter, r *http.Request) {
 func (s *Server) activeUser(id string) (job, how string) {
 	want := statedb.ParseID(id)
 	s.jobsMu.RLock()
-	defer s.jobsMu.RUnlock()
+	jobs := make([]*jobRun, 0, len(s.jobs))
 	for _, j := range s.jobs {
-		if how := j.uses(id, want); how != "" {
+		jobs = append(jobs, j)
+	}
+	s.jobsMu.RUnlock()
+	for _, j := range jobs {
+		how, running := j.uses(id, want)
+		if how == "" && running {
+			if named, err := s.db.NamesOutput(j.id, want); named || err != nil {
+				how = "an output of" // or, not knowing, taken for one
+			}
+		}
+		if how != "" {
 			return j.id, how
 		}
 	}
 	return "", ""
 }
 
-// uses says how a job that is not finished uses an object, or "".
-func (j *jobRun) uses(id string, want [32]byte) string {
+// uses says how a job that is not finished uses an object, or "", from
+// what it holds in memory; running says the job has units' outputs on
+// disk too, which the caller looks up.
+func (j *jobRun) uses(id string, want [32]byte) (how string, running bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	switch {
 	case isTerminal(j.state):
-		return ""
+		return "", false
 	case j.spec.Input == id:
-		return "the input of"
+		return "the input of", false
 	case j.spec.OpDigest == id || slices.Contains(j.modules, id):
-		return "the operation module of"
+		return "the operation module of", false
 	case j.spec.InputList == id:
-		return "the input list of"
+		return "the input list of", false
 	case slices.Contains(j.spec.Inputs, id) || slices.Contains(j.inputs, want):
-		return "an input of"
-	case j.units == nil:
-		return ""
+		return "an input of", false
+	case !j.runningLocked():
+		return "", false
 	}
-	for i := range j.units.recs {
-		if u := &j.units.recs[i]; u.HasOutput() && u.Output == want {
-			return "an output of"
+	for _, out := range j.pendingOut {
+		if out == want {
+			return "an output of", false
 		}
 	}
-	return ""
+	return "", true
 }
 
 func announced(contentLength int64) string {
@@ -217,15 +229,26 @@ type bodyError struct{ err error }
 func (e *bodyError) Error() string { return "reading the request body: " + e.err.Error() }
 func (e *bodyError) Unwrap() error { return e.err }
 
+// handleListObjects serves GET /v1/objects, by id, a page at a time
+// (paging.go).
 func (s *Server) handleListObjects(w http.ResponseWriter, r *http.Request) {
+	p, err := readPage(r, maxPage)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	list, err := s.store.List(r.Context())
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	list, next := cut(list, func(o store.Info) string { return o.ID }, p)
 	out := make([]api.Object, len(list))
 	for i, info := range list {
 		out[i] = objectOf(info)
+	}
+	if next != "" {
+		setNext(w, r, p, next)
 	}
 	writeJSON(w, 200, out)
 }

@@ -190,18 +190,33 @@ func (s *Server) handleDeregister(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// handleListWorkers serves GET /v1/workers, by name, a page at a time
+// (paging.go): the loop copies only the page's workers.
 func (s *Server) handleListWorkers(w http.ResponseWriter, r *http.Request) {
-	out := []api.Worker{}
-	err := s.disp.do(r.Context(), func() {
-		for _, wc := range s.disp.workers {
-			out = append(out, s.disp.workerStatus(wc))
+	p, err := readPage(r, maxPage)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out, next := []api.Worker{}, ""
+	err = s.disp.do(r.Context(), func() {
+		names := s.disp.names
+		lo := searchAfter(len(names), func(i int) string { return names[i] }, p.after)
+		hi := min(lo+p.limit, len(names))
+		for _, name := range names[lo:hi] {
+			out = append(out, s.disp.workerStatus(s.disp.workers[name]))
+		}
+		if hi < len(names) {
+			next = names[hi-1]
 		}
 	})
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	slices.SortFunc(out, func(a, b api.Worker) int { return strings.Compare(a.Info.Name, b.Info.Name) })
+	if next != "" {
+		setNext(w, r, p, next)
+	}
 	writeJSON(w, 200, out)
 }
 

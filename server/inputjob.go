@@ -47,6 +47,10 @@ func (s *Server) splitInputJob(id string, spec api.JobSpec, setup unitSetup, rec
 	if state == api.JobFailed || state == api.JobCancelled {
 		return nil, badRequest(api.CodeBadRequest, "input job %s is %s: its outputs are not all there", spec.InputJob, state)
 	}
+	if n > MaxUnits {
+		return nil, badRequest(api.CodeTooLarge, "input job %s has %d units: a job over another's outputs has one unit per output, at most %d",
+			spec.InputJob, n, MaxUnits)
+	}
 	outputs, err := s.doneOutputs(up)
 	if err != nil {
 		return nil, fmt.Errorf("reading the outputs of job %s: %w", up.id, err)
@@ -67,9 +71,10 @@ func (s *Server) splitInputJob(id string, spec api.JobSpec, setup unitSetup, rec
 
 // addInputJob holds, as the loop adds downstream job j, the units whose
 // input does not exist yet, taking those that came since the split from
-// the upstream's units in memory, and registers j to get the rest. It
-// returns false, having failed j, if the upstream is gone, or ended (or
-// is ending) other than done.
+// the upstream's units (read again: on the loop, none is accepted
+// meanwhile), and registers j to get the rest. It returns false, having
+// failed j, if the upstream is gone, or ended (or is ending) other than
+// done.
 func (d *dispatcher) addInputJob(j *jobRun, units []scheduler.Unit) bool {
 	d.s.jobsMu.RLock()
 	up := d.s.jobs[j.spec.InputJob]
@@ -79,17 +84,22 @@ func (d *dispatcher) addInputJob(j *jobRun, units []scheduler.Unit) bool {
 		return false
 	}
 	up.mu.Lock()
-	upState := up.state
-	if up.units != nil { // running: outputs accepted since the split
+	upState, running := up.state, up.runningLocked()
+	up.mu.Unlock()
+	if running { // outputs accepted since the split
+		outputs, err := d.s.doneOutputs(up)
+		if err != nil {
+			d.endJob(j, api.JobFailed, fmt.Sprintf("reading the outputs of its input job %s: %v", up.id, err), "")
+			return false
+		}
 		j.mu.Lock()
-		for i := range up.units.recs {
-			if u := &up.units.recs[i]; i < len(j.inputs) && u.State == statedb.UnitDone && u.HasOutput() {
-				j.inputs[i] = u.Output
+		for i, o := range outputs {
+			if i < len(j.inputs) && o != ([32]byte{}) {
+				j.inputs[i] = o
 			}
 		}
 		j.mu.Unlock()
 	}
-	up.mu.Unlock()
 	ended := up.end // decided on the loop, maybe not yet published
 	if ended == "" {
 		ended = upState
@@ -140,32 +150,24 @@ func (s *Server) canSeeJob(c caller, id string) bool {
 }
 
 // doneOutputs are a job's units' outputs by index, zero where a unit has
-// none (yet): from memory while the job runs, else from state.db.
+// none (yet): those whose record is not yet on disk from memory, taken
+// first, then those on disk (a record moving to disk meanwhile is read
+// there).
 func (s *Server) doneOutputs(j *jobRun) ([][32]byte, error) {
 	j.mu.Lock()
-	if j.units != nil {
-		out := make([][32]byte, len(j.units.recs))
-		for i := range j.units.recs {
-			if u := &j.units.recs[i]; u.State == statedb.UnitDone && u.HasOutput() {
-				out[i] = u.Output
-			}
-		}
-		j.mu.Unlock()
-		return out, nil
-	}
 	n := j.progress.Total
-	j.mu.Unlock()
-	stored, err := s.db.Units(j.id)
-	if err != nil {
-		return nil, err
-	}
 	out := make([][32]byte, n)
-	for _, su := range stored {
-		if su.Index < n && su.Rec.State == statedb.UnitDone && su.Rec.HasOutput() {
+	for i, o := range j.pendingOut {
+		out[i] = o
+	}
+	j.mu.Unlock()
+	err := s.db.EachUnit(j.id, n, func(su statedb.StoredUnit) error {
+		if su.Rec.State == statedb.UnitDone && su.Rec.HasOutput() {
 			out[su.Index] = su.Rec.Output
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // releaseDownstream gives unit i's output, just accepted (size bytes), to

@@ -266,7 +266,9 @@ func TestMigrateSchema1(t *testing.T) {
 	if err := s2.resume(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := s2.status(s2.job("j-old"), true)
+	j := s2.job("j-old")
+	st := j.snapshot()
+	st.Units, err = s2.unitStats(context.Background(), j, 0, 2)
 	if err != nil || st.State != api.JobDone || len(st.Units) != 2 || st.Units[1].Attempts != 2 ||
 		st.Units[0].Worker != "w1" || st.Units[1].ComputeMS != 2 || st.Units[0].Output != out.ID || st.UnitsPerWorker["w1"] != 2 {
 		t.Errorf("migrated job: %+v %v", st, err)

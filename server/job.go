@@ -18,8 +18,14 @@ import (
 // A job's state as clients see it (state) only moves to a terminal one
 // once that state, and the records of its accepted units, are on disk: the
 // dispatch loop decides (end), the state writer commits, and publish makes
-// it visible. From then on the unit statistics live only in state.db (units
-// is nil) and the job costs a few hundred bytes until retention removes it.
+// it visible.
+//
+// A job holds no record per unit: each accepted unit's statistics go to
+// state.db (its unit log) as they come, and while the job runs it keeps
+// only which units were accepted (settled, a few bytes per thousand units
+// of a job whose units are accepted about in order) and the outputs of
+// those whose record is not yet on disk. So a job of ten million units
+// costs little more memory than one of ten.
 type jobRun struct {
 	id    string
 	spec  api.JobSpec
@@ -39,9 +45,10 @@ type jobRun struct {
 	bounds     image.Rectangle
 	// Loop-owned. assembling is set while the result is being built (the
 	// job cannot be cancelled then); end is the terminal state the loop
-	// decided, "" while the job runs.
+	// decided, "" while the job runs; started is set once a unit was sent.
 	assembling bool
 	end        string
+	started    bool
 	// retained: the job is in the retention queue (guarded by
 	// Server.retention.mu).
 	retained bool
@@ -60,19 +67,28 @@ type jobRun struct {
 	// units in flight, which snapshot reports as Sent; once the job is
 	// terminal, terminalProgress. So a unit a client saw done survives a
 	// crash of the server.
-	progress  api.Progress
-	core      api.Progress
-	stored    int
-	units     *unitTable     // nil once terminal: the records are on disk
-	perWorker map[string]int // accepted units by worker
-	notify    chan struct{}  // closed and replaced on every change
+	progress api.Progress
+	core     api.Progress
+	stored   int
+	// settled are the units whose result was accepted (done or failed),
+	// and pendingOut the outputs of those whose record is not yet on disk,
+	// by index; both nil once the job is terminal (every record is on
+	// disk).
+	settled    *unitSet
+	pendingOut map[int][32]byte
+	perWorker  map[string]int // accepted units by worker
+	notify     chan struct{}  // closed and replaced on every change
 }
 
 func newJobRun(id string, spec api.JobSpec, n int, now time.Time) *jobRun {
 	return &jobRun{id: id, spec: spec, state: api.JobQueued, receivedAt: now,
-		units: newUnitTable(n), perWorker: map[string]int{}, notify: make(chan struct{}),
+		settled: newUnitSet(n), pendingOut: map[int][32]byte{}, perWorker: map[string]int{}, notify: make(chan struct{}),
 		progress: api.Progress{Total: n, Pending: n}}
 }
+
+// runningLocked reports whether the job's units may still change: their
+// records are not all on disk. Call with mu held.
+func (j *jobRun) runningLocked() bool { return j.settled != nil }
 
 // unitInput is unit i's input bytes; a job of many inputs reads it from
 // the store.
@@ -125,15 +141,17 @@ func (j *jobRun) publishLocked() {
 	j.progress = p
 }
 
-// storedOne counts a done unit whose record committed (the writer's after).
-func (j *jobRun) storedOne(err error) {
+// storedOne counts done unit i, whose record committed (the writer's
+// after).
+func (j *jobRun) storedOne(i int, err error) {
 	if err != nil {
 		return
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.stored++
-	if j.units != nil && !isTerminal(j.state) {
+	delete(j.pendingOut, i)
+	if j.settled != nil && !isTerminal(j.state) {
 		j.publishLocked()
 		j.changed()
 	}
@@ -164,9 +182,8 @@ func isTerminal(state string) bool {
 	return state == api.JobDone || state == api.JobFailed || state == api.JobCancelled
 }
 
-// snapshot returns the job's status. withUnits adds per-unit statistics
-// if they are still in memory, and reports whether it could.
-func (j *jobRun) snapshot(withUnits bool) (api.Job, bool) {
+// snapshot returns the job's status, without units.
+func (j *jobRun) snapshot() api.Job {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	out := api.Job{ID: j.id, Spec: j.spec, Owner: j.owner, State: j.state, Progress: j.progress,
@@ -189,14 +206,7 @@ func (j *jobRun) snapshot(withUnits bool) (api.Job, bool) {
 		out.MakespanMS = ms
 		out.AvgUnitMS = ms / float64(max(j.progress.Total, 1))
 	}
-	if !withUnits || j.units == nil {
-		return out, j.units != nil
-	}
-	out.Units = make([]api.UnitStat, len(j.units.recs))
-	for i := range out.Units {
-		out.Units[i] = j.units.stat(i)
-	}
-	return out, true
+	return out
 }
 
 // record is the job's state.db record with the given state; the caller
@@ -232,7 +242,7 @@ func (j *jobRun) publish(rec statedb.Job) {
 	if rec.FinishedAt != nil {
 		j.finishedAt = *rec.FinishedAt
 	}
-	j.waiting, j.units = "", nil
+	j.waiting, j.settled, j.pendingOut = "", nil, nil
 	j.changed()
 }
 

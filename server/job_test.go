@@ -14,7 +14,7 @@ import (
 func TestRestoredTerminalCounts(t *testing.T) {
 	rec := statedb.Job{ID: "j-1", State: api.JobFailed, ReceivedAt: time.Now(),
 		Progress: api.Progress{Total: 500, Running: 6, Failed: 1, Pending: 493}}
-	got, _ := restoredJob(rec).snapshot(false)
+	got := restoredJob(rec).snapshot()
 	want := api.Progress{Total: 500, Failed: 1, Cancelled: 499}
 	if got.Progress != want {
 		t.Errorf("restored progress %+v, want %+v", got.Progress, want)

@@ -143,5 +143,5 @@ func (r *readAhead) stop() {
 func (j *jobRun) unitDone(i int) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.units != nil && j.units.recs[i].State == statedb.UnitDone
+	return j.settled != nil && j.settled.has(i)
 }

@@ -65,17 +65,6 @@ func upstreamFirst(recs []statedb.Job) []statedb.Job {
 // failed unit on record is failed (it crashed before saying so); a job that
 // cannot be split again fails with the reason.
 func (s *Server) resumeJob(rec statedb.Job) {
-	stored, err := s.db.Units(rec.ID)
-	if err != nil {
-		s.failResumed(rec, fmt.Errorf("reading its units: %w", err))
-		return
-	}
-	for _, su := range stored {
-		if su.Rec.State == statedb.UnitFailed {
-			s.failResumed(rec, fmt.Errorf("unit %d failed on worker %s: %s", su.Index, su.Worker, su.ErrText))
-			return
-		}
-	}
 	if rec.Spec.Input != "" { // a job of many inputs touches them as it is split
 		if _, err := s.store.Touch(s.ctx, rec.Spec.Input); err != nil {
 			s.failResumed(rec, fmt.Errorf("input object %s: %w", rec.Spec.Input, err))
@@ -88,7 +77,11 @@ func (s *Server) resumeJob(rec statedb.Job) {
 		return
 	}
 	j.owner = rec.Owner
-	done := s.restoreUnits(j, stored)
+	done, err := s.restoreUnits(j)
+	if err != nil {
+		s.failResumed(rec, err)
+		return
+	}
 	s.addVisible(j)
 	if !s.disp.post(func() { s.disp.addJob(j) }) {
 		return
@@ -97,32 +90,45 @@ func (s *Server) resumeJob(rec statedb.Job) {
 }
 
 // restoreUnits marks done the units of j whose stored output still
-// exists, and returns how many.
-func (s *Server) restoreUnits(j *jobRun, stored []statedb.StoredUnit) int {
+// exists, and returns how many; a failed unit on record is an error.
+func (s *Server) restoreUnits(j *jobRun) (int, error) {
+	n := j.total()
+	exists := map[[32]byte]bool{} // a repeat job's units often share their output
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	done := 0
-	for _, su := range stored {
-		if su.Index >= len(j.units.recs) || su.Rec.State != statedb.UnitDone || !su.Rec.HasOutput() {
-			continue
+	err := s.db.EachUnit(j.id, n, func(su statedb.StoredUnit) error {
+		switch {
+		case su.Rec.State == statedb.UnitFailed:
+			return fmt.Errorf("unit %d failed on worker %s: %s", su.Index, su.Worker, su.ErrText)
+		case su.Rec.State != statedb.UnitDone || !su.Rec.HasOutput():
+			return nil
 		}
-		if _, err := s.store.Stat(s.ctx, statedb.HexID(su.Rec.Output)); err != nil {
-			continue // collected or lost: run it again
+		there, known := exists[su.Rec.Output]
+		if !known {
+			_, err := s.store.Stat(s.ctx, statedb.HexID(su.Rec.Output))
+			there = err == nil // collected or lost: run it again
+			exists[su.Rec.Output] = there
 		}
-		u := su.Rec
-		u.Worker = j.units.intern(su.Worker)
-		j.units.recs[su.Index] = u
+		if !there {
+			return nil
+		}
+		j.settled.add(su.Index)
 		j.perWorker[su.Worker]++
-		if t := time.Unix(0, u.Returned); u.Returned != 0 && t.After(j.lastResult) {
+		if t := time.Unix(0, su.Rec.Returned); su.Rec.Returned != 0 && t.After(j.lastResult) {
 			j.lastResult = t
 		}
 		done++
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reading its units: %w", err)
 	}
 	if done > 0 {
 		j.state = api.JobRunning
 		j.progress.Done, j.progress.Pending = done, j.progress.Total-done
 	}
-	return done
+	return done, nil
 }
 
 // failResumed records and shows a job that could not be resumed.

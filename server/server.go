@@ -461,14 +461,43 @@ func (s *Server) job(id string) *jobRun {
 	return s.jobs[id]
 }
 
-// status is j's api.Job for clients; withUnits adds the unit statistics,
-// read from state.db once they are no longer in memory.
-func (s *Server) status(j *jobRun, withUnits bool) (api.Job, error) {
-	out, inMemory := j.snapshot(withUnits)
-	if !withUnits || inMemory {
-		return out, nil
+// unitStats are the statistics of j's units from index from to index to
+// (excluded): the accepted ones from state.db, and while the job runs
+// those in flight (from the loop) and those accepted whose record is not
+// yet on disk, both as running.
+func (s *Server) unitStats(ctx context.Context, j *jobRun, from, to int) ([]api.UnitStat, error) {
+	stats, err := s.db.UnitStats(j.id, from, to)
+	if err != nil || len(stats) == 0 {
+		return stats, err
 	}
-	units, err := s.db.UnitStats(j.id, out.Progress.Total)
-	out.Units = units
-	return out, err
+	j.mu.Lock()
+	running := j.runningLocked()
+	for i := range stats {
+		if running && stats[i].State == "pending" && j.settled.has(from+i) {
+			stats[i].State = "running" // its record is on its way to disk
+		}
+	}
+	j.mu.Unlock()
+	if !running {
+		return stats, nil
+	}
+	var out []flight
+	if err := s.disp.do(ctx, func() {
+		for _, f := range s.disp.inflight {
+			if f.job == j && f.index >= from && f.index < to {
+				out = append(out, f)
+			}
+		}
+	}); err != nil {
+		return nil, err
+	}
+	for _, f := range out {
+		u := &stats[f.index-from]
+		if u.State != "pending" && (u.State != "running" || u.Sent != nil) {
+			continue // done, or a copy already shown (speculation)
+		}
+		sent := f.sent
+		u.State, u.Worker, u.Stream, u.Attempts, u.Sent = "running", f.worker, f.stream, f.attempt, &sent
+	}
+	return stats, nil
 }

@@ -19,8 +19,13 @@ import (
 	"github.com/braidhq/braid/userop"
 )
 
-// MaxUnits bounds the units one job may have.
+// MaxUnits bounds the units of a job of many inputs (an input list, or
+// another job's outputs): the server holds an object id per unit.
 const MaxUnits = 100_000
+
+// MaxRepeat bounds the units of a repeat job, which the server holds
+// compactly (docs/scale.md).
+const MaxRepeat = 10_000_000
 
 // maxUnitInput is the most a unit's input (or output) can be.
 const maxUnitInput = transport.MaxMessageSize
@@ -64,8 +69,8 @@ func (s *Server) validateSpec(spec *api.JobSpec) error {
 	if err != nil {
 		return err
 	}
-	if spec.Repeat < 0 || spec.Repeat > MaxUnits {
-		return badRequest(api.CodeBadParameter, "repeat %d: want 1 to %d (or leave it out for one unit)", spec.Repeat, MaxUnits)
+	if spec.Repeat < 0 || spec.Repeat > MaxRepeat {
+		return badRequest(api.CodeBadParameter, "repeat %d: want 1 to %d (or leave it out for one unit)", spec.Repeat, MaxRepeat)
 	}
 	if spec.Repeat > 0 && spec.Tiles != "" {
 		return badRequest(api.CodeBadRequest, "give repeat or tiles, not both")

@@ -41,7 +41,7 @@ func TestNotAnImageIsRefusedAtSubmit(t *testing.T) {
 
 // TestResultShape: a job of one unit's result is that unit's output,
 // with or without repeat 1; a repeat job of several units' result is a
-// manifest.
+// manifest, in which units with the same output share an entry.
 func TestResultShape(t *testing.T) {
 	cl := startCluster(t, cluster.WorkerSpec{Threads: 2})
 	c := cl.Client
@@ -60,7 +60,7 @@ func TestResultShape(t *testing.T) {
 	j := runJob(t, c, api.JobSpec{Op: "blur", Input: in, Repeat: 2})
 	b, err := c.GetBytes(testCtx(t), j.Result)
 	var m api.Manifest
-	if err != nil || json.Unmarshal(b, &m) != nil || len(m.Units) != 2 || m.Units[1].Output == "" {
-		t.Errorf("repeat 2: result %s is not a manifest of 2 units: %.200s (%v)", j.Result, b, err)
+	if err != nil || json.Unmarshal(b, &m) != nil || len(m.Units) != 1 || m.Units[0].Units() != 2 || m.Units[0].Output == "" {
+		t.Errorf("repeat 2: result %s is not a manifest of one entry for the 2 units' one output: %.200s (%v)", j.Result, b, err)
 	}
 }

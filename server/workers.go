@@ -66,6 +66,8 @@ func (d *dispatcher) register(info api.WorkerInfo) {
 	if w == nil {
 		w = &workerConn{state: api.WorkerConnecting, registeredAt: now, beat: make(chan struct{})}
 		d.workers[info.Name] = w
+		k, _ := slices.BinarySearch(d.names, info.Name)
+		d.names = slices.Insert(d.names, k, info.Name)
 		d.log.Info("worker registered", "worker", info.Name, "threads", info.MaxThreads, "ops", len(info.Ops),
 			"endpoints", endpoints(info.Endpoints), "version", info.Version)
 	}
@@ -181,6 +183,9 @@ func (d *dispatcher) forget(w *workerConn, reason error) {
 	d.workerDown(w, reason)
 	w.close(reason)
 	delete(d.workers, w.info.Name)
+	if k, ok := slices.BinarySearch(d.names, w.info.Name); ok {
+		d.names = slices.Delete(d.names, k, k+1)
+	}
 	d.roster.remove(w.info.Name, w.live)
 }
 

@@ -176,11 +176,12 @@ func checkManifest(ctx context.Context, c *client.Client, j api.Job, want expect
 	if err := json.Unmarshal(b, &m); err != nil {
 		return []string{fmt.Sprintf("job %s: manifest: %v", j.ID, err)}
 	}
-	if len(m.Units) != j.Spec.Repeat {
-		return []string{fmt.Sprintf("job %s: manifest lists %d units, the job has %d", j.ID, len(m.Units), j.Spec.Repeat)}
+	units := m.Expand()
+	if len(units) != j.Spec.Repeat {
+		return []string{fmt.Sprintf("job %s: manifest lists %d units, the job has %d", j.ID, len(units), j.Spec.Repeat)}
 	}
 	var bad []string
-	for i, u := range m.Units {
+	for i, u := range units {
 		if u.Index != i || u.Output != want.unit {
 			bad = append(bad, fmt.Sprintf("job %s: manifest entry %d is unit %d with output %s", j.ID, i, u.Index, u.Output))
 		}

@@ -231,6 +231,12 @@ func (e *env) job(ctx context.Context, r *Result) error {
 	if serr != nil {
 		return serr
 	}
+	// The server forgets a finished job's scheduling state at its next
+	// housekeeping tick (100 ms); what it keeps after that is what it
+	// retains per finished unit.
+	if err := sleep(ctx, time.Second); err != nil {
+		return err
+	}
 	after, err := e.sp.heap(ctx, true)
 	if err != nil {
 		return fmt.Errorf("scale: the server's heap: %w", err)

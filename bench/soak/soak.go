@@ -46,8 +46,7 @@ type Config struct {
 	// Rate is the jobs submitted per second (default 10).
 	Rate float64
 	// Units is the number of units of a repeat job (default 20); a big
-	// cancelled job has BigUnits (default 100,000, the most a job may
-	// have).
+	// cancelled job has BigUnits (default 100,000).
 	Units, BigUnits int
 	// Every is the sampling period (default 10s).
 	Every time.Duration

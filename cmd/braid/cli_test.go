@@ -80,7 +80,7 @@ func TestStrayArgumentsAreErrors(t *testing.T) {
 			`unexpected argument "radius=9" (did you mean --param radius=9?)`},
 		{[]string{"submit", "--op", "blur", "--input", id, "--param", "sigma=2", "--param", "sigma=3"},
 			"--param sigma given twice (sigma=2 and sigma=3)"},
-		{[]string{"submit", "--op", "blur", "--input", id, "--repeat", "0"}, "--repeat 0: want 1 to 100000"},
+		{[]string{"submit", "--op", "blur", "--input", id, "--repeat", "0"}, "--repeat 0: want 1 to 10000000"},
 		{[]string{"get", id, "extra", "-o", "x"}, `unexpected argument "extra"`},
 		{[]string{"status", "j-1", "j-2"}, `unexpected argument "j-2"`},
 		{[]string{"jobs", "all"}, `unexpected argument "all"`},
@@ -216,7 +216,7 @@ func TestOpsShowsParameters(t *testing.T) {
 // turns into a bogus argument name.
 func TestHelpTexts(t *testing.T) {
 	cases := map[string][]string{
-		"submit": {"-input ID", "-op OP", "-param key=value", "-repeat N", "1 to 100000", "-tiles RxC", "1 to 64", "-speculate"},
+		"submit": {"-input ID", "-op OP", "-param key=value", "-repeat N", "1 to 10000000", "-tiles RxC", "1 to 64", "-speculate"},
 		"put":    {"braid put -", "1 GiB"},
 		"get":    {"-o FILE", "-job JOB"},
 	}

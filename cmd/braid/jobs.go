@@ -33,7 +33,7 @@ func runSubmit(ctx context.Context, args []string, e *env) error {
 	inputJob := fs.String("input-job", "", "one unit per unit of `JOB`, on its output, each sent as soon as it exists (a unique prefix will do)")
 	inputList := fs.String("input-list", "", fmt.Sprintf("one unit per object listed in `FILE`, one id per line (# comments), up to %d;\nthe list is uploaded and the job submitted in one request", server.MaxUnits))
 	fs.Var(&params, "param", "operation parameter `key=value` (repeatable, each key once): braid ops lists them")
-	repeat := fs.Int("repeat", 0, fmt.Sprintf("run the operation `N` times on the whole input, 1 to %d (leave it out for one unit)", server.MaxUnits))
+	repeat := fs.Int("repeat", 0, fmt.Sprintf("run the operation `N` times on the whole input, 1 to %d (leave it out for one unit)", server.MaxRepeat))
 	tiles := fs.String("tiles", "", "cut the image into `RxC` tiles, R and C 1 to 64, and stitch the result")
 	policy := fs.String("policy", "dynamic", "assignment policy: "+strings.Join(scheduler.PolicyNames, ", "))
 	speculate := fs.String("speculate", "", "re-run stragglers at the end of the job: true or false (default: the policy's)")
@@ -232,8 +232,8 @@ func (s session) resolveInputList(ctx context.Context, spec *api.JobSpec, items 
 // jobSpec checks submit's flags and makes the spec they describe.
 func jobSpec(fs *flag.FlagSet, op, input string, params multiFlag, repeat int, tiles, policy, speculate string) (api.JobSpec, error) {
 	spec := api.JobSpec{Op: op, Input: input, Repeat: repeat, Tiles: tiles, Policy: policy}
-	if isSet(fs, "repeat") && (repeat < 1 || repeat > server.MaxUnits) {
-		return spec, usageErrorf("--repeat %d: want 1 to %d (leave it out for one unit)", repeat, server.MaxUnits)
+	if isSet(fs, "repeat") && (repeat < 1 || repeat > server.MaxRepeat) {
+		return spec, usageErrorf("--repeat %d: want 1 to %d (leave it out for one unit)", repeat, server.MaxRepeat)
 	}
 	if tiles != "" {
 		if _, _, err := api.ParseTiles(tiles); err != nil {

@@ -17,7 +17,7 @@ func PutToken(id string, rec any) Change {
 
 // DeleteToken is the change that removes token id's record.
 func DeleteToken(id string) Change {
-	return Change{apply: func(tx *bolt.Tx) error { return tx.Bucket(tokensBucket).Delete([]byte(id)) }}
+	return Change{apply: func(tx *txn) error { return tx.Bucket(tokensBucket).Delete([]byte(id)) }}
 }
 
 // Tokens calls fn with every token's id and record (JSON), in id order,
@@ -52,7 +52,7 @@ func opKey(name string, version int) []byte {
 // cannot be encoded.
 func putJSON(bucket, key []byte, rec any) Change {
 	v, err := json.Marshal(rec)
-	return Change{apply: func(tx *bolt.Tx) error {
+	return Change{apply: func(tx *txn) error {
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,5 @@
 package statedb
 
-import bolt "go.etcd.io/bbolt"
-
 // Then returns c with after to run once c is committed (nil) or failed:
 // on the writer's goroutine, so after must not queue and wait on the DB.
 // A change with an after is committed at once, not after a linger.
@@ -21,7 +19,7 @@ func (c Change) Lazily(after func(error)) Change {
 // Batch is one change made of cs, applied in order in one transaction
 // (their own afters are not run).
 func Batch(cs ...Change) Change {
-	return Change{apply: func(tx *bolt.Tx) error {
+	return Change{apply: func(tx *txn) error {
 		for _, c := range cs {
 			if c.apply == nil {
 				continue

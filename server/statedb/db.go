@@ -26,12 +26,14 @@ import (
 
 // DB is the server's state database.
 //
-// Schema 2, one bucket each:
+// Schema 3, one bucket each:
 //
 //	meta     schema → uint32; server_id → 32 hex digits; epoch → uint64
 //	jobs     job id → Job (JSON), without units
-//	units    job id "/" index (uint32) → unit record (binary, unit.go);
-//	         only units whose result was accepted have one
+//	unitlog  the records of the units whose result was accepted, by job
+//	         and chunk of indexes, compactly (unitlog.go)
+//	units    job id "/" index (uint32) → unit record (binary, unit.go):
+//	         schema 2's records, one per unit, still read
 //	uploads  object id → upload time (int64 ns), then the id of the token
 //	         that uploaded it if any: objects clients uploaded, which the
 //	         collector never deletes
@@ -52,7 +54,7 @@ type DB struct {
 }
 
 // SchemaVersion is the layout this build reads and writes.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 var (
 	metaBucket    = []byte("meta")
@@ -88,7 +90,7 @@ func Open(path string, log *slog.Logger) (*DB, error) {
 // init creates the buckets, reads the schema version, and takes the
 // server id (made on the first start) and a new epoch.
 func (s *DB) init(tx *bolt.Tx) error {
-	for _, name := range [][]byte{metaBucket, jobsBucket, unitsBucket, uploadsBucket, tokensBucket, opsBucket} {
+	for _, name := range [][]byte{metaBucket, jobsBucket, unitsBucket, unitLogBucket, uploadsBucket, tokensBucket, opsBucket} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}

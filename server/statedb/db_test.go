@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -135,18 +136,18 @@ func TestUnitRecordRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for job, want := range map[string]int{"j-a": 0, "j-ab": 300, "j-b": 300} {
-		if got, err := db.Units(job); err != nil || len(got) != want {
+		if got, err := db.UnitsRange(job, 0, math.MaxInt32); err != nil || len(got) != want {
 			t.Errorf("job %s: %d unit records (%v), want %d", job, len(got), err, want)
 		}
 	}
-	stats, err := db.UnitStats("j-b", 302)
+	stats, err := db.UnitStats("j-b", 0, 302)
 	if err != nil || len(stats) != 302 || stats[7].State != "failed" || stats[7].Worker != "w" || stats[7].Attempts != 3 || stats[301].State != "pending" {
 		t.Errorf("unit stats: %d, %v; want 302, unit 7 failed on w after 3 attempts, unit 301 pending", len(stats), err)
 	}
 }
 
 // TestMigrateSchema1: a database of schema 1 (job records with every unit
-// inside, no uploads) becomes schema 2: the objects given count as
+// inside, no uploads) becomes the current schema: the objects given count as
 // uploaded, each job keeps its accepted units as unit records.
 func TestMigrateSchema1(t *testing.T) {
 	dir := t.TempDir()
@@ -175,7 +176,7 @@ func TestMigrateSchema1(t *testing.T) {
 	if err != nil || len(jobs) != 1 || jobs[0].Result != out || jobs[0].PerWorker["w1"] != 2 || jobs[0].LastResult == nil {
 		t.Fatalf("jobs after migration: %+v %v", jobs, err)
 	}
-	units, err := db.Units("j-old")
+	units, err := db.UnitsRange("j-old", 0, math.MaxInt32)
 	if err != nil || len(units) != 2 || units[0].Rec.State != UnitDone || units[0].Rec.Compute != int64(1.5*float64(time.Millisecond)) ||
 		units[1].Rec.State != UnitFailed || units[1].ErrText != "no" || units[1].Rec.Attempts != 2 {
 		t.Errorf("units after migration: %+v %v; want unit 0 done, unit 1 failed, no pending one", units, err)

@@ -17,22 +17,32 @@ import (
 // builds did not record which objects clients uploaded, so every object
 // already stored is marked uploaded and the collector never deletes it;
 // and their job records carried every unit's statistics, so each becomes
-// a job record without units plus one record per accepted unit.
+// a job record without units plus records of its accepted units.
+//
+// From schema 2: new unit records go to the unit log (unitlog.go); the
+// old ones stay where they are and are still read, so nothing is
+// rewritten.
 func (s *DB) Migrate(objects []string) error {
 	if s.schema == SchemaVersion {
 		return nil
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		now := time.Now()
-		for _, id := range objects {
-			if err := PutUpload(id, now, "").apply(tx); err != nil {
+	err := s.db.Update(func(btx *bolt.Tx) error {
+		tx := newTxn(btx, newNameCache())
+		if s.schema < 2 {
+			now := time.Now()
+			for _, id := range objects {
+				if err := PutUpload(id, now, "").apply(tx); err != nil {
+					return err
+				}
+			}
+			if err := splitV1Jobs(tx); err != nil {
+				return err
+			}
+			if err := tx.flush(); err != nil {
 				return err
 			}
 		}
-		if err := splitV1Jobs(tx); err != nil {
-			return err
-		}
-		return setSchema(tx, SchemaVersion)
+		return setSchema(btx, SchemaVersion)
 	})
 	if err != nil {
 		return fmt.Errorf("statedb: migrating state.db from schema %d: %w", s.schema, err)
@@ -41,7 +51,7 @@ func (s *DB) Migrate(objects []string) error {
 }
 
 // splitV1Jobs rewrites schema 1 job records (api.Job with units).
-func splitV1Jobs(tx *bolt.Tx) error {
+func splitV1Jobs(tx *txn) error {
 	var old []api.Job
 	err := tx.Bucket(jobsBucket).ForEach(func(k, v []byte) error {
 		var j api.Job

@@ -31,7 +31,7 @@ type Job struct {
 
 // PutJob is the change that writes a job record.
 func PutJob(rec Job) Change {
-	return Change{apply: func(tx *bolt.Tx) error {
+	return Change{apply: func(tx *txn) error {
 		v, err := json.Marshal(rec)
 		if err != nil {
 			return err
@@ -40,18 +40,13 @@ func PutJob(rec Job) Change {
 	}}
 }
 
-// PutUnit is the change that writes unit i's record of a job, with the
-// name of the worker that ran it and its error text, if it failed.
-func PutUnit(job string, i int, u Unit, worker, errText string) Change {
-	return Change{apply: func(tx *bolt.Tx) error {
-		return tx.Bucket(unitsBucket).Put(unitKey(job, i), u.encode(nil, worker, errText))
-	}}
-}
-
 // DeleteJob is the change that removes a job's record and its units'.
 func DeleteJob(job string) Change {
-	return Change{apply: func(tx *bolt.Tx) error {
+	return Change{apply: func(tx *txn) error {
 		if err := tx.Bucket(jobsBucket).Delete([]byte(job)); err != nil {
+			return err
+		}
+		if err := deleteUnitLog(tx, job); err != nil {
 			return err
 		}
 		// Collect the keys, then delete them in order: a cursor's Next after
@@ -76,7 +71,7 @@ func DeleteJob(job string) Change {
 // PutUpload and DeleteUpload record and forget an object a client uploaded
 // (owner: the id of its token, "" without tokens).
 func PutUpload(id string, at time.Time, owner string) Change {
-	return Change{apply: func(tx *bolt.Tx) error {
+	return Change{apply: func(tx *txn) error {
 		v := binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano()))
 		return tx.Bucket(uploadsBucket).Put([]byte(id), append(v, owner...))
 	}}
@@ -84,7 +79,7 @@ func PutUpload(id string, at time.Time, owner string) Change {
 
 // DeleteUpload is the change that forgets object id's upload.
 func DeleteUpload(id string) Change {
-	return Change{apply: func(tx *bolt.Tx) error { return tx.Bucket(uploadsBucket).Delete([]byte(id)) }}
+	return Change{apply: func(tx *txn) error { return tx.Bucket(uploadsBucket).Delete([]byte(id)) }}
 }
 
 // Upload is the record of a client's upload.
@@ -133,43 +128,21 @@ type StoredUnit struct {
 	ErrText string
 }
 
-// Units returns a job's unit records, by index.
-func (s *DB) Units(job string) ([]StoredUnit, error) {
-	var out []StoredUnit
-	prefix := unitPrefix(job)
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(unitsBucket).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if len(k) != len(prefix)+4 {
-				continue
-			}
-			u, worker, errText, err := decodeUnitRec(v)
-			if err != nil {
-				return fmt.Errorf("unit record %q: %w", k, err)
-			}
-			out = append(out, StoredUnit{Index: int(binary.BigEndian.Uint32(k[len(prefix):])),
-				Rec: u, Worker: worker, ErrText: errText})
-		}
-		return nil
-	})
-	return out, err
-}
-
-// UnitStats builds the statistics of a job's total units from their
-// records; units without one (never accepted) are pending.
-func (s *DB) UnitStats(job string, total int) ([]api.UnitStat, error) {
-	stored, err := s.Units(job)
-	if err != nil {
+// UnitStats builds the statistics of a job's units with an index in
+// [from, to) from their records; units without one (never accepted) are
+// pending.
+func (s *DB) UnitStats(job string, from, to int) ([]api.UnitStat, error) {
+	from = max(from, 0)
+	stored, err := s.UnitsRange(job, from, to)
+	if err != nil || to <= from {
 		return nil, err
 	}
-	out := make([]api.UnitStat, total)
+	out := make([]api.UnitStat, to-from)
 	for i := range out {
-		out[i] = api.UnitStat{Index: i, State: "pending"}
+		out[i] = api.UnitStat{Index: from + i, State: "pending"}
 	}
 	for _, su := range stored {
-		if su.Index < total {
-			out[su.Index] = su.Rec.Stat(su.Index, su.Worker, su.ErrText)
-		}
+		out[su.Index-from] = su.Rec.Stat(su.Index, su.Worker, su.ErrText)
 	}
 	return out, nil
 }

@@ -43,12 +43,16 @@ func (s *DB) WalkRefs(ref func(id [32]byte)) error {
 		if err != nil {
 			return err
 		}
-		return tx.Bucket(unitsBucket).ForEach(func(_, v []byte) error {
+		err = tx.Bucket(unitsBucket).ForEach(func(_, v []byte) error {
 			if len(v) >= unitRecOutput+32 && v[0] == unitRecVersion && v[1] == UnitDone {
 				ref([32]byte(v[unitRecOutput : unitRecOutput+32]))
 			}
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		return walkLogRefs(tx, ref)
 	})
 }
 

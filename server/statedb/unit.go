@@ -21,14 +21,12 @@ const (
 
 var unitStateNames = [...]string{"pending", "running", "done", "failed"}
 
-// Unit is one unit's statistics, compact: a 100,000-unit job holds
-// 100,000 of these (72 bytes each) while it runs, and api.UnitStat is built
-// from them only when a client asks.
+// Unit is one unit's statistics, as PutUnit records them and the reads
+// return them; api.UnitStat is built from it only when a client asks.
 type Unit struct {
 	Sent, Returned  int64 // Unix nanoseconds; 0: not yet
 	Queued, Compute int64 // the worker's own timings, nanoseconds
 	Output          [32]byte
-	Worker          uint16 // the server's number for the worker's name (not stored); 0: none
 	Stream          uint16
 	Attempts        uint16 // saturates
 	State           uint8

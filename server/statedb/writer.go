@@ -25,8 +25,9 @@ import (
 // maxQueued changes (back-pressure). One goroutine, started by newWriter
 // and ended by close, does every write.
 type writer struct {
-	db  *bolt.DB
-	log *slog.Logger
+	db    *bolt.DB
+	log   *slog.Logger
+	names *nameCache // the unit log's worker numbers; only run's goroutine uses it
 
 	mu     sync.Mutex // guards queue, spare, urgent and closed
 	room   sync.Cond  // signalled when the goroutine takes the queue
@@ -44,7 +45,7 @@ type writer struct {
 // queue and wait on the writer. A lazy change's after does not hurry the
 // commit: it waits for company as a change without one does.
 type Change struct {
-	apply func(tx *bolt.Tx) error
+	apply func(tx *txn) error
 	after func(error)
 	lazy  bool
 }
@@ -60,7 +61,7 @@ const (
 )
 
 func newWriter(db *bolt.DB, log *slog.Logger) *writer {
-	w := &writer{db: db, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &writer{db: db, log: log, names: newNameCache(), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	w.room.L = &w.mu
 	go w.run()
 	return w
@@ -101,7 +102,7 @@ func (w *writer) poke() {
 }
 
 // sync queues apply and waits until it is on disk.
-func (w *writer) sync(apply func(tx *bolt.Tx) error) error {
+func (w *writer) sync(apply func(tx *txn) error) error {
 	done := make(chan error, 1)
 	w.queueChange(Change{apply: apply, after: func(err error) { done <- err }})
 	return <-done
@@ -170,7 +171,8 @@ func (w *writer) lingerForCompany() {
 // commit writes a batch in one transaction. If it fails, each change is
 // retried alone, so one bad change costs only itself.
 func (w *writer) commit(batch []Change) {
-	err := w.db.Update(func(tx *bolt.Tx) error {
+	err := w.db.Update(func(btx *bolt.Tx) error {
+		tx := newTxn(btx, w.names)
 		for _, c := range batch {
 			if c.apply == nil {
 				continue
@@ -179,8 +181,11 @@ func (w *writer) commit(batch []Change) {
 				return err
 			}
 		}
-		return nil
+		return tx.flush()
 	})
+	if err != nil {
+		w.names = newNameCache() // it may hold numbers the failed transaction gave
+	}
 	if err != nil && len(batch) > 1 {
 		w.log.Warn("state batch failed; retrying its changes one by one", "changes", len(batch), "err", err)
 		for _, c := range batch {

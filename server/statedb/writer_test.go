@@ -19,7 +19,7 @@ func TestWriterOrderAndClose(t *testing.T) {
 	db := testDB(t)
 	w := newWriter(db, slog.New(slog.DiscardHandler))
 	put := func(k string, v int) Change {
-		return Change{apply: func(tx *bolt.Tx) error {
+		return Change{apply: func(tx *txn) error {
 			return tx.Bucket(jobsBucket).Put([]byte(k), binary.BigEndian.AppendUint64(nil, uint64(v)))
 		}}
 	}
@@ -62,7 +62,7 @@ func TestWriterLazyAfter(t *testing.T) {
 	defer w.close()
 	seen := make(chan bool, 1)
 	w.queueChange(Change{
-		apply: func(tx *bolt.Tx) error { return tx.Bucket(jobsBucket).Put([]byte("k"), []byte("v")) },
+		apply: func(tx *txn) error { return tx.Bucket(jobsBucket).Put([]byte("k"), []byte("v")) },
 		after: func(err error) {
 			var there bool
 			_ = db.View(func(tx *bolt.Tx) error { there = tx.Bucket(jobsBucket).Get([]byte("k")) != nil; return nil })

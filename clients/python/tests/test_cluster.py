@@ -241,6 +241,18 @@ class TestObjects(ClusterTest):
             self.client.delete_object(obj)
         self.assertNotIn(obj.id, [o.id for o in self.client.objects()])
 
+    def test_paged_lists(self) -> None:
+        objs = [self.client.put(f"paged {i}".encode()) for i in range(5)]
+        whole = [o.id for o in self.client.objects()]
+        self.assertEqual(whole, sorted(whole))
+        self.assertTrue({o.id for o in objs} <= set(whole))
+        self.assertEqual([o.id for o in self.client.objects(page_size=2)], whole)
+        self.assertEqual([w.info.name for w in self.client.workers(page_size=1)], [w.info.name for w in self.client.workers()])
+        self.assertEqual(len(self.client.workers(page_size=1)), 2)
+        for _ in range(3):
+            self.client.submit("noop", objs[0])
+        self.assertEqual([j.id for j in self.client.jobs(page_size=2)], [j.id for j in self.client.jobs()])
+
     def test_put_file_from_offset(self) -> None:
         src = self.tmp / "in.bin"
         src.write_bytes(b"head:" + b"x" * 1000)
@@ -319,9 +331,11 @@ class TestJobs(ClusterTest):
         self.assertTrue(done.has_manifest)
         m = self.client.manifest(done.result or "")
         self.assertEqual((m.job, m.op, m.input), (done.id, "grayscale", obj.id))
-        self.assertEqual([u.index for u in m.units], [0, 1, 2])
+        # The three units have the same output: one entry stands for them.
+        self.assertEqual([(u.index, u.units) for u in m.units], [(0, 3)])
+        self.assertEqual([u.index for u in m.expand()], [0, 1, 2])
         ids = self.client.result_ids(done)
-        self.assertEqual(ids, [u.output for u in m.units])
+        self.assertEqual(ids, [m.units[0].output] * 3)
         paths = self.client.download_results(done.id, self.tmp)
         self.assertEqual(len(paths), 3)
         for p in paths:

@@ -348,6 +348,28 @@ class Transport:
 
         return self.call(req, read, deadline)
 
+    def json_page(self, req: _Request, deadline: Optional[float] = None) -> Tuple[Any, Optional[str]]:
+        """Makes a call to a paged list and returns its decoded JSON answer and the path of the next page, from its Link header (None on the last)."""
+
+        def read(resp: http.client.HTTPResponse) -> Tuple[Any, Optional[str]]:
+            raw = resp.read()
+            try:
+                value = json.loads(raw) if raw else None
+            except ValueError:
+                raise final(self.not_json(resp)) from None
+            return value, _next_link(resp.getheader("Link", ""))
+
+        return self.call(req, read, deadline)
+
+
+def _next_link(header: str) -> Optional[str]:
+    """The target of a Link header's rel="next", as braid's paged lists give it; None if there is none."""
+    for part in header.split(","):
+        target, _, params = part.strip().partition(";")
+        if target.startswith("<") and target.endswith(">") and 'rel="next"' in params.replace(" ", ""):
+            return target[1:-1]
+    return None
+
 
 class _Retry(Exception):
     """An attempt's failure that the call may make again."""

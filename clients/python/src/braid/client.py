@@ -205,9 +205,9 @@ class Client:
                 pass
             raise
 
-    def objects(self) -> List[Object]:
-        """Every stored object."""
-        return [self._decode(Object, o) for o in self._list("GET", "/v1/objects")]
+    def objects(self, page_size: Optional[int] = None) -> List[Object]:
+        """Every stored object, by id; the server sends long lists in pages (of page_size, if given), which this follows."""
+        return [self._decode(Object, o) for o in self._list("GET", _paged("/v1/objects", page_size))]
 
     def delete_object(self, obj: ObjectRef) -> None:
         """Deletes an object: :class:`braid.NotFoundError` (object_not_found) if there is none, :class:`braid.ConflictError` while a job that is not finished uses it."""
@@ -273,12 +273,23 @@ class Client:
         return self._decode(Job, self._json("POST", "/v1/jobs", body=body, ctype="application/json"))
 
     def job(self, job: JobRef, units: bool = False) -> Job:
-        """A job's status; units adds per-unit statistics."""
-        return self._decode(Job, self._json("GET", f"{_job_path(job)}?units={int(units)}"))
+        """A job's status; units adds per-unit statistics, every unit's (the server sends them a page at a time)."""
+        path: Optional[str] = f"{_job_path(job)}?units={int(units)}"
+        first: Optional[Job] = None
+        while path is not None:
+            raw, following = self._t.json_page(_Request("GET", path))
+            page = self._decode(Job, raw)
+            if first is None:
+                first = page
+            else:
+                first.units.extend(page.units)
+            path = following if units else None
+        assert first is not None
+        return first
 
-    def jobs(self) -> List[Job]:
-        """Every job the server knows, oldest first, without per-unit statistics."""
-        return [self._decode(Job, j) for j in self._list("GET", "/v1/jobs")]
+    def jobs(self, page_size: Optional[int] = None) -> List[Job]:
+        """Every job the server knows, oldest first, without per-unit statistics; the server sends long lists in pages (of page_size, if given), which this follows."""
+        return [self._decode(Job, j) for j in self._list("GET", _paged("/v1/jobs", page_size))]
 
     def cancel(self, job: JobRef) -> Job:
         """Cancels a job: :class:`braid.ConflictError` if it is already done, failed or cancelled."""
@@ -384,20 +395,25 @@ class Client:
             raise JobFailedError(0, j.state, f"job {j.id} is {j.state}{why}")
         if not j.has_manifest:
             return [j.result]
-        units = sorted(self.manifest(j.result).units, key=lambda u: u.index)
-        return [u.output for u in units]
+        return [u.output for u in self.manifest(j.result).expand()]
 
     def download_results(self, job: JobRef, dest_dir: StrPath) -> List[Path]:
         """Downloads a done job's outputs (see :meth:`result_ids`) into dest_dir, made if missing; returns the paths, in unit order."""
         d = Path(dest_dir)
         d.mkdir(parents=True, exist_ok=True)
-        return [self.download(oid, d) for oid in self.result_ids(job)]
+        paths: Dict[str, Path] = {}  # units of a repeat job often share their output: fetched once
+        out = []
+        for oid in self.result_ids(job):
+            if oid not in paths:
+                paths[oid] = self.download(oid, d)
+            out.append(paths[oid])
+        return out
 
     # --- workers
 
-    def workers(self) -> List[Worker]:
+    def workers(self, page_size: Optional[int] = None) -> List[Worker]:
         """The registered workers, sorted by name."""
-        return [self._decode(Worker, w) for w in self._list("GET", "/v1/workers")]
+        return [self._decode(Worker, w) for w in self._list("GET", _paged("/v1/workers", page_size))]
 
     # --- tokens (an admin's calls)
 
@@ -435,9 +451,17 @@ class Client:
             raise NotBraidError(200, "", f"{self.url}: unexpected answer: {e}") from e
 
     def _list(self, method: str, path: str) -> List[Any]:
-        out = self._json(method, path)
-        if not isinstance(out, list):
-            raise NotBraidError(200, "", f"{self.url}{path}: want a JSON array, got {type(out).__name__}")
+        """A list, every page of it: the server pages long lists and says in a Link header where the next page is."""
+        out: List[Any] = []
+        next_path: Optional[str] = path
+        while next_path is not None:
+            page, following = self._t.json_page(_Request(method, next_path))
+            if not isinstance(page, list):
+                raise NotBraidError(200, "", f"{self.url}{next_path}: want a JSON array, got {type(page).__name__}")
+            out.extend(page)
+            if following is not None and not following.startswith("/"):
+                raise NotBraidError(200, "", f"{self.url}{next_path}: next page {following!r} is not a path on this server")
+            next_path = following
         return out
 
 
@@ -446,6 +470,10 @@ def _loads(raw: Union[str, bytes]) -> Any:
         return json.loads(raw)
     except ValueError as e:
         raise NotBraidError(200, "", f"not JSON: {e}") from e
+
+
+def _paged(path: str, page_size: Optional[int]) -> str:
+    return path if page_size is None else f"{path}?limit={int(page_size)}"
 
 
 def _object_id(obj: ObjectRef) -> str:

@@ -281,7 +281,7 @@ class Job:
 
 @dataclass
 class ManifestUnit:
-    """One unit's output object, and in a job of many inputs its input."""
+    """One unit's output object, and in a job of many inputs its input; in a repeat job, ``count`` consecutive units from ``index`` with the same output share an entry (0: one unit)."""
 
     index: int
     output: str
@@ -289,6 +289,12 @@ class ManifestUnit:
     input: Optional[str] = None
     #: The input's name, from the job's ``input_names``.
     name: Optional[str] = None
+    count: int = 0
+
+    @property
+    def units(self) -> int:
+        """How many units the entry stands for."""
+        return max(self.count, 1)
 
 
 @dataclass
@@ -299,6 +305,14 @@ class Manifest:
     op: str
     units: List[ManifestUnit]
     input: Optional[str] = None
+
+    def expand(self) -> List[ManifestUnit]:
+        """The entries one per unit, in unit order: an entry of ``count`` units becomes that many of one."""
+        out = []
+        for u in sorted(self.units, key=lambda e: e.index):
+            for k in range(u.units):
+                out.append(ManifestUnit(index=u.index + k, output=u.output, size=u.size, input=u.input))
+        return out
 
 
 @dataclass
