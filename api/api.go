@@ -451,6 +451,13 @@ type Worker struct {
 	LastSeen      time.Time `json:"last_seen"`
 }
 
+// Beat is the server's answer to a heartbeat: how often it wants the next
+// ones, which grows with the number of workers it has (a server keeps
+// their heartbeats to a budget per second).
+type Beat struct {
+	HeartbeatMS int `json:"heartbeat_ms"`
+}
+
 // Registration is the server's answer to a worker's registration.
 type Registration struct {
 	Name string `json:"name"`

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -46,7 +47,23 @@ func (c *Client) UpdateWorker(ctx context.Context, info api.WorkerInfo) error {
 // Heartbeat tells the server that the worker process epoch is alive (0:
 // whichever process holds the name).
 func (c *Client) Heartbeat(ctx context.Context, name string, epoch uint64) error {
-	return c.doJSON(ctx, http.MethodPost, workerPath(name, "/heartbeat")+epochQuery(epoch), nil, nil)
+	_, err := c.Beat(ctx, name, epoch)
+	return err
+}
+
+// Beat is Heartbeat, returning the server's answer: how often it wants
+// the next heartbeats (a server with many workers asks each for fewer;
+// HeartbeatMS 0 from a server that does not say).
+func (c *Client) Beat(ctx context.Context, name string, epoch uint64) (api.Beat, error) {
+	var b api.Beat
+	err := c.call(ctx, request{method: http.MethodPost, path: workerPath(name, "/heartbeat") + epochQuery(epoch)},
+		func(resp *http.Response) error {
+			if resp.StatusCode == http.StatusNoContent {
+				return nil // a server from before heartbeats were answered
+			}
+			return json.NewDecoder(resp.Body).Decode(&b)
+		})
+	return b, err
 }
 
 // DeregisterWorker removes the worker process epoch's registration; its

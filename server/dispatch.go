@@ -40,6 +40,10 @@ type dispatcher struct {
 	// drained is closed, and set to nil, once nothing is in flight.
 	draining bool
 	drained  chan struct{}
+	// wantsStale: the wants must be sent once more though no job is left;
+	// nextScan is when the heartbeats are checked next (onTick).
+	wantsStale bool
+	nextScan   time.Time
 }
 
 // flight is one unit sent to a worker and not yet answered.
@@ -81,7 +85,7 @@ func newDispatcher(s *Server) *dispatcher {
 		downstream: map[string][]*jobRun{},
 		inflight:   map[uint64]flight{},
 		workers:    map[string]*workerConn{},
-		roster:     newRoster(),
+		roster:     newRoster(s.cfg.HeartbeatInterval, s.cfg.HeartbeatTimeout, s.cfg.HeartbeatRate),
 		nextID:     uint64(time.Now().UnixNano()),
 	}
 }
@@ -280,13 +284,35 @@ func (d *dispatcher) onResult(r resultMsg) {
 	d.unitFinished(f, r)
 }
 
+// onTick runs the housekeeping. What looks at every worker runs only as
+// often as it must: the wants while there are jobs (or a job just left),
+// the heartbeat timeouts every scanEvery.
 func (d *dispatcher) onTick(now time.Time) {
 	d.apply(d.core.Tick(now))
 	d.forgetEnded()
+	if len(d.jobs) > 0 || d.wantsStale {
+		d.wantsStale = len(d.jobs) > 0 // once more after the last job goes: its wants fall to 0
+		d.sendWants()
+	}
+	if now.Before(d.nextScan) {
+		return
+	}
+	d.nextScan = now.Add(d.scanEvery())
 	d.forgetDown(now)
-	d.sendWants()
+	d.timeOut(now)
+}
+
+// scanEvery is how often the workers' heartbeats are checked: a fifth of
+// the heartbeat timeout, at most a second, at least a tick.
+func (d *dispatcher) scanEvery() time.Duration {
+	return max(min(d.s.cfg.HeartbeatTimeout/5, time.Second), tickEvery)
+}
+
+// timeOut takes the workers whose heartbeats stopped for their timeout
+// for dead.
+func (d *dispatcher) timeOut(now time.Time) {
 	for _, w := range d.workers {
-		if silent := now.Sub(w.live.lastSeen()); w.state != api.WorkerDown && silent > d.s.cfg.HeartbeatTimeout {
+		if silent := now.Sub(w.live.lastSeen()); w.state != api.WorkerDown && silent > d.roster.timeoutOf(w.live) {
 			d.log.Warn("worker missed its heartbeats; taking its units back", "worker", w.info.Name,
 				"silent_for", silent.Round(time.Millisecond))
 			d.s.metrics.livenessBeat.Inc()

@@ -100,7 +100,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, 200, api.Registration{Name: info.Name, HeartbeatMS: int(s.cfg.HeartbeatInterval.Milliseconds())})
+	writeJSON(w, 200, api.Registration{Name: info.Name, HeartbeatMS: int(s.disp.roster.interval().Milliseconds())})
 }
 
 // claim registers info, waiting if another process holds its name until
@@ -108,14 +108,15 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 func (s *Server) claim(ctx context.Context, info api.WorkerInfo) error {
 	asked := time.Now()
 	var beat <-chan struct{}
+	var wait time.Duration
 	var err error
-	if e := s.disp.do(ctx, func() { beat, err = s.disp.claim(info, asked, false) }); e != nil {
+	if e := s.disp.do(ctx, func() { beat, wait, err = s.disp.claim(info, asked, false) }); e != nil {
 		return e
 	}
 	if beat == nil {
 		return err
 	}
-	t := time.NewTimer(s.disp.claimWait())
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-beat:
@@ -123,7 +124,7 @@ func (s *Server) claim(ctx context.Context, info api.WorkerInfo) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if e := s.disp.do(ctx, func() { _, err = s.disp.claim(info, asked, true) }); e != nil {
+	if e := s.disp.do(ctx, func() { _, _, err = s.disp.claim(info, asked, true) }); e != nil {
 		return e
 	}
 	return err
@@ -150,9 +151,11 @@ func workerEpoch(r *http.Request) (uint64, error) {
 func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	name, known := r.PathValue("name"), false
 	epoch, err := workerEpoch(r)
-	if err == nil && s.disp.roster.beat(name, epoch, time.Now()) {
-		w.WriteHeader(http.StatusNoContent)
-		return
+	if err == nil {
+		if answer := s.disp.roster.beat(name, epoch, time.Now()); answer != nil {
+			writeBeat(w, answer)
+			return
+		}
 	}
 	if err == nil {
 		if e := s.disp.do(r.Context(), func() { known, err = s.disp.heartbeat(name, epoch) }); e != nil {
@@ -166,7 +169,15 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeBeat(w, *s.disp.roster.answer.Load())
+}
+
+// writeBeat answers a heartbeat with an api.Beat, already encoded.
+func writeBeat(w http.ResponseWriter, answer []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(answer)
 }
 
 // handleDeregister serves DELETE /v1/workers/{name}[?epoch=N]: a worker

@@ -31,10 +31,6 @@ import (
 // and then comes back finds its name taken: its heartbeats, which carry
 // its epoch, are refused with a conflict, and it stops.
 
-// claimWait is how long a registration under a name held by another
-// process waits for the holder to show it is alive.
-func (d *dispatcher) claimWait() time.Duration { return 2 * d.s.cfg.HeartbeatInterval }
-
 // otherProcess reports whether a registration from epoch comes from
 // another process than the one w registered. A zero epoch (a worker that
 // does not say) is taken for the same process, as before epochs.
@@ -54,24 +50,25 @@ func (w *workerConn) seen(now time.Time) {
 // claim registers info unless another process holds its name and may be
 // alive (on the loop). asked is when the registration arrived. On the
 // first call (waited false) it returns a channel to wait on, for at most
-// claimWait, before calling again with waited true; that call registers
+// the duration it returns (two of the holder's heartbeat intervals),
+// before calling again with waited true; that call registers
 // info unless the holder showed a sign of life since asked, and then
 // returns a *nameInUseError.
-func (d *dispatcher) claim(info api.WorkerInfo, asked time.Time, waited bool) (<-chan struct{}, error) {
+func (d *dispatcher) claim(info api.WorkerInfo, asked time.Time, waited bool) (<-chan struct{}, time.Duration, error) {
 	h := d.workers[info.Name]
 	if h != nil && h.otherProcess(info.Epoch) && h.state != api.WorkerDown {
 		switch {
 		case waited && h.live.lastSeen().After(asked):
-			return nil, &nameInUseError{name: info.Name, holder: h.info, lastSeen: h.live.lastSeen()}
-		case !waited && asked.Sub(h.live.lastSeen()) < d.claimWait():
+			return nil, 0, &nameInUseError{name: info.Name, holder: h.info, lastSeen: h.live.lastSeen()}
+		case !waited && asked.Sub(h.live.lastSeen()) < d.roster.claimWait(h.live):
 			h.live.slow.Store(true) // its next heartbeat must wake the registration
-			return h.beat, nil
+			return h.beat, d.roster.claimWait(h.live), nil
 		}
 		d.log.Info("worker name taken by a new process; the old one is gone", "worker", info.Name,
 			"old_epoch", h.info.Epoch, "new_epoch", info.Epoch, "old_silent_for", time.Since(h.live.lastSeen()).Round(time.Millisecond))
 	}
 	d.register(info)
-	return nil, nil
+	return nil, 0, nil
 }
 
 // nameInUseError refuses a registration: a live process holds the name.

@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/transport"
 )
 
 // TestHeartbeatSkipsBusyLoop: a live worker's heartbeat is answered while
@@ -41,5 +43,59 @@ func TestHeartbeatSkipsBusyLoop(t *testing.T) {
 	defer cancelShort()
 	if err := c.Heartbeat(short, "w1", 8); err == nil {
 		t.Error("a heartbeat naming another epoch was answered without the loop")
+	}
+}
+
+// TestHeartbeatsPaced: past HeartbeatRate workers each is told to beat
+// less often, in the registration's answer and in every heartbeat's, and
+// is given a timeout as much longer; the interval comes back down as
+// workers leave.
+func TestHeartbeatsPaced(t *testing.T) {
+	s, err := New(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Secret: []byte("s"),
+		Transports: map[string]transport.Transport{"none": nil}, HeartbeatInterval: 100 * time.Millisecond,
+		HeartbeatTimeout: 300 * time.Millisecond, HeartbeatRate: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	c := client.New(s.URL()).WithSecret([]byte("s")).WithRetry(client.Retry{For: -1})
+	var regs []api.Registration
+	for i := range 10 {
+		info := api.WorkerInfo{Name: fmt.Sprintf("w%d", i), Epoch: uint64(i + 1), MaxThreads: 1, Ops: []string{"noop"},
+			Endpoints: []api.Endpoint{{Transport: "tcpn", Addr: "127.0.0.1:1"}}}
+		reg, err := c.RegisterWorker(ctx, info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		regs = append(regs, reg)
+	}
+	if regs[0].HeartbeatMS != 100 || regs[9].HeartbeatMS != 500 {
+		t.Errorf("registrations told %d ms (the 1st) and %d ms (the 10th); want 100 and 500 (10 workers at 20 beats/s)",
+			regs[0].HeartbeatMS, regs[9].HeartbeatMS)
+	}
+	beat, err := c.Beat(ctx, "w0", 1)
+	if err != nil || beat.HeartbeatMS != 500 {
+		t.Errorf("the first worker's heartbeat: told %d ms (%v), want 500 now", beat.HeartbeatMS, err)
+	}
+	// Told 500 ms, w0 may be silent 1.5 s (5 intervals); the base timeout
+	// would have taken it for dead after 300 ms.
+	if l := s.disp.roster.get("w0"); s.disp.roster.timeoutOf(l) != 1500*time.Millisecond {
+		t.Errorf("w0's timeout %v, want 1.5s", s.disp.roster.timeoutOf(l))
+	}
+	for i := 1; i < 10; i++ {
+		if err := c.DeregisterWorker(ctx, fmt.Sprintf("w%d", i), uint64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if beat, err := c.Beat(ctx, "w0", 1); err != nil || beat.HeartbeatMS != 100 {
+		t.Errorf("alone again: told %d ms (%v), want 100", beat.HeartbeatMS, err)
 	}
 }

@@ -89,7 +89,12 @@ type Config struct {
 	UploadIdleTimeout time.Duration
 	// HeartbeatInterval is what workers are told to use (default 1s);
 	// HeartbeatTimeout is when a silent worker loses its units (default 5s).
+	// With more than HeartbeatRate workers (default 1,000 a second) each
+	// is told to beat less often, so that all of them together send about
+	// HeartbeatRate heartbeats a second, and its timeout grows in
+	// proportion (roster.go).
 	HeartbeatInterval, HeartbeatTimeout time.Duration
+	HeartbeatRate                       int
 	// Window is the scheduler's initial units in flight per stream: 0 for
 	// the scheduler's default (2), at most MaxWindow. Workers' feedback
 	// grows it while their queues run dry, up to MaxWindow.
@@ -148,6 +153,7 @@ const (
 	DefaultGCGrace            = 10 * time.Minute
 	DefaultDrainTimeout       = 10 * time.Second
 	DefaultForgetWorkersAfter = time.Hour
+	DefaultHeartbeatRate      = 1000
 )
 
 func (c *Config) validate() error {
@@ -165,6 +171,9 @@ func (c *Config) validate() error {
 	}
 	if c.HeartbeatTimeout <= 0 {
 		c.HeartbeatTimeout = 5 * c.HeartbeatInterval
+	}
+	if c.HeartbeatRate <= 0 {
+		c.HeartbeatRate = DefaultHeartbeatRate
 	}
 	if c.UploadIdleTimeout <= 0 {
 		c.UploadIdleTimeout = 30 * time.Second

@@ -68,6 +68,7 @@ func (d *dispatcher) register(info api.WorkerInfo) {
 		d.workers[info.Name] = w
 		k, _ := slices.BinarySearch(d.names, info.Name)
 		d.names = slices.Insert(d.names, k, info.Name)
+		d.roster.pace(len(d.workers))
 		d.log.Info("worker registered", "worker", info.Name, "threads", info.MaxThreads, "ops", len(info.Ops),
 			"endpoints", endpoints(info.Endpoints), "version", info.Version)
 	}
@@ -84,6 +85,7 @@ func (d *dispatcher) register(info api.WorkerInfo) {
 	}
 	w.seen(now)
 	w.live.slow.Store(false) // a claim waiting on it was woken by seen
+	d.roster.tell(w.live)
 	if w.state == api.WorkerDown {
 		w.state = api.WorkerConnecting
 	}
@@ -130,6 +132,7 @@ func (d *dispatcher) heartbeat(name string, epoch uint64) (bool, error) {
 		d.ensureAssoc(w)
 	}
 	w.live.slow.Store(false) // its next heartbeats need not come here
+	d.roster.tell(w.live)
 	return true, nil
 }
 
@@ -187,6 +190,7 @@ func (d *dispatcher) forget(w *workerConn, reason error) {
 		d.names = slices.Delete(d.names, k, k+1)
 	}
 	d.roster.remove(w.info.Name, w.live)
+	d.roster.pace(len(d.workers))
 }
 
 // forgetDown removes the workers down for longer than

@@ -48,7 +48,10 @@ func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 				w.log.Info("figures re-announced", "server", c.URL())
 			}
 		default:
-			err = c.Heartbeat(ctx, w.cfg.Name, w.epoch)
+			var beat api.Beat
+			if beat, err = c.Beat(ctx, w.cfg.Name, w.epoch); err == nil && beat.HeartbeatMS > 0 {
+				interval = time.Duration(beat.HeartbeatMS) * time.Millisecond // a server of many workers asks for fewer
+			}
 		}
 		if registered && isNotFound(err) { // a heartbeat or update: the registration is gone
 			registered = false

@@ -45,7 +45,9 @@ type simWorker struct {
 	f     *fleet
 	name  string
 	epoch uint64
-	ln    transport.Listener
+	mu    sync.Mutex         // guards ln, addr and info
+	ln    transport.Listener // nil while an association runs (over TCP)
+	addr  string             // the data-plane address it listens on
 	info  api.WorkerInfo
 }
 
@@ -77,23 +79,40 @@ func newFleet(cfg Config, base string, secret []byte) (*fleet, error) {
 
 func (f *fleet) newWorker(name string, epoch uint64) (*simWorker, error) {
 	t := f.cfg.Threads
-	ln, err := f.tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: f.secret, Name: name, ID: name, Epoch: epoch,
-		RecStreams: t, MaxStreams: t})
+	w := &simWorker{f: f, name: name, epoch: epoch}
+	ln, err := f.tr.Listen("127.0.0.1:0", w.listenConfig()) // before the others start: no lock needed
 	if err != nil {
 		return nil, fmt.Errorf("scale: worker %s: listen: %w", name, err)
 	}
-	w := &simWorker{f: f, name: name, epoch: epoch, ln: ln}
+	w.ln, w.addr = ln, ln.Addr().String()
 	w.info = api.WorkerInfo{Name: name, Cores: 1, MaxThreads: t, FreeThreads: t, LeasedThreads: t, Ops: []string{"noop"},
 		Epoch: epoch, Version: version.String(),
-		Endpoints: []api.Endpoint{{Transport: f.cfg.Transport, Addr: ln.Addr().String()}}}
+		Endpoints: []api.Endpoint{{Transport: f.cfg.Transport, Addr: w.addr}}}
 	return w, nil
 }
 
 // close stops accepting; associations end with their server.
 func (f *fleet) close() {
 	for _, w := range f.workers {
-		w.ln.Close()
+		w.setListener(nil)
 	}
+}
+
+// setListener replaces the worker's listener, closing the old one.
+func (w *simWorker) setListener(ln transport.Listener) {
+	w.mu.Lock()
+	old := w.ln
+	w.ln = ln
+	w.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+}
+
+func (w *simWorker) listener() transport.Listener {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ln
 }
 
 // run registers every worker, at most httpPool at a time, and keeps each
@@ -128,7 +147,10 @@ func (f *fleet) wait() { f.wg.Wait() }
 func (w *simWorker) register(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	for {
-		reg, err := w.f.cl.RegisterWorker(ctx, w.info)
+		w.mu.Lock()
+		info := w.info
+		w.mu.Unlock()
+		reg, err := w.f.cl.RegisterWorker(ctx, info)
 		if err == nil {
 			w.f.regs.Add(1)
 			if reg.HeartbeatMS > 0 {
@@ -160,11 +182,15 @@ func (w *simWorker) heartbeat(ctx context.Context) {
 		case <-time.After(wait):
 		}
 		wait = time.Duration(w.f.interval.Load())
-		err := w.f.cl.Heartbeat(ctx, w.name, w.epoch)
+		beat, err := w.f.cl.Beat(ctx, w.name, w.epoch)
 		var ae *api.Error
 		switch {
 		case err == nil:
 			w.f.beats.Add(1)
+			if beat.HeartbeatMS > 0 {
+				wait = time.Duration(beat.HeartbeatMS) * time.Millisecond
+				w.f.interval.Store(int64(wait))
+			}
 		case errors.As(err, &ae) && ae.Code == api.CodeNotFound:
 			if w.register(ctx) != nil {
 				return
@@ -174,16 +200,78 @@ func (w *simWorker) heartbeat(ctx context.Context) {
 }
 
 // accept serves the associations the server opens, one at a time as a
-// server keeps one per worker (a restarted server's new one supersedes the
-// old, which ends with its process).
+// server keeps one per worker (a restarted server's new one comes once
+// the old has ended with its process). Over TCP the worker stops
+// listening while its association runs and listens again on the same
+// address after, so that the fleet holds one descriptor per worker, not
+// two: 10,000 workers then fit a limit of 20,000 open files, which a
+// process that may not raise its hard limit cannot exceed.
 func (w *simWorker) accept(ctx context.Context) {
-	for {
-		a, err := w.ln.Accept(ctx)
-		if err != nil {
-			return
+	for ctx.Err() == nil {
+		ln := w.listener()
+		if ln == nil {
+			if ln = w.relisten(ctx); ln == nil {
+				return
+			}
 		}
-		w.f.wg.Go(func() { w.serve(ctx, a) })
+		a, err := ln.Accept(ctx)
+		if err != nil {
+			if ctx.Err() == nil && w.listener() == ln {
+				w.setListener(nil)
+				_ = sleep(ctx, 100*time.Millisecond)
+			}
+			continue
+		}
+		if w.f.oneConnPerStream() {
+			w.setListener(nil)
+		}
+		w.serve(ctx, a)
 	}
+}
+
+// relisten listens again on the worker's address; if another socket took
+// its port meanwhile, on a new one, which it announces to the server (a
+// registration of the same process with a new endpoint, which the server
+// dials). nil once ctx ends.
+func (w *simWorker) relisten(ctx context.Context) transport.Listener {
+	w.mu.Lock()
+	addr := w.addr
+	w.mu.Unlock()
+	for tries := 0; ctx.Err() == nil; tries++ {
+		if tries == 20 {
+			addr = "127.0.0.1:0"
+		}
+		ln, err := w.f.tr.Listen(addr, w.listenConfig())
+		if err != nil {
+			_ = sleep(ctx, 100*time.Millisecond) // the port is busy for a moment yet
+			continue
+		}
+		w.setListener(ln)
+		if tries >= 20 {
+			w.mu.Lock()
+			w.addr = ln.Addr().String()
+			w.info.Endpoints = []api.Endpoint{{Transport: w.f.cfg.Transport, Addr: w.addr}}
+			w.mu.Unlock()
+			_ = w.register(ctx)
+		}
+		return ln
+	}
+	return nil
+}
+
+// oneConnPerStream says the transport's listener is a TCP socket apart from
+// its associations' connections.
+func (f *fleet) oneConnPerStream() bool {
+	switch f.cfg.Transport {
+	case "tcpn", "tcp", "ptcp":
+		return true
+	}
+	return false
+}
+
+func (w *simWorker) listenConfig() transport.ListenConfig {
+	t := w.f.cfg.Threads
+	return transport.ListenConfig{Secret: w.f.secret, Name: w.name, ID: w.name, Epoch: w.epoch, RecStreams: t, MaxStreams: t}
 }
 
 // serve lends the server every thread, then answers units on every stream

@@ -34,7 +34,8 @@ func raiseFileLimit(want uint64) (uint64, error) {
 
 // filesNeeded is a generous bound on the descriptors a run of workers ×
 // threads needs in this process: per worker a listener and a connection per
-// stream (tcpn; the other transports use fewer), the HTTP pool and slack.
+// stream (tcpn; a worker stops listening once its association is up), the
+// HTTP pool and slack.
 func filesNeeded(workers, threads int) uint64 {
-	return uint64(workers*(threads+2)) + 4096
+	return uint64(workers*(threads+1)) + 4096
 }

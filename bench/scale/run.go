@@ -45,7 +45,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return r, err
 	}
 	r.FileLimit = limit
-	fmt.Fprintf(cfg.Log, "scale: open-file limit raised to %d (this process and the server's)\n", limit)
+	if need := filesNeeded(cfg.Workers, cfg.Threads); limit < need {
+		fmt.Fprintf(cfg.Log, "scale: open-file limit %d (the hard limit: raising it needs CAP_SYS_RESOURCE), below the %d this run may want\n", limit, need)
+	} else {
+		fmt.Fprintf(cfg.Log, "scale: open-file limit raised to %d (this process and the server's)\n", limit)
+	}
 	dir := cfg.DataDir
 	if dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
