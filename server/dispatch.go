@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -208,22 +209,25 @@ func (d *dispatcher) step(ev scheduler.Event) scheduler.Output {
 // apply acts on the core's output and refreshes every job it touched, plus
 // also (the job whose result caused the step), once each.
 func (d *dispatcher) apply(out scheduler.Output, also ...*jobRun) {
-	touched := map[*jobRun]bool{}
-	for _, j := range also {
-		touched[j] = true
+	var buf [4]*jobRun // a step touches a job or two: no map per result
+	touched := append(buf[:0], also...)
+	touch := func(j *jobRun) {
+		if !slices.Contains(touched, j) {
+			touched = append(touched, j)
+		}
 	}
 	for _, a := range out.Assign {
 		if j := d.send(a); j != nil {
-			touched[j] = true
+			touch(j)
 		}
 	}
 	for _, id := range out.JobsDone {
 		if j := d.jobs[id]; j != nil {
-			touched[j] = true
+			touch(j)
 			d.jobUnitsFinished(j)
 		}
 	}
-	for j := range touched {
+	for _, j := range touched {
 		d.refresh(j)
 	}
 }

@@ -24,7 +24,7 @@ import (
 
 // newTestServer makes a server on dir without running it; the test owns
 // its dispatcher (no loop runs).
-func newTestServer(t *testing.T, dir string) *Server {
+func newTestServer(t testing.TB, dir string) *Server {
 	t.Helper()
 	s, err := New(Config{Listen: "127.0.0.1:0", DataDir: dir, Secret: []byte("s"),
 		Transports: map[string]transport.Transport{"none": nil}})

@@ -77,12 +77,12 @@ type jobRun struct {
 	settled    *unitSet
 	pendingOut map[int][32]byte
 	perWorker  map[string]int // accepted units by worker
-	notify     chan struct{}  // closed and replaced on every change
+	notify     chan struct{}  // closed at the next change; nil while nobody watches
 }
 
 func newJobRun(id string, spec api.JobSpec, n int, now time.Time) *jobRun {
 	return &jobRun{id: id, spec: spec, state: api.JobQueued, receivedAt: now,
-		settled: newUnitSet(n), pendingOut: map[int][32]byte{}, perWorker: map[string]int{}, notify: make(chan struct{}),
+		settled: newUnitSet(n), pendingOut: map[int][32]byte{}, perWorker: map[string]int{},
 		progress: api.Progress{Total: n, Pending: n}}
 }
 
@@ -159,8 +159,10 @@ func (j *jobRun) storedOne(i int, err error) {
 
 // changed wakes everyone waiting on the job. Call with mu held.
 func (j *jobRun) changed() {
-	close(j.notify)
-	j.notify = make(chan struct{})
+	if j.notify != nil { // else nobody watches: no channel per unit
+		close(j.notify)
+		j.notify = nil
+	}
 }
 
 // watch returns a channel closed at the job's next change, and whether the
@@ -168,6 +170,9 @@ func (j *jobRun) changed() {
 func (j *jobRun) watch() (<-chan struct{}, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.notify == nil {
+		j.notify = make(chan struct{})
+	}
 	return j.notify, isTerminal(j.state)
 }
 
@@ -249,8 +254,7 @@ func (j *jobRun) publish(rec statedb.Job) {
 // restoredJob is a finished job read back from state.db.
 func restoredJob(rec statedb.Job) *jobRun {
 	j := &jobRun{id: rec.ID, spec: rec.Spec, owner: rec.Owner, end: rec.State, state: rec.State, errText: rec.Error, result: rec.Result,
-		receivedAt: rec.ReceivedAt, progress: terminalProgress(rec.Progress), perWorker: rec.PerWorker,
-		notify: make(chan struct{})}
+		receivedAt: rec.ReceivedAt, progress: terminalProgress(rec.Progress), perWorker: rec.PerWorker}
 	if rec.FinishedAt != nil {
 		j.finishedAt = *rec.FinishedAt
 	}
