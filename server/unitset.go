@@ -64,3 +64,41 @@ func (s *unitSet) add(i int) bool {
 
 // len is the number of indexes in the set.
 func (s *unitSet) len() int { return s.n }
+
+// spans calls f with the set's indexes as ascending, disjoint runs
+// [from, to), each as long as it can be.
+func (s *unitSet) spans(f func(from, to int)) {
+	start := -1 // the open run's first index, -1 if none
+	for k, b := range s.blocks {
+		base := k * setBlock
+		switch b {
+		case fullBlock:
+			if start < 0 {
+				start = base
+			}
+			continue
+		case nil:
+			if start >= 0 {
+				f(start, base)
+				start = -1
+			}
+			continue
+		}
+		for w, word := range b {
+			for bit := range 64 {
+				i := base + w*64 + bit
+				in := word&(1<<bit) != 0
+				switch {
+				case in && start < 0:
+					start = i
+				case !in && start >= 0:
+					f(start, i)
+					start = -1
+				}
+			}
+		}
+	}
+	if start >= 0 {
+		f(start, len(s.blocks)*setBlock)
+	}
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -34,5 +35,24 @@ func TestUnitSet(t *testing.T) {
 	}
 	if s.add(5) || !s.has(setBlock-1) {
 		t.Error("a full block takes an index again, or lost one")
+	}
+}
+
+// TestUnitSetSpans: the runs a set gives cover exactly its indexes, in
+// order, none touching the next.
+func TestUnitSetSpans(t *testing.T) {
+	const n = 3*setBlock + 100
+	s := newUnitSet(n)
+	for i := range setBlock + 70 { // a full block, then a run into the next
+		s.add(i)
+	}
+	for _, i := range []int{setBlock + 200, setBlock + 201, 2*setBlock + 63, 2*setBlock + 64, n - 1} {
+		s.add(i)
+	}
+	var got [][2]int
+	s.spans(func(from, to int) { got = append(got, [2]int{from, to}) })
+	want := [][2]int{{0, setBlock + 70}, {setBlock + 200, setBlock + 202}, {2*setBlock + 63, 2*setBlock + 65}, {n - 1, n}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("spans %v, want %v", got, want)
 	}
 }
