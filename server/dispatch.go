@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -43,8 +43,8 @@ type dispatcher struct {
 	drained  chan struct{}
 	// wantsStale: the wants must be sent once more though no job is left;
 	// nextScan is when the heartbeats are checked next (onTick).
-	wantsStale bool
-	nextScan   time.Time
+	wantsStale          bool
+	nextWants, nextScan time.Time
 }
 
 // flight is one unit sent to a worker and not yet answered.
@@ -263,7 +263,13 @@ func (d *dispatcher) onResult(r resultMsg) {
 		return
 	}
 	delete(d.inflight, r.res.ID)
-	if w := d.workers[r.worker]; w != nil && w.lease == 0 {
+	w := d.workers[r.worker]
+	if w != nil && w.gen == f.gen {
+		if k := slices.Index(w.flights, r.res.ID); k >= 0 {
+			w.flights = slices.Delete(w.flights, k, k+1)
+		}
+	}
+	if w != nil && w.lease == 0 {
 		defer d.sendWant(w, false)
 	}
 	if r.res.Status == wire.StatusReturned {
@@ -290,12 +296,14 @@ func (d *dispatcher) onResult(r resultMsg) {
 
 // onTick runs the housekeeping. What looks at every worker runs only as
 // often as it must: the wants while there are jobs (or a job just left),
-// the heartbeat timeouts every scanEvery.
+// at most 10,000 workers' a second; the heartbeat timeouts every
+// scanEvery.
 func (d *dispatcher) onTick(now time.Time) {
 	d.apply(d.core.Tick(now))
 	d.forgetEnded()
-	if len(d.jobs) > 0 || d.wantsStale {
+	if (len(d.jobs) > 0 || d.wantsStale) && !now.Before(d.nextWants) {
 		d.wantsStale = len(d.jobs) > 0 // once more after the last job goes: its wants fall to 0
+		d.nextWants = now.Add(max(tickEvery, time.Duration(len(d.workers))*time.Second/wantsPerSecond))
 		d.sendWants()
 	}
 	if now.Before(d.nextScan) {
@@ -305,6 +313,10 @@ func (d *dispatcher) onTick(now time.Time) {
 	d.forgetDown(now)
 	d.timeOut(now)
 }
+
+// wantsPerSecond bounds the workers whose want the tick looks at in a
+// second: every tick up to 1,000 workers, every second at 10,000.
+const wantsPerSecond = 10_000
 
 // scanEvery is how often the workers' heartbeats are checked: a fifth of
 // the heartbeat timeout, at most a second, at least a tick.

@@ -68,3 +68,36 @@ func benchmarkDispatchUnit(b *testing.B, workers int) {
 	b.StopTimer()
 	s.db.Flush()
 }
+
+// BenchmarkWorkerDown is the loop's cost of one worker's association
+// ending while 1,000 workers have units in flight: its units go back
+// to the core (a worker that churns costs its own units, not everyone's).
+func BenchmarkWorkerDown(b *testing.B) {
+	s := newTestServer(b, b.TempDir())
+	d := s.disp
+	const workers = 1000
+	var ws []*workerConn
+	for k := range workers {
+		name := fmt.Sprintf("w%05d", k)
+		w := &workerConn{info: api.WorkerInfo{Name: name, MaxThreads: 1}, assoc: &fakeAssoc{}, state: api.WorkerUp,
+			queues: []chan []byte{make(chan []byte, 64)}, wantQ: make(chan []byte, 1), live: &liveness{}, beat: make(chan struct{})}
+		d.workers[name] = w
+		ws = append(ws, w)
+		d.step(scheduler.WorkerUp{Worker: name, Streams: 1, Threads: 1, Ops: []string{"noop"}})
+	}
+	j := newJobRun("j-bench", api.JobSpec{Op: "noop", Policy: "dynamic", Repeat: 1_000_000}, 1_000_000, time.Now())
+	j.input = make([]byte, 64)
+	d.addJob(j)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		w := ws[i%workers]
+		b.StopTimer()
+		if w.assoc == nil { // bring it back with units in flight
+			w.assoc, w.queues, w.state = &fakeAssoc{}, []chan []byte{make(chan []byte, 64)}, api.WorkerUp
+			d.step(scheduler.WorkerUp{Worker: w.info.Name, Streams: 1, Threads: 1, Ops: []string{"noop"}})
+		}
+		b.StartTimer()
+		d.workerDown(w, fmt.Errorf("bench"))
+	}
+}

@@ -98,6 +98,7 @@ func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
 	}
 	d.s.metrics.unitsSent.Inc()
 	now := time.Now()
+	w.flights = append(w.flights, id)
 	d.inflight[id] = flight{job: j, index: a.Unit, attempt: a.Attempt, worker: a.Worker,
 		stream: a.Stream, gen: w.gen, sent: now}
 	d.markSent(j)
@@ -301,21 +302,14 @@ func (d *dispatcher) endJob(j *jobRun, state, errText, result string) <-chan err
 // the oldest have the smallest. A unit with copies running on two
 // workers (speculation) counts once.
 func (d *dispatcher) running() map[string]int {
-	byWorker := map[string][]uint64{}
-	for id, f := range d.inflight {
-		if w := d.workers[f.worker]; w != nil && w.gen == f.gen && w.lease > 0 {
-			byWorker[f.worker] = append(byWorker[f.worker], id)
-		}
-	}
 	type unit struct {
 		job   string
 		index int
 	}
 	seen := map[unit]bool{}
 	out := map[string]int{}
-	for name, ids := range byWorker {
-		slices.Sort(ids)
-		for _, id := range ids[:min(len(ids), d.workers[name].lease)] {
+	for _, w := range d.workers {
+		for _, id := range w.flights[:min(len(w.flights), w.lease)] {
 			f := d.inflight[id]
 			if u := (unit{f.job.id, f.index}); !seen[u] {
 				seen[u] = true

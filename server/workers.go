@@ -26,6 +26,7 @@ type workerConn struct {
 	lease        int           // streams the worker lends us now (docs/leases.md)
 	leaseSeq     uint32        // the sequence number of that lease
 	want         wire.Want     // the demand last queued for the worker
+	flights      []uint64      // the ids of its units in flight (d.inflight), oldest first
 	dialing      bool
 	beat         chan struct{} // closed and replaced on each sign of life the loop sees (seen)
 	live         *liveness     // its process's signs of life, in the roster
@@ -378,13 +379,11 @@ func (d *dispatcher) workerDown(w *workerConn, reason error) {
 	if reason != nil {
 		w.errText = reason.Error()
 	}
-	n := 0
-	for id, f := range d.inflight {
-		if f.worker == w.info.Name {
-			delete(d.inflight, id)
-			n++
-		}
+	n := len(w.flights)
+	for _, id := range w.flights {
+		delete(d.inflight, id)
 	}
+	w.flights = nil
 	d.s.metrics.requeuedDown.Add(float64(n))
 	if errors.Is(reason, transport.ErrPeerLost) {
 		d.s.metrics.livenessAssoc.Inc()
