@@ -271,7 +271,8 @@ func (f *fleet) oneConnPerStream() bool {
 
 func (w *simWorker) listenConfig() transport.ListenConfig {
 	t := w.f.cfg.Threads
-	return transport.ListenConfig{Secret: w.f.secret, Name: w.name, ID: w.name, Epoch: w.epoch, RecStreams: t, MaxStreams: t}
+	return transport.ListenConfig{Secret: w.f.secret, Name: w.name, ID: w.name, Epoch: w.epoch, RecStreams: t, MaxStreams: t,
+		Liveness: w.f.cfg.Liveness}
 }
 
 // serve lends the server every thread, then answers units on every stream

@@ -17,6 +17,7 @@ type Result struct {
 	UnitBytes  int                  `json:"unit_bytes"`
 	ComputeMS  float64              `json:"compute_ms"`
 	Transport  string               `json:"transport"`
+	LivenessMS float64              `json:"liveness_ms,omitempty"`
 	// FileLimit is the RLIMIT_NOFILE the bench raised itself (and the
 	// server) to.
 	FileLimit uint64 `json:"file_limit"`

@@ -39,7 +39,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	r := Result{Workers: cfg.Workers, Threads: cfg.Threads, Units: cfg.Units, UnitBytes: cfg.UnitBytes,
-		ComputeMS: float64(cfg.Compute) / float64(time.Millisecond), Transport: cfg.Transport, LoadAvg: loadAvg()}
+		ComputeMS: float64(cfg.Compute) / float64(time.Millisecond), Transport: cfg.Transport, LoadAvg: loadAvg(),
+		LivenessMS: float64(cfg.Liveness) / float64(time.Millisecond)}
 	limit, err := raiseFileLimit(filesNeeded(cfg.Workers, cfg.Threads))
 	if err != nil {
 		return r, err
@@ -87,7 +88,11 @@ func newEnv(ctx context.Context, cfg Config, dir string) (*env, error) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	secret := hex.EncodeToString(b[:])
-	sp, err := newServerProc(cfg.Exe, dir, secret, cfg.ServerArgs)
+	args := cfg.ServerArgs
+	if cfg.Liveness > 0 {
+		args = append([]string{"--liveness", cfg.Liveness.String()}, args...)
+	}
+	sp, err := newServerProc(cfg.Exe, dir, secret, args)
 	if err != nil {
 		return nil, err
 	}
