@@ -45,6 +45,10 @@ type dispatcher struct {
 	// nextScan is when the heartbeats are checked next (onTick).
 	wantsStale          bool
 	nextWants, nextScan time.Time
+	// runningMemo is running's last answer, counted at runningAt; callers
+	// only read it.
+	runningMemo map[string]int
+	runningAt   time.Time
 }
 
 // flight is one unit sent to a worker and not yet answered.

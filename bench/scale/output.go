@@ -61,7 +61,7 @@ func Plot(dir string, rs []Result) error {
 		{"throughput", "Units per second of a no-op job", "units/s", func(r Result) float64 { return r.UnitsPerS }},
 		{"register", "Time to register every worker and open its association", "seconds", func(r Result) float64 { return r.RegisterS }},
 		{"api", "p99 latency of GET /v1/workers and /v1/jobs (first page) while the job runs", "ms", func(r Result) float64 { return r.APIP99MS }},
-		{"memory", "Server heap per unit of the running job (peak in use less before)", "bytes/unit", func(r Result) float64 { return r.ServerBytesPerUnit }},
+		{"memory", "Server heap held per unit of the running job (live, after a collection)", "bytes/unit", func(r Result) float64 { return r.ServerBytesPerUnit }},
 		{"idle", "Server CPU of an idle fleet (heartbeats, liveness)", "% of a core", func(r Result) float64 { return r.IdleCPUPct }},
 	}
 	for _, fg := range figs {

@@ -39,12 +39,22 @@ type Result struct {
 	// bench saw it; UnitsPerS is Units ÷ MakespanS.
 	MakespanS float64 `json:"makespan_s"`
 	UnitsPerS float64 `json:"units_per_s"`
-	// ServerBytesPerUnit is the server's peak Go heap in use while the job
-	// ran less its heap before the submit (after a collection), ÷ Units.
-	// RetainedBytesPerUnit is its live heap once the job is finished (after
-	// a collection) less that before, ÷ Units.
+	// ServerBytesPerUnit is what the server's Go heap holds per unit of
+	// the running job: its live heap (after a collection) at a quarter,
+	// half and three quarters of the job, the most of the three, less its
+	// live heap before the submit, ÷ Units. RetainedBytesPerUnit is the
+	// same once the job is finished and the server has forgotten its
+	// scheduling state. HeapInusePerUnit is the peak of the heap in use
+	// (sampled every 250 ms, garbage not yet collected included) less the
+	// heap in use before, ÷ Units: with the Go collector's default pacing
+	// the heap in use reaches about twice the live heap, so this counts
+	// the headroom over everything live, the workers' associations
+	// included, not only the units.
 	ServerBytesPerUnit   float64 `json:"server_bytes_per_unit"`
 	RetainedBytesPerUnit float64 `json:"retained_bytes_per_unit"`
+	HeapInusePerUnit     float64 `json:"heap_inuse_bytes_per_unit"`
+	LiveBeforeBytes      uint64  `json:"live_heap_before_bytes"`
+	LivePeakBytes        uint64  `json:"live_heap_peak_bytes"`
 	HeapBeforeBytes      uint64  `json:"heap_before_bytes"`
 	HeapPeakBytes        uint64  `json:"heap_peak_bytes"`
 	// APIP99MS and APIP50MS are over every poll of the first pages of GET

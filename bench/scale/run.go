@@ -213,6 +213,7 @@ func (e *env) job(ctx context.Context, r *Result) error {
 		newPoller(e.hc, e.base, "/v1/jobs?limit="+strconv.Itoa(e.cfg.PageSize), e.token, e.cfg.PollEvery),
 	}
 	smp := &sampler{sp: e.sp}
+	probe := &liveProbe{e: e}
 	var wg sync.WaitGroup
 	for _, p := range polls {
 		wg.Go(func() { p.run(jctx) })
@@ -229,6 +230,7 @@ func (e *env) job(ctx context.Context, r *Result) error {
 	if e.cfg.Restart > 0 {
 		wg.Go(func() { e.restartAt(jctx, j.ID, r) })
 	}
+	wg.Go(func() { probe.run(jctx, j.ID) })
 	final, err := e.wait(ctx, j.ID, start)
 	makespan := time.Since(start)
 	cpu1, serr := e.sp.stats()
@@ -254,7 +256,9 @@ func (e *env) job(ctx context.Context, r *Result) error {
 	r.UnitsPerS = float64(e.cfg.Units) / makespan.Seconds()
 	r.ServerCPUS = (cpu1.CPU - cpu0.CPU).Seconds()
 	r.HeapBeforeBytes, r.HeapPeakBytes = before.HeapInuse, max(smp.peakHeap(), before.HeapInuse)
-	r.ServerBytesPerUnit = float64(r.HeapPeakBytes-before.HeapInuse) / float64(e.cfg.Units)
+	r.HeapInusePerUnit = float64(r.HeapPeakBytes-before.HeapInuse) / float64(e.cfg.Units)
+	r.LiveBeforeBytes, r.LivePeakBytes = before.HeapAlloc, max(probe.peak(), before.HeapAlloc)
+	r.ServerBytesPerUnit = float64(r.LivePeakBytes-before.HeapAlloc) / float64(e.cfg.Units)
 	r.RetainedBytesPerUnit = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / float64(e.cfg.Units)
 	r.ServerRSSPeak, r.ServerRSS, r.ServerFDs = max(cpu1.HWM, smp.peakRSS()), cpu1.RSS, max(cpu1.FDs, smp.peakFDs())
 	if fi, err := os.Stat(filepath.Join(e.sp.dir, "data", "state.db")); err == nil {

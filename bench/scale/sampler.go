@@ -2,9 +2,12 @@ package scale
 
 import (
 	"context"
+	"net/url"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/braidhq/braid/api"
 )
 
 // sampleEvery is how often the server's heap and /proc figures are read
@@ -65,3 +68,41 @@ func (s *sampler) peakFDs() int {
 }
 
 func sortFloats(v []float64) { slices.Sort(v) }
+
+// liveProbe reads the server's live heap (collecting first) as the job
+// passes a quarter, a half and three quarters of its units, and keeps
+// the most: what the server holds for the running job, without the
+// garbage the collector has not reached yet. Each probe costs the server
+// one collection.
+type liveProbe struct {
+	e *env
+
+	mu   sync.Mutex // guards most
+	most uint64
+}
+
+func (p *liveProbe) run(ctx context.Context, job string) {
+	marks := []float64{0.25, 0.5, 0.75}
+	for len(marks) > 0 && ctx.Err() == nil {
+		var j api.Job
+		err := p.e.getJSON(ctx, p.e.base+"/v1/jobs/"+url.PathEscape(job)+"?units=0", &j)
+		if err == nil && j.Progress.Total > 0 && float64(j.Progress.Done) >= marks[0]*float64(j.Progress.Total) {
+			marks = marks[1:]
+			if m, err := p.e.sp.heap(ctx, true); err == nil {
+				p.mu.Lock()
+				p.most = max(p.most, m.HeapAlloc)
+				p.mu.Unlock()
+			}
+			continue
+		}
+		if sleep(ctx, 200*time.Millisecond) != nil {
+			return
+		}
+	}
+}
+
+func (p *liveProbe) peak() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.most
+}
