@@ -60,7 +60,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if dir, err = os.MkdirTemp("", "braid-scale-"); err != nil {
 			return r, err
 		}
-		defer os.RemoveAll(dir)
+		defer func() { // kept, with the server's log, if the run failed
+			if err == nil {
+				os.RemoveAll(dir)
+			}
+		}()
 	}
 	e, err := newEnv(ctx, cfg, dir)
 	if err != nil {

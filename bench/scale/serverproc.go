@@ -36,9 +36,14 @@ func newServerProc(exe, dir, secret string, extra []string) (*serverProc, error)
 	if err != nil {
 		return nil, err
 	}
+	// The server refuses a secret on its command line, where anyone can read it.
+	secretFile := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("scale: %w", err)
+	}
 	p := &serverProc{exe: exe, dir: dir, logPath: filepath.Join(dir, "server.log"),
 		api: "127.0.0.1:" + strconv.Itoa(ports[0]), debug: "127.0.0.1:" + strconv.Itoa(ports[1])}
-	p.args = append([]string{"server", "--listen", p.api, "--data", filepath.Join(dir, "data"), "--secret", secret,
+	p.args = append([]string{"server", "--listen", p.api, "--data", filepath.Join(dir, "data"), "--secret-file", secretFile,
 		"--pprof", p.debug, "--log-level", "warn"}, extra...)
 	return p, nil
 }
