@@ -215,6 +215,9 @@ func (e *env) job(ctx context.Context, r *Result) error {
 	polls := []*poller{
 		newPoller(e.hc, e.base, "/v1/workers?limit="+strconv.Itoa(e.cfg.PageSize), e.token, e.cfg.PollEvery),
 		newPoller(e.hc, e.base, "/v1/jobs?limit="+strconv.Itoa(e.cfg.PageSize), e.token, e.cfg.PollEvery),
+		// The baseline: a handler that does nothing, through the same
+		// client, processes and cores as the two lists.
+		newPoller(e.hc, e.base, "/healthz", e.token, e.cfg.PollEvery),
 	}
 	smp := &sampler{sp: e.sp}
 	probe := &liveProbe{e: e}
@@ -282,19 +285,24 @@ func (e *env) job(ctx context.Context, r *Result) error {
 	return nil
 }
 
-// latencies fills in the API figures from the pollers (workers, jobs).
+// latencies fills in the API figures from the pollers (workers, jobs,
+// the baseline).
 func (e *env) latencies(r *Result, polls []*poller) {
 	var all []float64
 	for i, p := range polls {
 		lat, errs := p.latencies()
-		all = append(all, lat...)
 		r.APIPollErrors += errs
 		q := benchout.Quantile(lat, 0.99)
-		if i == 0 {
+		switch i {
+		case 0:
 			r.WorkersP99MS = q
-		} else {
+		case 1:
 			r.JobsP99MS = q
+		default:
+			r.BaselineP99MS = q
+			continue
 		}
+		all = append(all, lat...)
 	}
 	sortFloats(all)
 	r.APIPolls = len(all)

@@ -63,7 +63,7 @@ func TestShortRun(t *testing.T) {
 	if !r.OK() || r.Results < r.Units {
 		t.Errorf("%d units done, %d counted, %d answered, %d results sent; want %d", r.Done, r.Counted, r.Answered, r.Results, r.Units)
 	}
-	for what, v := range map[string]float64{"register_s": r.RegisterS, "units_per_s": r.UnitsPerS, "api polls": float64(r.APIPolls),
+	for what, v := range map[string]float64{"register_s": r.RegisterS, "units_per_s": r.UnitsPerS, "api polls": float64(r.APIPolls), "baseline p99": r.BaselineP99MS,
 		"server_cpu_s": r.ServerCPUS, "heartbeats_per_s": r.HeartbeatsPerS, "server RSS": float64(r.ServerRSSPeak),
 		"server fds": float64(r.ServerFDs), "heap peak": float64(r.HeapPeakBytes)} {
 		if v <= 0 {
