@@ -25,26 +25,20 @@ import (
 // Units already done (a resumed job) are never placed again; a job whose
 // units are all done goes straight to assembly.
 func (d *dispatcher) addJob(j *jobRun) {
-	units := make([]scheduler.Unit, j.total())
-	op := d.s.schedOp(j.spec)
-	j.mu.Lock()
-	for i := range units {
-		units[i] = scheduler.Unit{Index: i, Op: op, Done: j.settled.has(i), Size: j.inputSizeLocked(i)}
-		if units[i].Done {
-			j.stored++ // a resumed job's: read from state.db
-		}
-	}
-	j.inputSizes = nil
-	j.mu.Unlock()
-	if j.spec.InputJob != "" && !d.addInputJob(j, units) {
-		return
-	}
 	speculate := j.spec.Policy == "dynamic" || j.spec.Policy == "speed"
 	if j.spec.Speculate != nil {
 		speculate = *j.spec.Speculate
 	}
-	out, err := d.core.Step(time.Now(), scheduler.JobAdded{Job: j.id, Policy: j.spec.Policy,
-		Speculate: speculate, Units: units})
+	ev := scheduler.JobAdded{Job: j.id, Policy: j.spec.Policy, Speculate: speculate}
+	if j.alike() {
+		ev.Repeat = d.repeatOf(j)
+	} else {
+		ev.Units = d.unitsOf(j)
+		if j.spec.InputJob != "" && !d.addInputJob(j, ev.Units) {
+			return
+		}
+	}
+	out, err := d.core.Step(time.Now(), ev)
 	if err != nil { // validated at submit; only a bug gets here
 		d.log.Error("scheduler refused a job", "job", j.id, "err", err)
 		d.endJob(j, api.JobFailed, "the scheduler refused the job: "+err.Error(), "")
@@ -55,6 +49,37 @@ func (d *dispatcher) addJob(j *jobRun) {
 	d.apply(out)
 	d.refresh(j)
 	d.sendWants()
+}
+
+// repeatOf describes a job of alike units to the core without a record
+// per unit: their count, operation and size, and the runs of units a
+// resumed job has done.
+func (d *dispatcher) repeatOf(j *jobRun) scheduler.Repeat {
+	r := scheduler.Repeat{Op: d.s.schedOp(j.spec)}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r.Count, r.Size = j.progress.Total, j.inputSizeLocked(0)
+	j.settled.spans(func(from, to int) {
+		r.Done = append(r.Done, scheduler.Span{From: from, To: to})
+		j.stored += to - from // a resumed job's: read from state.db
+	})
+	return r
+}
+
+// unitsOf lists a job's units to the core one by one.
+func (d *dispatcher) unitsOf(j *jobRun) []scheduler.Unit {
+	units := make([]scheduler.Unit, j.total())
+	op := d.s.schedOp(j.spec)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for i := range units {
+		units[i] = scheduler.Unit{Index: i, Op: op, Done: j.settled.has(i), Size: j.inputSizeLocked(i)}
+		if units[i].Done {
+			j.stored++ // a resumed job's: read from state.db
+		}
+	}
+	j.inputSizes = nil
+	return units
 }
 
 // send encodes an assignment and queues it on the worker's stream. A unit

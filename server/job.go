@@ -123,6 +123,15 @@ func (j *jobRun) inputSizeLocked(i int) int64 {
 	return 0
 }
 
+// alike reports whether the job's units are alike to the scheduler: the
+// same operation on inputs of the same size, none waiting for another
+// job's outputs (a repeat job of one input).
+func (j *jobRun) alike() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.tiles == nil && j.inputSizes == nil && j.inputs == nil && j.spec.InputJob == ""
+}
+
 // total is the job's number of units.
 func (j *jobRun) total() int {
 	j.mu.Lock()
