@@ -273,6 +273,11 @@ func (d *dispatcher) jobUnitsFinished(j *jobRun) {
 	a := assembly{inputs: slices.Clone(j.inputs), tiles: j.tiles, format: j.format, bounds: j.bounds}
 	d.s.wg.Go(func() {
 		result, err := d.s.assemble(j, a)
+		if err == nil {
+			// Named at once: the loop and the job's record may take longer
+			// than the collector's grace to name it (gc.go).
+			j.holdResult(result)
+		}
 		d.post(func() { d.finish(j, result, err) })
 	})
 }

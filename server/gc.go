@@ -78,14 +78,16 @@ func (s *Server) walkLiveRefs(ref func([32]byte)) {
 	}
 }
 
-// walkRefs calls ref for the objects j names: its input, its result, and
-// while it runs its inputs and the outputs of its units accepted and not
-// yet on disk (those on disk state.db names).
+// walkRefs calls ref for the objects j names: its input, its result (from
+// the moment it is stored, before its record is on disk), and while it
+// runs its inputs and the outputs of its units accepted and not yet on
+// disk (those on disk state.db names).
 func (j *jobRun) walkRefs(ref func([32]byte)) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	refID(ref, j.spec.Input)
 	refID(ref, j.result)
+	refID(ref, j.storedResult)
 	if !j.runningLocked() {
 		return
 	}

@@ -181,6 +181,8 @@ func (j *jobRun) uses(id string, want [32]byte) (how string, running bool) {
 		return "the input list of", false
 	case slices.Contains(j.spec.Inputs, id) || slices.Contains(j.inputs, want):
 		return "an input of", false
+	case j.storedResult == id:
+		return "the result of", false
 	case !j.runningLocked():
 		return "", false
 	}

@@ -61,6 +61,11 @@ type jobRun struct {
 	receivedAt time.Time
 	lastResult time.Time
 	finishedAt time.Time
+
+	// storedResult is the result assembly stored, from the moment its Put
+	// returns until publish shows it as result: in between neither result
+	// nor state.db names it, and the collector must see it (walkRefs).
+	storedResult string
 	// progress is what clients see: while the job runs, the core's count
 	// (core, set by the dispatch loop's refresh) with Done cut to the units
 	// whose result is on disk (stored), the rest counted in Running, the
@@ -256,8 +261,16 @@ func (j *jobRun) publish(rec statedb.Job) {
 	if rec.FinishedAt != nil {
 		j.finishedAt = *rec.FinishedAt
 	}
-	j.waiting, j.settled, j.pendingOut = "", nil, nil
+	j.waiting, j.settled, j.pendingOut, j.storedResult = "", nil, nil, ""
 	j.changed()
+}
+
+// holdResult names result, just stored by assembly, until publish shows
+// the record that names it.
+func (j *jobRun) holdResult(result string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.storedResult = result
 }
 
 // restoredJob is a finished job read back from state.db.
