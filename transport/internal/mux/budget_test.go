@@ -86,7 +86,7 @@ func TestPartialFlood(t *testing.T) {
 	}()
 	select {
 	case <-a.Done():
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("association still open after a flood of partial messages")
 	}
 	if err := a.Err(); !errors.Is(err, transport.ErrProtocol) {

@@ -3,6 +3,7 @@ package mux
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -10,6 +11,11 @@ import (
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/internal/frame"
 )
+
+// patience bounds the wait for something that takes milliseconds on an
+// idle machine (an association ending on garbage, goroutines exiting):
+// long enough for a loaded one, so that only a hang reaches it.
+const patience = 30 * time.Second
 
 // tcpPair returns the two ends of a loopback TCP connection.
 func tcpPair(t *testing.T) (a, b *net.TCPConn) {
@@ -55,7 +61,7 @@ func TestGarbageAfterHandshake(t *testing.T) {
 			raw.Write(junk)
 			select {
 			case <-a.Done():
-			case <-time.After(5 * time.Second):
+			case <-time.After(patience):
 				t.Fatal("association did not end on garbage")
 			}
 			err := a.Err()
@@ -78,7 +84,7 @@ func TestCrossLinkFrame(t *testing.T) {
 	r0.Write(append(frame.Header{Type: frame.Data, Stream: 1, Len: 1, MsgLen: 1, Flags: frame.FlagEnd}.Append(nil), 'x'))
 	select {
 	case <-a.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("association did not end")
 	}
 	if !errors.Is(a.Err(), transport.ErrProtocol) {
@@ -89,19 +95,21 @@ func TestCrossLinkFrame(t *testing.T) {
 // TestCancelMidMessage checks that a Send cancelled after part of its
 // message went out aborts the association instead of corrupting the stream.
 func TestCancelMidMessage(t *testing.T) {
-	mine, _ := tcpPair(t) // the peer never reads
+	mine, raw := tcpPair(t) // the peer reads one byte: the message is under way
 	a := newAssoc(mine, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- a.Send(ctx, 0, make([]byte, 16<<20)) }()
-	time.Sleep(200 * time.Millisecond)
+	if _, err := io.ReadFull(raw, make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("Send = %v, want context.Canceled", err)
 	}
 	select {
 	case <-a.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("association not aborted after a cancelled partial send")
 	}
 }
@@ -114,11 +122,13 @@ func TestLargeMessageDoesNotHoldLink(t *testing.T) {
 	b := newAssoc(c2, 2)
 	defer a.Abort(nil)
 	defer b.Abort(nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	bigDone := make(chan error, 1)
 	go func() { bigDone <- a.Send(ctx, 0, make([]byte, 16<<20)) }()
-	time.Sleep(5 * time.Millisecond)
+	for len(a.ssem[0]) == 0 && len(bigDone) == 0 { // until the large Send holds its stream
+		time.Sleep(time.Millisecond)
+	}
 	if err := a.Send(ctx, 1, []byte("small")); err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestStripedReorder(t *testing.T) {
 	r1.Write(blockFrame(0, 1, 10, true, "world")) // ahead of its turn: held
 	r1.Write(blockFrame(0, 3, 1, true, "b"))
 	r1.Write(blockFrame(1, 0, 3, true, "one")) // another stream: not held up
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	if msg, err := a.Recv(ctx, 1); err != nil || string(msg) != "one" {
 		t.Fatalf("stream 1: %q, %v", msg, err)
@@ -80,7 +80,7 @@ func TestStripedGarbage(t *testing.T) {
 			}
 			select {
 			case <-a.Done():
-			case <-time.After(5 * time.Second):
+			case <-time.After(patience):
 				a.Abort(errors.New("test done"))
 				t.Fatal("association did not end on garbage")
 			}
@@ -97,7 +97,7 @@ func TestStripedGarbage(t *testing.T) {
 		raw.Write(blockFrame(0, 0, 1, true, "x"))
 		select {
 		case <-a.Done():
-		case <-time.After(5 * time.Second):
+		case <-time.After(patience):
 			a.Abort(errors.New("test done"))
 			t.Fatal("association did not end on a block frame")
 		}
@@ -212,7 +212,7 @@ func TestStripedHeldBound(t *testing.T) {
 		defer b.mu.Unlock()
 		return b.used
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(patience)
 	for held() < cfg.PartialBytes-int64(heldCost(0)) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -221,7 +221,7 @@ func TestStripedHeldBound(t *testing.T) {
 		t.Fatalf("held %d bytes' worth with a bound of %d", got, cfg.PartialBytes)
 	}
 	r0.Write(blockFrame(0, 0, 1, true, "x"))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	if msg, err := a.Recv(ctx, 0); err != nil || string(msg) != "x" {
 		t.Fatalf("the due block: %q, %v", msg, err)
@@ -247,7 +247,7 @@ func TestStripedWritersEndWithPeerClose(t *testing.T) {
 		return n
 	}
 	settle := func(want int) int {
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(patience)
 		for writers() != want && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -264,7 +264,7 @@ func TestStripedWritersEndWithPeerClose(t *testing.T) {
 	b.Close()
 	select {
 	case <-a.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("the association did not end when its peer closed")
 	}
 	if got := settle(base); got != base {

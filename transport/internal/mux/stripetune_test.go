@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/braidhq/braid/transport/internal/stripes"
@@ -114,62 +115,65 @@ func (f *fakeLinks) setRTT(rtt time.Duration) {
 // TestStripeTuner runs the tuner on counters it is fed: held by the window
 // with no queue, the count doubles to the links there are; on a standing
 // queue it halves, then drops one an epoch, to where it started, and stays.
+// The tuner's epochs run on a synctest bubble's clock, over memPair links.
 func TestStripeTuner(t *testing.T) {
-	f := &fakeLinks{rtt: fakePathRTT}
-	cfg := stripedConfig(1)
-	cfg.SendStripes, cfg.TuneStripes, cfg.Probe = 2, true, f.probe
-	var ca, cb []Conn
-	for range 6 {
-		x, y := tcpPair(t)
-		ca, cb = append(ca, x), append(cb, y)
-	}
-	a, b := New(ca, cfg), New(cb, stripedConfig(1))
-	t.Cleanup(func() { a.Abort(errors.New("test done")); b.Abort(errors.New("test done")) })
-	// waitFor waits for the count to reach want, and fails if it moves
-	// the other way meanwhile. (Each count lasts an epoch of 100 ms; a
-	// busy machine may let a poll miss one, so the steps are tested in
-	// package stripes.)
-	waitFor := func(want int) {
-		t.Helper()
-		seen := []int{a.SendingStripes()}
-		deadline := time.Now().Add(10 * time.Second)
-		for seen[len(seen)-1] != want && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-			if n, last := a.SendingStripes(), seen[len(seen)-1]; n != last {
-				seen = append(seen, n)
-				if (n > last) != (want > seen[0]) {
-					t.Fatalf("stripes went %v on the way to %d", seen, want)
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeLinks{rtt: fakePathRTT}
+		cfg := stripedConfig(1)
+		cfg.SendStripes, cfg.TuneStripes, cfg.Probe = 2, true, f.probe
+		var ca, cb []Conn
+		for range 6 {
+			x, y := memPair()
+			ca, cb = append(ca, x), append(cb, y)
+		}
+		a, b := New(ca, cfg), New(cb, stripedConfig(1))
+		defer func() { a.Abort(errors.New("test done")); b.Abort(errors.New("test done")) }()
+		// waitFor waits for the count to reach want, looking every
+		// millisecond, and fails if it moves the other way meanwhile.
+		waitFor := func(want int) {
+			t.Helper()
+			seen := []int{a.SendingStripes()}
+			deadline := time.Now().Add(100 * stripes.MinEpoch)
+			for seen[len(seen)-1] != want && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+				if n, last := a.SendingStripes(), seen[len(seen)-1]; n != last {
+					seen = append(seen, n)
+					if (n > last) != (want > seen[0]) {
+						t.Fatalf("stripes went %v on the way to %d", seen, want)
+					}
 				}
 			}
+			if seen[len(seen)-1] != want {
+				t.Fatalf("stripes went %v; want them at %d", seen, want)
+			}
 		}
-		if seen[len(seen)-1] != want {
-			t.Fatalf("stripes went %v; want them at %d", seen, want)
+		waitFor(6)
+		f.setRTT(2 * fakePathRTT)
+		waitFor(2)
+		time.Sleep(3 * stripes.MinEpoch)
+		if n := a.SendingStripes(); n != 2 {
+			t.Errorf("SendingStripes() = %d three epochs into the queue, want the 2 it started with", n)
 		}
-	}
-	waitFor(6)
-	f.setRTT(2 * fakePathRTT)
-	waitFor(2)
-	time.Sleep(3 * stripes.MinEpoch)
-	if n := a.SendingStripes(); n != 2 {
-		t.Errorf("SendingStripes() = %d three epochs into the queue, want the 2 it started with", n)
-	}
+	})
 }
 
 // TestStripeTunerUnreadable: where the links' counters cannot be read
 // (another OS, a peer on this host), the count stays where it started.
 func TestStripeTunerUnreadable(t *testing.T) {
-	f := &fakeLinks{rtt: fakePathRTT, broken: true}
-	cfg := stripedConfig(1)
-	cfg.SendStripes, cfg.TuneStripes, cfg.Probe = 2, true, f.probe
-	var ca []Conn
-	for range 4 {
-		x, _ := tcpPair(t)
-		ca = append(ca, x)
-	}
-	a := New(ca, cfg)
-	t.Cleanup(func() { a.Abort(errors.New("test done")) })
-	time.Sleep(3 * stripes.MinEpoch)
-	if n := a.SendingStripes(); n != 2 {
-		t.Errorf("SendingStripes() = %d with unreadable links, want 2", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeLinks{rtt: fakePathRTT, broken: true}
+		cfg := stripedConfig(1)
+		cfg.SendStripes, cfg.TuneStripes, cfg.Probe = 2, true, f.probe
+		var ca []Conn
+		for range 4 {
+			x, _ := memPair()
+			ca = append(ca, x)
+		}
+		a := New(ca, cfg)
+		defer a.Abort(errors.New("test done"))
+		time.Sleep(3 * stripes.MinEpoch)
+		if n := a.SendingStripes(); n != 2 {
+			t.Errorf("SendingStripes() = %d with unreadable links, want 2", n)
+		}
+	})
 }
