@@ -38,7 +38,7 @@ const (
 	reactorRun  = "braid_run"
 )
 
-// Check compiles module, as the server does once when an operation is
+// Check validates module, as the server does once when an operation is
 // registered, and checks that it can run under abi: that it is
 // WebAssembly braid's runtime accepts, imports nothing but WASI preview
 // 1, and exports what the ABI calls. The error, wrapping ErrBadSpec, says
@@ -54,7 +54,11 @@ func Check(ctx context.Context, module []byte, abi string, memoryMiB int) error 
 	if err := vet(module); err != nil {
 		return err
 	}
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithMemoryLimitPages(pages(memoryMiB)))
+	// The interpreter validates a module as the workers' compiler does and
+	// reads its imports and exports, for a tenth of the compiler's CPU
+	// (a 2.8 MB Go module: 0.65 s against 6.3 s); the server never runs
+	// the code, so it needs no machine code.
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().WithMemoryLimitPages(pages(memoryMiB)))
 	defer rt.Close(ctx)
 	cm, err := rt.CompileModule(ctx, module)
 	if err != nil {
