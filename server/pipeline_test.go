@@ -48,7 +48,7 @@ func TestPipeline(t *testing.T) {
 	wc := addOp(t, c, wasmtest.Build(t, "./examples/ops/wordcount", false), api.OperationSpec{Name: "wc",
 		Params: []api.Parameter{{Name: "lower", Type: "bool", Default: "false"}}})
 	text := put(t, c, []byte("A a b"))
-	j = runJob(t, c, api.JobSpec{Op: "noop,wc,wc", Input: text, Params: map[string]string{"2.lower": "true"}})
+	j = runJobCtx(t, ctxFor(t, wasmTimeout), c, api.JobSpec{Op: "noop,wc,wc", Input: text, Params: map[string]string{"2.lower": "true"}})
 	if j.State != api.JobDone || j.Spec.OpVersions["wc"] != wc.Version {
 		t.Fatalf("pipeline of user operations: %+v", j)
 	}
@@ -86,7 +86,7 @@ func TestTiledUserOp(t *testing.T) {
 	addOp(t, c, wasmtest.Build(t, "./examples/ops/blur", false), api.OperationSpec{Name: "wblur", Reach: new(6),
 		Params: []api.Parameter{{Name: "sigma", Type: "float", Default: "2"}}, Limits: api.OpLimits{MemoryMiB: 512}})
 	gif := put(t, c, samples.GIF())
-	tiled := runJob(t, c, api.JobSpec{Op: "wblur", Input: gif, Tiles: "2x2"})
+	tiled := runJobCtx(t, ctxFor(t, wasmTimeout), c, api.JobSpec{Op: "wblur", Input: gif, Tiles: "2x2"})
 	whole := runJob(t, c, api.JobSpec{Op: "blur", Input: gif})
 	if tiled.State != api.JobDone || whole.State != api.JobDone || tiled.Result != whole.Result {
 		t.Fatalf("tiled user blur %s (%s %s) differs from the built-in %s (%s %s)",

@@ -60,7 +60,18 @@ func restartWithWorkers(t *testing.T, cl *cluster.Cluster, dir string) *cluster.
 }
 
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	return ctxFor(t, 60*time.Second)
+}
+
+// wasmTimeout bounds a test that runs a module built by Go on a worker,
+// which compiles it first: under the race detector, on a 2-core machine
+// loaded by other work, compiling examples/ops/wordcount (2.8 MB) took
+// 76 s (6 s without the race detector).
+const wasmTimeout = 5 * time.Minute
+
+// ctxFor is a context that ends after d or with the test.
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -76,7 +87,12 @@ func put(t *testing.T, c *client.Client, b []byte) string {
 
 func runJob(t *testing.T, c *client.Client, spec api.JobSpec) api.Job {
 	t.Helper()
-	ctx := testCtx(t)
+	return runJobCtx(t, testCtx(t), c, spec)
+}
+
+// runJobCtx is runJob within ctx.
+func runJobCtx(t *testing.T, ctx context.Context, c *client.Client, spec api.JobSpec) api.Job {
+	t.Helper()
 	j, err := c.Submit(ctx, spec)
 	if err != nil {
 		t.Fatalf("submit %+v: %v", spec, err)

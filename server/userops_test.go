@@ -29,7 +29,7 @@ func addOp(t *testing.T, c *client.Client, module []byte, spec api.OperationSpec
 // through a restart of the server and after the name is removed.
 func TestUserOpVersions(t *testing.T) {
 	dir := t.TempDir()
-	ctx := testCtx(t)
+	ctx := ctxFor(t, wasmTimeout)
 	cl, err := cluster.Start(ctx, cluster.Config{DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
