@@ -26,8 +26,9 @@ type fakeWorker struct {
 	delay time.Duration
 	info  api.WorkerInfo // as registered
 
-	mu    sync.Mutex // guards units
+	mu    sync.Mutex // guards units and gate
 	units []gotUnit
+	gate  chan struct{} // if not nil, answers wait until it is closed
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -75,6 +76,16 @@ func startFakeWorker(t *testing.T, c *client.Client, secret []byte, name string,
 		fw.wg.Wait()
 	})
 	return fw
+}
+
+// hold makes the fake worker keep the units it receives from now on,
+// unanswered, until release is called.
+func (fw *fakeWorker) hold() (release func()) {
+	gate := make(chan struct{})
+	fw.mu.Lock()
+	fw.gate = gate
+	fw.mu.Unlock()
+	return sync.OnceFunc(func() { close(gate) })
 }
 
 // stop ends the fake worker's associations and heartbeats.
@@ -131,10 +142,20 @@ func (fw *fakeWorker) serve(ctx context.Context, a transport.Association, s int)
 
 func (fw *fakeWorker) answer(ctx context.Context, a transport.Association, s int, queue <-chan wire.Unit) {
 	for u := range queue {
+		fw.mu.Lock()
+		gate := fw.gate
+		fw.mu.Unlock()
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				continue // drain the queue until serve closes it
+			}
+		}
 		select {
 		case <-time.After(fw.delay):
 		case <-ctx.Done():
-			continue // drain the queue until serve closes it
+			continue
 		}
 		res := wire.AppendResult(nil, &wire.Result{ID: u.ID, Status: wire.StatusOK, Compute: fw.delay,
 			Output: fakeOutput(u.Job, u.Index)})

@@ -1,12 +1,14 @@
 package server_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/cluster"
 	"github.com/braidhq/braid/ops/samples"
+	"github.com/braidhq/braid/server"
 )
 
 // checkCounts checks the invariants api.Progress documents.
@@ -27,34 +29,48 @@ func checkCounts(t *testing.T, j api.Job) {
 // TestRunningIsExecuting: while a job runs on one worker of 2 threads,
 // running never exceeds the threads and counts no more than was sent, and
 // the units queued at the worker (the scheduler keeps 2 per thread in
-// flight) show as sent but not running.
+// flight, once it has measured the worker; a unit per thread and one more
+// before) show as sent but not running. The worker is the fake one, which
+// first holds the units it gets: those sent stay there, all but 2 queued,
+// until the test has seen them so; then it answers them all.
 func TestRunningIsExecuting(t *testing.T) {
 	const threads = 2
-	cl := startCluster(t, cluster.WorkerSpec{Threads: threads})
-	c, ctx := cl.Client, testCtx(t)
-	in := put(t, c, samples.PNG())
-	j, err := c.Submit(ctx, api.JobSpec{Op: "blur", Input: in, Repeat: 16, Params: map[string]string{"sigma": "3"}})
+	r := runServer(t, server.Config{DataDir: t.TempDir()})
+	fw := startFakeWorker(t, r.c, testSecret, "held", threads, 10*time.Millisecond)
+	release := fw.hold()
+	defer release()
+	c, ctx := r.c, testCtx(t)
+	in := put(t, c, []byte("input"))
+	j, err := c.Submit(ctx, api.JobSpec{Op: "noop", Input: in, Repeat: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
-	queued := false
-	for !j.Terminal() {
+	// poll reads the job and checks the counts.
+	poll := func() api.Progress {
+		t.Helper()
 		if j, err = c.Job(ctx, j.ID, false); err != nil {
 			t.Fatal(err)
 		}
 		checkCounts(t, j)
 		if p := j.Progress; p.Running > threads {
 			t.Fatalf("%d running on %d threads: %+v", p.Running, threads, p)
-		} else if p.Running == threads && p.Sent > p.Running {
-			queued = true
 		}
+		return j.Progress
+	}
+	var held api.Progress
+	waitFor(ctx, t, fmt.Sprintf("%d running with more sent", threads), func() bool {
+		held = poll()
+		return held.Running == threads && held.Sent > threads
+	})
+	// They are at the worker (or on their way to it).
+	waitFor(ctx, t, fmt.Sprintf("the %d units sent to reach the worker", held.Sent), func() bool { return len(fw.received()) >= held.Sent })
+	release()
+	for !j.Terminal() {
+		poll()
 		time.Sleep(20 * time.Millisecond)
 	}
 	if j.State != api.JobDone {
 		t.Fatalf("job %s: %s", j.State, j.Error)
-	}
-	if !queued {
-		t.Errorf("never saw %d running with more sent: running still counts every unit in flight?", threads)
 	}
 	if jobs, err := c.Jobs(ctx); err != nil || len(jobs) != 1 {
 		t.Fatalf("jobs: %v %v", jobs, err)
