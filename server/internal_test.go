@@ -187,7 +187,7 @@ func TestResumeAssemblesFinishedUnits(t *testing.T) {
 	s.db.Close()
 
 	s2 := runTestServer(t, dir)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // only a hang takes more than a moment
 	j := s2.job(rec.ID)
 	for ; j == nil && time.Now().Before(deadline); j = s2.job(rec.ID) {
 		time.Sleep(10 * time.Millisecond)

@@ -257,12 +257,12 @@ func TestMetrics(t *testing.T) {
 	})
 }
 
-// checkTrafficAgrees waits (up to 5 s) for the server's sent counts to
+// checkTrafficAgrees waits (up to 60 s; a moment unless it never will) for the server's sent counts to
 // equal the sum of the workers' received counts, and the other way round.
 func checkTrafficAgrees(t *testing.T, srvURL string, workerURL map[string]string, tname string) {
 	t.Helper()
 	var diffs []string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		_, sf := scrape(t, srvURL)
 		sums := map[string]float64{}
 		for _, url := range workerURL {
