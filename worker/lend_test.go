@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -173,21 +174,28 @@ func TestLenderLendsSpareThreads(t *testing.T) {
 	}
 }
 
-// The idle hold ends by itself: the timer re-divides without another event.
+// The idle hold ends by itself: the timer re-divides without another
+// event, when the hold is up and not before (on a synctest bubble's clock).
 func TestLenderIdleTimer(t *testing.T) {
-	l := newLender(2, 30*time.Millisecond, time.Now)
-	defer l.stop()
-	a, b := l.add(2), l.add(2)
-	l.ask(a, 2)
-	l.ask(b, 2)
-	l.ask(a, 0)
-	deadline := time.Now().Add(5 * time.Second)
-	for !slices.Equal(leases(l, a, b), []int{0, 2}) {
-		if time.Now().After(deadline) {
-			t.Fatalf("leases %v long after a went idle", leases(l, a, b))
+	synctest.Test(t, func(t *testing.T) {
+		const idle = 30 * time.Millisecond
+		l := newLender(2, idle, time.Now)
+		defer l.stop()
+		a, b := l.add(2), l.add(2)
+		l.ask(a, 2)
+		l.ask(b, 2)
+		l.ask(a, 0)
+		time.Sleep(idle - time.Millisecond)
+		synctest.Wait()
+		if got := leases(l, a, b); !slices.Equal(got, []int{1, 1}) {
+			t.Fatalf("leases %v within a's idle hold, want 1 each still", got)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if got := leases(l, a, b); !slices.Equal(got, []int{0, 2}) {
+			t.Fatalf("leases %v when a's idle hold is up, want b's 2", got)
+		}
+	})
 }
 
 // Threads lent spare are not earned: a server that stops asking holds for

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,7 +57,7 @@ func run(t *testing.T, ctx context.Context, w *worker.Worker) *running {
 		cancel()
 		select {
 		case <-r.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(60 * time.Second):
 			t.Error("worker did not stop")
 		}
 	})
@@ -176,6 +177,7 @@ func TestRejectionByOneOfTwoServers(t *testing.T) {
 	w, logs := newWorker(t, "half", secret, slog.LevelInfo, c.URL(), c.URL()+"/nope")
 	done := run(t, ctx, w)
 	waitUpNamed(t, ctx, c, "half")
+	waitLog(t, ctx, logs, `msg="rejected by server"`)
 	time.Sleep(1500 * time.Millisecond) // a few registration rounds
 	select {
 	case <-done.done:
@@ -258,10 +260,7 @@ func TestWorkerLogs(t *testing.T) {
 	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
 		t.Errorf("%d warnings; want only the failed unit's:\n%s", n, logs)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(srvLogs.String(), `msg="worker deregistered"`) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitLog(t, ctx, srvLogs, `msg="worker deregistered"`)
 	s := srvLogs.String()
 	if strings.Contains(s, `msg="association down"`) || !strings.Contains(s, `msg="association closed" component=dispatch worker=logger`) {
 		t.Errorf("server log of a clean worker stop; want association closed, not down:\n%s", s)
@@ -284,6 +283,7 @@ func TestUnreachableServerLoggedOnce(t *testing.T) {
 	ln.Close() // connections are refused from now on
 	w, logs := newWorker(t, "patient", secret, slog.LevelInfo, url)
 	r := run(t, ctx, w)
+	waitLog(t, ctx, logs, `msg="server unreachable; retrying"`)
 	time.Sleep(2500 * time.Millisecond) // several attempts
 	select {
 	case <-r.done:
@@ -291,7 +291,7 @@ func TestUnreachableServerLoggedOnce(t *testing.T) {
 	default:
 	}
 	if n := strings.Count(logs.String(), `msg="server unreachable; retrying"`); n != 1 {
-		t.Errorf("%d unreachable lines in 2.5 s; want 1:\n%s", n, logs)
+		t.Errorf("%d unreachable lines in 2.5 s after the first; want 1:\n%s", n, logs)
 	}
 }
 
@@ -300,13 +300,21 @@ func TestUnreachableServerLoggedOnce(t *testing.T) {
 func TestServerErrorLoggedAsSuch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
 		http.Error(w, "upstream broke", http.StatusInternalServerError)
 	}))
 	defer srv.Close()
 	w, logs := newWorker(t, "patient", secret, slog.LevelInfo, srv.URL)
 	r := run(t, ctx, w)
-	time.Sleep(1500 * time.Millisecond) // several attempts
+	for calls.Load() < 3 { // several attempts
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d calls; want 3", calls.Load())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	select {
 	case <-r.done:
 		t.Fatalf("the worker stopped: %v; want it to keep trying", r.err)
@@ -351,6 +359,18 @@ func newFakeRegistry(t *testing.T, refuse *api.Error, status int) *fakeRegistry 
 	}))
 	t.Cleanup(f.Close)
 	return f
+}
+
+// waitLog waits for line in logs.
+func waitLog(t *testing.T, ctx context.Context, logs *testlog.Buffer, line string) {
+	t.Helper()
+	for !strings.Contains(logs.String(), line) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no log line %s:\n%s", line, logs)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // await waits for a call with method.
