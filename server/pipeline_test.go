@@ -45,16 +45,16 @@ func TestPipeline(t *testing.T) {
 			tiled.Result, tiled.State, tiled.Error, whole.Result, whole.State, whole.Error)
 	}
 
-	wc := addOp(t, c, wasmtest.Build(t, "./examples/ops/wordcount", false), api.OperationSpec{Name: "wc",
+	// echo writes its input, then its arguments: the step's parameters.
+	echo := addOp(t, c, wasmtest.EchoArgs(), api.OperationSpec{Name: "echo",
 		Params: []api.Parameter{{Name: "lower", Type: "bool", Default: "false"}}})
-	text := put(t, c, []byte("A a b"))
-	j = runJobCtx(t, ctxFor(t, wasmTimeout), c, api.JobSpec{Op: "noop,wc,wc", Input: text, Params: map[string]string{"2.lower": "true"}})
-	if j.State != api.JobDone || j.Spec.OpVersions["wc"] != wc.Version {
+	text := put(t, c, []byte("A a b\n"))
+	j = runJob(t, c, api.JobSpec{Op: "noop,echo,echo", Input: text, Params: map[string]string{"2.lower": "true"}})
+	if j.State != api.JobDone || j.Spec.OpVersions["echo"] != echo.Version {
 		t.Fatalf("pipeline of user operations: %+v", j)
 	}
-	// "A a b" → "2 a\n1 b\n" → each of 2, a, 1, b once.
-	if got, _ := c.GetBytes(ctx, j.Result); string(got) != "1 1\n1 2\n1 a\n1 b\n" {
-		t.Fatalf("wc,wc result %q", got)
+	if got, _ := c.GetBytes(ctx, j.Result); string(got) != "A a b\necho\n--lower=true\necho\n--lower=false\n" {
+		t.Fatalf("echo,echo result %q, want step 2's parameter lower=true and step 3's default", got)
 	}
 
 	for _, tc := range []struct {
@@ -67,10 +67,10 @@ func TestPipeline(t *testing.T) {
 		{api.JobSpec{Op: "blur,sobel", Input: gif, Params: map[string]string{"grayscale.x": "1"}}, "grayscale is not an operation of the pipeline"},
 		{api.JobSpec{Op: "blur,sobel", Input: gif, Params: map[string]string{"3.sigma": "1"}}, "steps 1 to 2"},
 		{api.JobSpec{Op: "blur,sobel", Input: gif, Params: map[string]string{"blur.sigma": "-1"}}, "step 1: blur"},
-		{api.JobSpec{Op: "blur,wc", Input: gif, Params: map[string]string{"format": "png"}}, "is a user operation"},
+		{api.JobSpec{Op: "blur,echo", Input: gif, Params: map[string]string{"format": "png"}}, "is a user operation"},
 		{api.JobSpec{Op: "blur,resize", Input: gif, Params: map[string]string{"resize.width": "10"}, Tiles: "2x2"}, "cannot be tiled: step 2"},
 		{api.JobSpec{Op: "blur,sobel", Input: gif, UnitTimeoutMS: 10}, "has none"},
-		{api.JobSpec{Op: "noop,wc", Input: gif, OpVersions: map[string]int{"blur": 1}}, "not a user operation of the pipeline"},
+		{api.JobSpec{Op: "noop,echo", Input: gif, OpVersions: map[string]int{"blur": 1}}, "not a user operation of the pipeline"},
 	} {
 		if _, err := c.Submit(ctx, tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %v: %v, want an error saying %q", tc.spec.Op, tc.spec.Params, err, tc.want)

@@ -26,23 +26,24 @@ func addOp(t *testing.T, c *client.Client, module []byte, spec api.OperationSpec
 
 // TestUserOpVersions: registering a name again makes a new version only
 // when something changed; a job pins the version it was submitted with,
-// through a restart of the server and after the name is removed.
+// and its parameters, through a restart of the server and after the name
+// is removed. (The module echoes its input and arguments.)
 func TestUserOpVersions(t *testing.T) {
 	dir := t.TempDir()
-	ctx := ctxFor(t, wasmTimeout)
+	ctx := testCtx(t)
 	cl, err := cluster.Start(ctx, cluster.Config{DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wc := wasmtest.Build(t, "./examples/ops/wordcount", false)
-	spec := api.OperationSpec{Name: "wc", Params: []api.Parameter{{Name: "lower", Type: "bool", Default: "false"}}}
-	v1 := addOp(t, cl.Client, wc, spec)
-	if again := addOp(t, cl.Client, wc, spec); again.Version != 1 || v1.Version != 1 || v1.Kind != api.OpWasm {
+	echo := wasmtest.EchoArgs()
+	spec := api.OperationSpec{Name: "echo", Params: []api.Parameter{{Name: "lower", Type: "bool", Default: "false"}}}
+	v1 := addOp(t, cl.Client, echo, spec)
+	if again := addOp(t, cl.Client, echo, spec); again.Version != 1 || v1.Version != 1 || v1.Kind != api.OpWasm {
 		t.Fatalf("versions %d, %d; want 1 twice", v1.Version, again.Version)
 	}
 	in := put(t, cl.Client, []byte("one Two two"))
 	// No worker yet: the job waits, pinned to version 1.
-	pending, err := cl.Client.Submit(ctx, api.JobSpec{Op: "wc", Input: in, Params: map[string]string{"lower": "true"}})
+	pending, err := cl.Client.Submit(ctx, api.JobSpec{Op: "echo", Input: in, Params: map[string]string{"lower": "true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,13 +51,13 @@ func TestUserOpVersions(t *testing.T) {
 		t.Fatalf("job spec %+v does not pin version 1", pending.Spec)
 	}
 	spec.Summary = "changed"
-	if v2 := addOp(t, cl.Client, wc, spec); v2.Version != 2 {
+	if v2 := addOp(t, cl.Client, echo, spec); v2.Version != 2 {
 		t.Fatalf("a changed registration made version %d, want 2", v2.Version)
 	}
-	if err := cl.Client.RemoveOperation(ctx, "wc"); err != nil {
+	if err := cl.Client.RemoveOperation(ctx, "echo"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = cl.Client.Submit(ctx, api.JobSpec{Op: "wc", Input: in})
+	_, err = cl.Client.Submit(ctx, api.JobSpec{Op: "echo", Input: in})
 	if code := apiCode(err); code != api.CodeUnknownOp {
 		t.Fatalf("a removed operation took a job: %v", err)
 	}
@@ -74,7 +75,7 @@ func TestUserOpVersions(t *testing.T) {
 		t.Fatalf("the job of a removed operation after a restart: %+v, %v", j, err)
 	}
 	out, err := cl.Client.GetBytes(ctx, j.Result)
-	if err != nil || string(out) != "2 two\n1 one\n" {
+	if err != nil || string(out) != "one Two two"+"echo\n--lower=true\n" {
 		t.Fatalf("result %q, %v", out, err)
 	}
 	list, err := cl.Client.Operations(ctx)
@@ -82,7 +83,7 @@ func TestUserOpVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, op := range list {
-		if op.Name == "wc" {
+		if op.Name == "echo" {
 			t.Fatalf("a removed operation is listed: %+v", op)
 		}
 	}
