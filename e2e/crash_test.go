@@ -95,7 +95,7 @@ func serverCrashRestart(t *testing.T, tr string) {
 // both were up on it and when both lent it all their threads.
 func supersession(t *testing.T, ctx context.Context, c *client.Client) (up, lent time.Time) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		ws := workersNow(ctx, c)
 		if up.IsZero() && upCount(ws) == 2 {

@@ -107,7 +107,7 @@ func (p *proc) logText() string {
 // waitLog waits for a log line matching re and returns its first group.
 func (p *proc) waitLog(t *testing.T, re *regexp.Regexp) string {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if m := re.FindStringSubmatch(p.logText()); m != nil {
 			return m[1]

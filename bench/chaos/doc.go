@@ -26,5 +26,5 @@
 //
 // The same seed gives the same schedule (Plan); what the cluster does with
 // it depends on timing. `braid bench chaos` runs the long form; the e2e
-// tests run a short seed per transport.
+// tests run a short seed on the default transport.
 package chaos
