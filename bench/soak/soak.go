@@ -43,6 +43,10 @@ import (
 type Config struct {
 	// Duration is how long jobs are submitted (default 1 minute).
 	Duration time.Duration
+	// Jobs, if positive, ends the submitting once that many jobs were
+	// submitted, if Duration has not ended it before: a run as long as its
+	// work, however fast the machine.
+	Jobs int
 	// Rate is the jobs submitted per second (default 10).
 	Rate float64
 	// Units is the number of units of a repeat job (default 20); a big
@@ -196,7 +200,8 @@ func (f *feeder) upload(ctx context.Context) error {
 }
 
 // run submits at the configured rate and samples until the duration is
-// over, then takes a last sample.
+// over or Jobs were submitted, then waits for the jobs and takes a last
+// sample.
 func (f *feeder) run(ctx context.Context, dir string, res *Result) error {
 	start := time.Now()
 	end := time.NewTimer(f.cfg.Duration)
@@ -217,6 +222,10 @@ func (f *feeder) run(ctx context.Context, dir string, res *Result) error {
 				return err
 			}
 		case <-submit.C:
+			if f.cfg.Jobs > 0 && n >= f.cfg.Jobs {
+				f.wg.Wait()
+				return f.sample(ctx, dir, start, res)
+			}
 			select {
 			case f.room <- struct{}{}:
 			case <-ctx.Done():
