@@ -75,36 +75,42 @@ func udpEcho(t *testing.T) (srv, cli net.PacketConn) {
 }
 
 // TestFidelityRTT: a UDP echo across the link takes the spec's RTT,
-// within 1 ms (10th percentile of 50; the median within 2 ms).
+// within 1 ms (10th percentile of 50; the median within 2 ms). The echo's
+// two ends are Go programs, whose scheduling on a busy machine (make test
+// runs packages in parallel) only ever adds to a round trip: a round over
+// the bounds is measured again, up to 3 rounds, while one under the RTT
+// fails at once. An emulator that delays wrongly fails every round.
 func TestFidelityRTT(t *testing.T) {
 	for _, rtt := range []time.Duration{20 * time.Millisecond, 50 * time.Millisecond} {
 		t.Run(rtt.String(), func(t *testing.T) {
 			upBed(t, "rtt="+rtt.String())
 			srv, cli := udpEcho(t)
-			var rtts []time.Duration
 			buf := make([]byte, 2048)
-			for range 50 {
-				start := time.Now()
-				if _, err := cli.WriteTo(make([]byte, 64), srv.LocalAddr()); err != nil {
-					t.Fatal(err)
+			for round := 1; ; round++ {
+				var rtts []time.Duration
+				for range 50 {
+					start := time.Now()
+					if _, err := cli.WriteTo(make([]byte, 64), srv.LocalAddr()); err != nil {
+						t.Fatal(err)
+					}
+					cli.SetReadDeadline(time.Now().Add(2 * time.Second))
+					if _, _, err := cli.ReadFrom(buf); err != nil {
+						t.Fatal(err)
+					}
+					rtts = append(rtts, time.Since(start))
 				}
-				cli.SetReadDeadline(time.Now().Add(2 * time.Second))
-				if _, _, err := cli.ReadFrom(buf); err != nil {
-					t.Fatal(err)
+				slices.Sort(rtts)
+				p10, med := rtts[len(rtts)/10], rtts[len(rtts)/2]
+				t.Logf("rtt %v, round %d: 10th percentile %v, median %v, min %v, max %v", rtt, round, p10, med, rtts[0], rtts[len(rtts)-1])
+				if p10 < rtt || med < rtt {
+					t.Fatalf("10th percentile %v, median %v: under the RTT %v", p10, med, rtt)
 				}
-				rtts = append(rtts, time.Since(start))
-			}
-			slices.Sort(rtts)
-			p10, med := rtts[len(rtts)/10], rtts[len(rtts)/2]
-			t.Logf("rtt %v: 10th percentile %v, median %v, min %v, max %v", rtt, p10, med, rtts[0], rtts[len(rtts)-1])
-			// The emulator's delay is the 10th percentile's; the median
-			// also carries the scheduling noise of a busy machine (make
-			// test runs packages in parallel), hence its wider bound.
-			if d := p10 - rtt; d < 0 || d > time.Millisecond {
-				t.Errorf("10th percentile RTT %v, want %v to %v", p10, rtt, rtt+time.Millisecond)
-			}
-			if d := med - rtt; d < 0 || d > 2*time.Millisecond {
-				t.Errorf("median RTT %v, want %v to %v", med, rtt, rtt+2*time.Millisecond)
+				if p10-rtt <= time.Millisecond && med-rtt <= 2*time.Millisecond {
+					return
+				}
+				if round == 3 {
+					t.Fatalf("10th percentile RTT %v, median %v in every round, want %v to %v and to %v", p10, med, rtt, rtt+time.Millisecond, rtt+2*time.Millisecond)
+				}
 			}
 		})
 	}
