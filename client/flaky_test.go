@@ -69,7 +69,7 @@ func (f *flaky) down() {
 
 // up listens on the same port again.
 func (f *flaky) up() {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		ln, err := net.Listen("tcp", f.addr)
 		if err == nil {
@@ -172,7 +172,7 @@ func (a *fakeAPI) hitsOf(pattern string) int {
 // waitHits waits until pattern has had n requests.
 func (a *fakeAPI) waitHits(t *testing.T, pattern string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for a.hitsOf(pattern) < n {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: %d requests, want %d", pattern, a.hitsOf(pattern), n)

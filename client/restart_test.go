@@ -140,7 +140,7 @@ func TestWaitRidesThroughRestart(t *testing.T) {
 			var r result
 			select {
 			case r = <-done:
-			case <-time.After(10 * time.Second):
+			case <-time.After(time.Minute):
 				t.Fatalf("Wait still waiting after the job finished; retries: %v", &n)
 			}
 			if r.err != nil || r.j.State != api.JobDone {
@@ -191,7 +191,10 @@ func TestNotFoundIsNotRetried(t *testing.T) {
 }
 
 // A server that stays away: the call gives up when its context ends, or
-// after the policy's For, with the last error; with For < 0 at once.
+// after the policy's For, with the last error; with For < 0 at once,
+// retrying never (its Notify counts). Giving up takes up to 10 s on a
+// loaded machine, not the 30 s of DefaultRetryFor or the minute of the
+// context that a call ignoring its bound would take.
 func TestGivingUp(t *testing.T) {
 	a := newFakeAPI()
 	f := newFlaky(t, a)
@@ -203,9 +206,9 @@ func TestGivingUp(t *testing.T) {
 		min, max time.Duration
 		want     error
 	}{
-		{"context", client.Retry{}, 300 * time.Millisecond, 300 * time.Millisecond, 3 * time.Second, context.DeadlineExceeded},
-		{"For", client.Retry{For: 300 * time.Millisecond}, time.Minute, 300 * time.Millisecond, 3 * time.Second, syscall.ECONNREFUSED},
-		{"off", client.Retry{For: -1}, time.Minute, 0, time.Second, syscall.ECONNREFUSED},
+		{"context", client.Retry{}, 300 * time.Millisecond, 300 * time.Millisecond, 10 * time.Second, context.DeadlineExceeded},
+		{"For", client.Retry{For: 300 * time.Millisecond}, time.Minute, 300 * time.Millisecond, 10 * time.Second, syscall.ECONNREFUSED},
+		{"off", client.Retry{For: -1}, time.Minute, 0, 10 * time.Second, syscall.ECONNREFUSED},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -87,7 +87,7 @@ func TestWorkersRm(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := time.Now().Add(time.Minute); ; {
 		ws, _ := c.Workers(ctx)
 		if len(ws) == 2 && ws[0].Info.Name == "dead" && ws[0].State == api.WorkerDown {
 			break
