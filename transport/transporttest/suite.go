@@ -97,7 +97,8 @@ type Options struct {
 	// listener keeps accepting good associations.
 	Garbage func(addr string) error
 	// Timeout bounds each subtest before the watchdog dumps all
-	// goroutines and panics. Zero means 20 s.
+	// goroutines and panics: at least minTimeout, which is also the
+	// default; a transport may ask for longer.
 	Timeout time.Duration
 	// Liveness is the liveness bound the Liveness cases configure on both
 	// ends. Zero means 1 s.
@@ -216,9 +217,7 @@ func Run(t *testing.T, newT func(t *testing.T) transport.Transport, addr string,
 			o.Intercept = x.Intercept
 		}
 	}
-	if o.Timeout == 0 {
-		o.Timeout = 20 * time.Second
-	}
+	o.Timeout = max(o.Timeout, minTimeout)
 	if o.Liveness == 0 {
 		o.Liveness = time.Second
 	}
@@ -233,6 +232,13 @@ func Run(t *testing.T, newT func(t *testing.T) transport.Transport, addr string,
 		})
 	}
 }
+
+// minTimeout is the least Options.Timeout: the watchdog catches hangs, and
+// a case's work takes far longer on a loaded machine with the race
+// detector than alone (MessageBoundaries' 64 MiB each way took over a
+// minute for quic and over 20 s for tcp with TLS and for ptcp, against
+// 2 to 12 s).
+const minTimeout = 3 * time.Minute
 
 // stacks returns a dump of all goroutines.
 func stacks() string {
