@@ -294,9 +294,19 @@ func testAbortWhileStalled(t *testing.T, s *suite) {
 }
 
 // testCloseDuringSend: Close while a large message is still being sent
-// delivers that message whole before the peer sees the end.
+// delivers that message whole before the peer sees the end. The pair
+// talks over the test path, whose tap tells when the message is under
+// way: a megabyte has crossed it (the handshake and pings are far less).
 func testCloseDuringSend(t *testing.T, s *suite) {
-	d, l := s.pair(t, 2)
+	lc, _ := listenCfg(t, 2, 2)
+	ln := s.listen(t, lc)
+	path := s.opts.BlackHole(t, s.tr, ln.Addr().String())
+	if path.Tap == nil {
+		t.Skip("the test path (Options.BlackHole) has no Tap to see the message under way with")
+	}
+	var crossed atomic.Int64
+	d, l := connectWith(t, ln, path.Dial, dialCfg(2, 2))
+	path.Tap(func(p []byte) { crossed.Add(int64(len(p))) })
 	big := pattern(16<<20, 7)
 	ctx := timeoutCtx(t, s.opTimeout())
 	sent := make(chan error, 1)
@@ -306,7 +316,9 @@ func testCloseDuringSend(t *testing.T, s *suite) {
 		p, _ := l.Recv(ctx, 0)
 		got <- p
 	}()
-	time.Sleep(5 * time.Millisecond) // let the send start
+	for crossed.Load() < 1<<20 && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
 	closed := make(chan error, 1)
 	go func() { closed <- d.Close() }()
 	if err := <-sent; err != nil {
