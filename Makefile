@@ -60,10 +60,8 @@ tidy-check:
 versitygw:
 	@GO="$(GO)" sh mk/versitygw.sh
 
-## unit: every Go test with the race detector, except in wazero: its compiler, instrumented,
-## takes 30-80 s for a module built by Go instead of 3-6 s (braid's own code stays instrumented)
 unit:
-	BRAID_VERSITYGW="$$(GO="$(GO)" sh mk/versitygw.sh)" $(GO) test -race -gcflags='github.com/tetratelabs/wazero/...=-race=false' -timeout 20m $(PKGS)
+	BRAID_VERSITYGW="$$(GO="$(GO)" sh mk/versitygw.sh)" $(GO) test -race -timeout 20m $(PKGS)
 
 ## pion-sctp-check: third_party/pion-sctp is pion/sctp v1.11.3 (from the Go module proxy, or the
 ## module cache offline) with the patch series in third_party/pion-sctp-patches applied, byte for
