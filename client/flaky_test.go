@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,15 +19,19 @@ import (
 
 // flaky serves a handler on a fixed loopback port that the test can take
 // away — listener closed, open connections cut, so that dials are refused —
-// and bring back on the same port, as a restarting server does.
+// and bring back on the same port, as a restarting server does. While it is
+// away a socket bound to the port without listening keeps it, so that
+// another test's listener is not given it (two parallel tests once were,
+// and one's client uploaded to the other's server).
 type flaky struct {
 	t    *testing.T
 	addr string
 	h    http.Handler
 
-	mu     sync.Mutex // guards srv and served
+	mu     sync.Mutex // guards srv, served and held
 	srv    *http.Server
 	served chan struct{} // closed when srv's Serve returns
+	held   int           // the socket that keeps the port while away; -1: none
 }
 
 func newFlaky(t *testing.T, h http.Handler) *flaky {
@@ -35,10 +40,21 @@ func newFlaky(t *testing.T, h http.Handler) *flaky {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &flaky{t: t, addr: ln.Addr().String(), h: h}
+	f := &flaky{t: t, addr: ln.Addr().String(), h: h, held: -1}
 	f.serve(ln)
-	t.Cleanup(f.down)
+	t.Cleanup(f.stop)
 	return f
+}
+
+// stop takes the server down for good, the port let go.
+func (f *flaky) stop() {
+	f.down()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held >= 0 {
+		_ = syscall.Close(f.held)
+		f.held = -1
+	}
 }
 
 func (f *flaky) URL() string { return "http://" + f.addr }
@@ -54,21 +70,60 @@ func (f *flaky) serve(ln net.Listener) {
 	}(f.srv, f.served)
 }
 
-// down closes the listener and every connection, and waits for Serve to
-// return. A server already down stays so.
+// down closes the listener and every connection, waits for Serve to
+// return, and keeps the port. A server already down stays so.
 func (f *flaky) down() {
 	f.mu.Lock()
 	srv, served := f.srv, f.served
 	f.srv = nil
 	f.mu.Unlock()
-	if srv != nil {
-		_ = srv.Close()
-		<-served
+	if srv == nil {
+		return
 	}
+	_ = srv.Close()
+	<-served
+	fd, err := holdPort(f.addr)
+	if err != nil {
+		f.t.Errorf("keeping %s while away: %v", f.addr, err)
+		return
+	}
+	f.mu.Lock()
+	f.held = fd
+	f.mu.Unlock()
+}
+
+// holdPort binds a TCP socket to addr without listening on it: dials to
+// addr are refused, and the port is not given to anyone else.
+func holdPort(addr string) (int, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return -1, err
+	}
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	// As net.Listen does, past the closed connections' TIME_WAIT; a port
+	// so bound is still never picked for a bind to port 0.
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); err != nil {
+		_ = syscall.Close(fd)
+		return -1, err
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}); err != nil {
+		_ = syscall.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
 
 // up listens on the same port again.
 func (f *flaky) up() {
+	f.mu.Lock()
+	if f.held >= 0 {
+		_ = syscall.Close(f.held)
+		f.held = -1
+	}
+	f.mu.Unlock()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		ln, err := net.Listen("tcp", f.addr)
