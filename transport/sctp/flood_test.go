@@ -99,7 +99,11 @@ func testFlood(t *testing.T, tr *Transport, init []byte) {
 	// more have been sent, dials or not.
 	waitFlooded := func(n int) {
 		for flooded.Load() < int64(n) {
-			time.Sleep(10 * time.Millisecond)
+			select {
+			case <-done:
+				t.Fatalf("the flood stopped after %d datagrams", flooded.Load())
+			case <-time.After(10 * time.Millisecond):
+			}
 		}
 	}
 	waitFlooded(tr.cfg.MaxHalfOpen)
