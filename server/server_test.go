@@ -571,7 +571,11 @@ func TestJobsOverEveryTransport(t *testing.T) {
 		}
 	}
 	in := put(t, cl.Client, samples.GIF())
-	j := runJob(t, cl.Client, api.JobSpec{Op: "blur", Input: in, Repeat: 4 * len(names), Policy: "equal"})
+	// Without speculation, which on a loaded machine can give a straggler's
+	// unit to an idle worker that finishes it first (a run gave tcpn 3,
+	// tcp 5).
+	no := false
+	j := runJob(t, cl.Client, api.JobSpec{Op: "blur", Input: in, Repeat: 4 * len(names), Policy: "equal", Speculate: &no})
 	if j.State != api.JobDone {
 		t.Fatalf("job: %s %s", j.State, j.Error)
 	}
