@@ -1507,7 +1507,9 @@ func (a *Association) gatherOutboundDataAndReconfigPackets(
 
 	if len(chunks) > 0 {
 		// Start timer. (noop if already started)
-		a.log.Tracef("[%s] T3-rtx timer start (pt1)", a.name)
+		if traceHot {
+			a.log.Tracef("[%s] T3-rtx timer start (pt1)", a.name)
+		}
 		a.t3RTX.start(a.rtoMgr.getRTO())
 		for _, p := range a.bundleDataChunksIntoPackets(chunks) {
 			raw, err := a.marshalPacket(p)
@@ -1657,8 +1659,10 @@ func (a *Association) gatherOutboundFastRetransmissionPackets( //nolint:gocognit
 
 		a.checkPartialReliabilityStatus(chunkPayload)
 		toFastRetrans = append(toFastRetrans, chunkPayload)
-		a.log.Tracef("[%s] fast-retransmit: tsn=%d sent=%d htna=%d",
-			a.name, chunkPayload.tsn, chunkPayload.nSent, a.fastRecoverExitPoint)
+		if traceHot {
+			a.log.Tracef("[%s] fast-retransmit: tsn=%d sent=%d htna=%d",
+				a.name, chunkPayload.tsn, chunkPayload.nSent, a.fastRecoverExitPoint)
+		}
 	}
 
 	if len(toFastRetrans) == 0 {
@@ -2897,7 +2901,9 @@ func (a *Association) handlePeerLastTSNAndAcknowledgement(sackImmediately bool) 
 
 	hasPacketLoss := (a.payloadQueue.size() > 0)
 	if hasPacketLoss {
-		a.log.Tracef("[%s] packetloss: %s", a.name, a.payloadQueue.getGapAckBlocksString())
+		if traceHot {
+			a.log.Tracef("[%s] packetloss: %s", a.name, a.payloadQueue.getGapAckBlocksString())
+		}
 	}
 
 	// RFC 4960 $6.7: SHOULD ack immediately when detecting a gap.
@@ -3152,8 +3158,10 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 					// high RTT to a low RTT.
 					a.rack.rackMinRTTWnd.Push(now, now.Sub(chunkPayload.since))
 
-					a.log.Tracef("[%s] SACK: measured-rtt=%f srtt=%f new-rto=%f",
-						a.name, rtt, srtt, a.rtoMgr.getRTO())
+					if traceHot {
+						a.log.Tracef("[%s] SACK: measured-rtt=%f srtt=%f new-rto=%f",
+							a.name, rtt, srtt, a.rtoMgr.getRTO())
+					}
 				}
 			}
 
@@ -3201,7 +3209,9 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 				}
 				a.onChunkDelivered(chunkPayload, nBytesAcked, now)
 
-				a.log.Tracef("[%s] tsn=%d has been sacked", a.name, chunkPayload.tsn)
+				if traceHot {
+					a.log.Tracef("[%s] tsn=%d has been sacked", a.name, chunkPayload.tsn)
+				}
 
 				// RTT / RTO and RACK updates
 				if sna32GTE(chunkPayload.tsn, a.minTSN2MeasureRTT) {
@@ -3214,8 +3224,10 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 
 						a.rack.rackMinRTTWnd.Push(now, now.Sub(chunkPayload.since))
 
-						a.log.Tracef("[%s] SACK: measured-rtt=%f srtt=%f new-rto=%f",
-							a.name, rtt, srtt, a.rtoMgr.getRTO())
+						if traceHot {
+							a.log.Tracef("[%s] SACK: measured-rtt=%f srtt=%f new-rto=%f",
+								a.name, rtt, srtt, a.rtoMgr.getRTO())
+						}
 					}
 				}
 
@@ -3250,12 +3262,16 @@ func (a *Association) onCumulativeTSNAckPointAdvanced(totalBytesAcked int) {
 	//   R2)  Whenever all outstanding data sent to an address have been
 	//        acknowledged, turn off the T3-rtx timer of that address.
 	if a.inflightQueue.size() == 0 {
-		a.log.Tracef("[%s] SACK: no more packet in-flight (pending=%d)", a.name, a.pendingQueue.size())
+		if traceHot {
+			a.log.Tracef("[%s] SACK: no more packet in-flight (pending=%d)", a.name, a.pendingQueue.size())
+		}
 		a.t3RTX.stop()
 		a.stopPTOTimer()
 		a.stopRackTimer()
 	} else {
-		a.log.Tracef("[%s] T3-rtx timer start (pt2)", a.name)
+		if traceHot {
+			a.log.Tracef("[%s] T3-rtx timer start (pt2)", a.name)
+		}
 		a.t3RTX.start(a.rtoMgr.getRTO())
 	}
 	a.onBytesAcked(totalBytesAcked, true)
@@ -3358,8 +3374,10 @@ func (a *Association) processFastRetransmission( //nolint:gocognit
 						//     last sent, according to the formula described in Section 7.2.3.
 						a.beginFastRecovery(c)
 
-						a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d inflight=%d (FR)",
-							a.name, a.CWND(), a.ccSSThresh(), a.inflightQueue.getNumBytes())
+						if traceHot {
+							a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d inflight=%d (FR)",
+								a.name, a.CWND(), a.ccSSThresh(), a.inflightQueue.getNumBytes())
+						}
 					} else {
 						a.onLoss(c, false) // another flow's loss
 					}
@@ -3421,10 +3439,12 @@ func (a *Association) processAcknowledgement(
 
 	cumTSNAckPointAdvanced := false
 	if sna32LT(a.cumulativeTSNAckPoint, selectiveAckChunk.cumulativeTSNAck) {
-		a.log.Tracef("[%s] SACK: cumTSN advanced: %d -> %d",
-			a.name,
-			a.cumulativeTSNAckPoint,
-			selectiveAckChunk.cumulativeTSNAck)
+		if traceHot {
+			a.log.Tracef("[%s] SACK: cumTSN advanced: %d -> %d",
+				a.name,
+				a.cumulativeTSNAckPoint,
+				selectiveAckChunk.cumulativeTSNAck)
+		}
 
 		a.cumulativeTSNAckPoint = selectiveAckChunk.cumulativeTSNAck
 		cumTSNAckPointAdvanced = true
@@ -3498,10 +3518,12 @@ func (a *Association) finishAcknowledgement(
 //
 //nolint:cyclop
 func (a *Association) handleSack(selectiveAckChunk *chunkSelectiveAck) error {
-	a.log.Tracef(
-		"[%s] SACK: cumTSN=%d a_rwnd=%d",
-		a.name, selectiveAckChunk.cumulativeTSNAck, selectiveAckChunk.advertisedReceiverWindowCredit,
-	)
+	if traceHot {
+		a.log.Tracef(
+			"[%s] SACK: cumTSN=%d a_rwnd=%d",
+			a.name, selectiveAckChunk.cumulativeTSNAck, selectiveAckChunk.advertisedReceiverWindowCredit,
+		)
+	}
 	state := a.getState()
 	if state != established && state != shutdownPending && state != shutdownReceived {
 		return nil
@@ -3556,7 +3578,9 @@ func (a *Association) postprocessSack(state uint32, shouldAwakeWriteLoop bool) {
 	switch {
 	case a.inflightQueue.size() > 0:
 		// Start timer. (noop if already started)
-		a.log.Tracef("[%s] T3-rtx timer start (pt3)", a.name)
+		if traceHot {
+			a.log.Tracef("[%s] T3-rtx timer start (pt3)", a.name)
+		}
 		a.t3RTX.start(a.rtoMgr.getRTO())
 	case a.pendingQueue.size() > 0:
 		// The SACK opened room for DATA accepted before shutdown started.
@@ -3852,9 +3876,11 @@ func (a *Association) createIForwardTSN() *chunkIForwardTSN {
 	return fwdtsn
 }
 
-// traceHot enables the trace logs on the per-chunk paths. Their arguments
-// are boxed into interfaces (one allocation each) even when tracing is off,
-// which made them a large share of the stack's allocations.
+// traceHot enables the trace logs on the per-chunk, per-packet and per-SACK
+// paths. Their arguments are boxed into interfaces (one allocation each),
+// and some built (the gap-ack blocks as a string, on every packet while a
+// TSN is missing), even when tracing is off, which made them a large share
+// of the stack's allocations and CPU time.
 const traceHot = false
 
 // createPacket wraps chunks in a packet.
@@ -4362,7 +4388,9 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 	}
 
 	if a.blockWrite && len(chunks) > 0 && a.pendingQueue.size() == 0 {
-		a.log.Tracef("[%s] all pending data have been sent, notify writable", a.name)
+		if traceHot {
+			a.log.Tracef("[%s] all pending data have been sent, notify writable", a.name)
+		}
 		a.notifyBlockWritable()
 	}
 
@@ -4562,10 +4590,12 @@ func (a *Association) getDataPacketsToRetransmit(budgetScaled *int64, consumed *
 
 		a.checkPartialReliabilityStatus(chunkPayload)
 
-		a.log.Tracef(
-			"[%s] retransmitting tsn=%d ssn=%d sent=%d",
-			a.name, chunkPayload.tsn, chunkPayload.streamSequenceNumber, chunkPayload.nSent,
-		)
+		if traceHot {
+			a.log.Tracef(
+				"[%s] retransmitting tsn=%d ssn=%d sent=%d",
+				a.name, chunkPayload.tsn, chunkPayload.streamSequenceNumber, chunkPayload.nSent,
+			)
+		}
 
 		chunks = append(chunks, chunkPayload)
 	}
@@ -5217,8 +5247,10 @@ func (a *Association) onRackAfterSACK( // nolint:gocognit,cyclop,gocyclo
 			// Remove from xmit-time list: we no longer need RACK for this TSN.
 			a.rackRemove(chunk)
 
-			a.log.Tracef("[%s] RACK: mark lost tsn=%d (sent=%v, delivered=%v, reoWnd=%v)",
-				a.name, chunk.tsn, chunk.since, a.rackDeliveredTime, a.rackReoWnd)
+			if traceHot {
+				a.log.Tracef("[%s] RACK: mark lost tsn=%d (sent=%v, delivered=%v, reoWnd=%v)",
+					a.name, chunk.tsn, chunk.since, a.rackDeliveredTime, a.rackReoWnd)
+			}
 
 			chunk = next
 		}
@@ -5332,7 +5364,9 @@ func (a *Association) onRackTimeoutLocked() { //nolint:cyclop
 		marked = true
 		a.rackRemove(chunk)
 
-		a.log.Tracef("[%s] RACK timer: mark lost tsn=%d", a.name, chunk.tsn)
+		if traceHot {
+			a.log.Tracef("[%s] RACK timer: mark lost tsn=%d", a.name, chunk.tsn)
+		}
 
 		chunk = next
 	}

@@ -465,7 +465,9 @@ func (s *Stream) packetize(raw []byte, ppi PayloadProtocolIdentifier, owned bool
 	}
 
 	s.bufferedAmount += uint64(len(raw))
-	s.log.Tracef("[%s] bufferedAmount = %d", s.name, s.bufferedAmount)
+	if traceHot {
+		s.log.Tracef("[%s] bufferedAmount = %d", s.name, s.bufferedAmount)
+	}
 
 	return chunks, unordered
 }
@@ -554,7 +556,9 @@ func (s *Stream) onBufferReleased(nBytesReleased int) {
 		s.bufferedAmount -= uint64(nBytesReleased)
 	}
 
-	s.log.Tracef("[%s] bufferedAmount = %d", s.name, s.bufferedAmount)
+	if traceHot {
+		s.log.Tracef("[%s] bufferedAmount = %d", s.name, s.bufferedAmount)
+	}
 
 	if s.onBufferedAmountLow != nil && fromAmount > s.bufferedAmountLow && s.bufferedAmount <= s.bufferedAmountLow {
 		f := s.onBufferedAmountLow
