@@ -75,7 +75,7 @@ func newChunkSet(ssn uint16, ppi PayloadProtocolIdentifier) *chunkSet {
 func (set *chunkSet) push(chunk *chunkPayloadData) bool {
 	// A chunk that follows the last one (the usual case) is
 	// appended without the duplicate scan and the sort.
-	if n := len(set.chunks); n > 0 && sna32GT(chunk.tsn, set.chunks[n-1].tsn) {
+	if set.follows(chunk.tsn) {
 		set.chunks = append(set.chunks, chunk)
 
 		return set.isComplete()
@@ -90,14 +90,26 @@ func (set *chunkSet) push(chunk *chunkPayloadData) bool {
 }
 
 func (set *chunkSet) pushNoDuplicate(chunk *chunkPayloadData) bool {
-	// append and sort
+	// append, and sort unless the chunk follows the last one (the usual
+	// case), which keeps the set sorted
+	follows := set.follows(chunk.tsn)
 	set.chunks = append(set.chunks, chunk)
-	sortChunksByTSN(set.chunks)
+	if !follows {
+		sortChunksByTSN(set.chunks)
+	}
 
 	// Check if we now have a complete set
 	complete := set.isComplete()
 
 	return complete
+}
+
+// follows reports whether tsn is beyond the set's last TSN, the largest,
+// since the set is kept sorted: such a chunk cannot be a duplicate.
+func (set *chunkSet) follows(tsn uint32) bool {
+	n := len(set.chunks)
+
+	return n > 0 && sna32GT(tsn, set.chunks[n-1].tsn)
 }
 
 func (set *chunkSet) hasTSN(tsn uint32) bool {
@@ -380,7 +392,7 @@ func (r *reassemblyQueue) pushWithError(chunk *chunkPayloadData) (bool, error) {
 	}
 
 	// Reject a new queued DATA entry once the descriptor cap is reached.
-	if cset != nil && cset.hasTSN(chunk.tsn) {
+	if cset != nil && !cset.follows(chunk.tsn) && cset.hasTSN(chunk.tsn) {
 		return false, nil
 	}
 	if r.hasDataLimit() && r.isDataLimitReached(r.orderedDataEntryCount()) {
