@@ -116,6 +116,9 @@ type Config struct {
 	Logger *slog.Logger
 
 	probeWait time.Duration // how long a path MTU probe waits; tests shorten it
+	// pionRecords leaves every DTLS record to pion/dtls, as braid did
+	// before record.go; tests of a cluster of both set it on one end.
+	pionRecords bool
 }
 
 // withDefaults returns c with zero fields set to their defaults, or an error

@@ -108,6 +108,18 @@ func (c *pconn) deliver(p packet) {
 	}
 }
 
+// next returns the next datagram the mux routed to c, as it came.
+func (c *pconn) next() (packet, error) {
+	select {
+	case pk := <-c.in:
+		return c.take(pk), nil
+	case <-c.closed:
+		return packet{}, net.ErrClosed
+	case <-c.rd.Done():
+		return packet{}, os.ErrDeadlineExceeded
+	}
+}
+
 // take is the reader's side of deliver.
 func (c *pconn) take(p packet) packet {
 	c.inB.Add(-int64(p.share()))
@@ -350,6 +362,16 @@ func (c *dconn) staleHello(pk packet) bool {
 	return false
 }
 
+// next returns the next datagram, as it came, less stale HelloVerifyRequests.
+func (c *dconn) next() (packet, error) {
+	for {
+		pk, err := c.sock.rd.next()
+		if err != nil || !c.staleHello(pk) {
+			return pk, err
+		}
+	}
+}
+
 // checks is what admit checks c's packets with: nothing for DTLS records.
 func (c *dconn) checks() *checker {
 	if c.sealed {
@@ -399,6 +421,13 @@ func getRecordBuf(n int) *[]byte {
 		return recordPool.Get().(*[]byte)
 	}
 	return getBuf()
+}
+
+// putRecord gives back a buffer of getRecordBuf's, by any slice of it
+// from its start (a WriteOwned release).
+func putRecord(b []byte) {
+	b = b[:cap(b)]
+	putBuf(&b)
 }
 
 // putBuf gives b back to the pool it came from.

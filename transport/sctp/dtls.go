@@ -37,14 +37,16 @@ import (
 // not exceed 16 KiB, so an encrypted association's packets are at most
 // dtlsMaxPacket and its path MTU is not probed.
 //
-// pion/dtls writes each record to the conn under it as it seals it.
-// sealedConn takes pion/sctp's WriteOwned and Flush so that the records of
-// one round of its writeLoop are held by that conn and leave in one batch,
-// as plaintext packets do (roundConn), and recordConn lets pion/transport
-// skip arming a context for every record written. With pion/transport
-// 5.1.5, whose reads no longer start a goroutine each, they took a fifth
-// off the CPU per byte of DTLS at Ethernet-sized packets
-// (BenchmarkCPUDTLS). pion/dtls's Write still starts one per record.
+// Once the handshake is done, the association's records are sealed and
+// opened here (record.go), in pion/sctp's own goroutines, with the keys
+// pion/dtls negotiated; pion/dtls keeps the rest of the protocol (a
+// retransmitted flight, alerts) through recordMux. sealedConn takes
+// pion/sctp's WriteOwned and Flush so that the records of one round of its
+// writeLoop leave in one batch, as plaintext packets do (roundConn). When
+// the negotiated state is not one record.go can key, pion/dtls seals and
+// opens every record as before: then recordConn lets pion/transport skip
+// arming a context for every record written, but pion/dtls's Write still
+// starts a goroutine per record.
 
 const (
 	// dtlsOverhead is the most a record adds to an SCTP packet: its header
@@ -92,7 +94,7 @@ func dtlsOptions(cfgs *clustertls.Configs, mtu int) []dtls.Option {
 
 // dialDTLS runs the DTLS client handshake over a dialer's conn, with the
 // listener's cookie in its first ClientHello (dtls_cookie.go).
-func dialDTLS(ctx context.Context, c *dconn, secret []byte, mtu int) (*sealedConn, error) {
+func dialDTLS(ctx context.Context, c *dconn, secret []byte, mtu int, fast bool, log logfFunc) (*sealedConn, error) {
 	cookie, err := fetchCookie(ctx, c)
 	if err != nil {
 		return nil, err
@@ -101,35 +103,38 @@ func dialDTLS(ctx context.Context, c *dconn, secret []byte, mtu int) (*sealedCon
 		ch.Cookie = cookie
 		return &ch
 	}
-	return handshakeDTLS(ctx, c, secret, func(cfgs *clustertls.Configs) (*dtls.Conn, error) {
+	m := newRecordMux(c)
+	return handshakeDTLS(ctx, m, secret, fast, log, func(cfgs *clustertls.Configs) (*dtls.Conn, error) {
 		var opts []dtls.ClientOption
 		for _, o := range dtlsOptions(cfgs, mtu) {
 			opts = append(opts, o)
 		}
 		opts = append(opts, dtls.WithRootCAs(cfgs.Pool), dtls.WithServerName(clustertls.ServerName),
 			dtls.WithClientHelloMessageHook(withCookie))
-		return dtls.ClientWithOptions(recordConn{c}, c.RemoteAddr(), opts...)
+		return dtls.ClientWithOptions(recordConn{m}, c.RemoteAddr(), opts...)
 	})
 }
 
 // acceptDTLS runs the DTLS server handshake over an accepted conn, whose
 // first ClientHello carried a valid cookie (the listener checked it, so
 // pion/dtls skips its own hello verification).
-func acceptDTLS(ctx context.Context, c *pconn, secret []byte, mtu int) (*sealedConn, error) {
-	return handshakeDTLS(ctx, c, secret, func(cfgs *clustertls.Configs) (*dtls.Conn, error) {
+func acceptDTLS(ctx context.Context, c *pconn, secret []byte, mtu int, fast bool, log logfFunc) (*sealedConn, error) {
+	m := newRecordMux(c)
+	return handshakeDTLS(ctx, m, secret, fast, log, func(cfgs *clustertls.Configs) (*dtls.Conn, error) {
 		var opts []dtls.ServerOption
 		for _, o := range dtlsOptions(cfgs, mtu) {
 			opts = append(opts, o)
 		}
 		opts = append(opts, dtls.WithClientCAs(cfgs.Pool), dtls.WithClientAuth(dtls.RequireAndVerifyClientCert),
 			dtls.WithInsecureSkipVerifyHello(true))
-		return dtls.ServerWithOptions(recordConn{c}, c.RemoteAddr(), opts...)
+		return dtls.ServerWithOptions(recordConn{m}, c.RemoteAddr(), opts...)
 	})
 }
 
-// handshakeDTLS makes the DTLS conn over raw that open builds from the
-// cluster's configuration, and runs its handshake.
-func handshakeDTLS(ctx context.Context, raw roundConn, secret []byte, open func(*clustertls.Configs) (*dtls.Conn, error)) (*sealedConn, error) {
+// handshakeDTLS makes the DTLS conn over m's conn that open builds from
+// the cluster's configuration, and runs its handshake; with fast, the
+// records are then sealed and opened here (record.go).
+func handshakeDTLS(ctx context.Context, m *recordMux, secret []byte, fast bool, log logfFunc, open func(*clustertls.Configs) (*dtls.Conn, error)) (*sealedConn, error) {
 	cfgs, err := clustertls.For(secret)
 	if err != nil {
 		return nil, err
@@ -142,7 +147,7 @@ func handshakeDTLS(ctx context.Context, raw roundConn, secret []byte, open func(
 		_ = dc.Close()
 		return nil, dtlsError(ctx, err)
 	}
-	return newSealedConn(dc, raw), nil
+	return newSealedConn(dc, m, fast, log), nil
 }
 
 // dtlsError marks a peer whose certificate does not chain to the cluster's
@@ -158,11 +163,17 @@ func dtlsError(ctx context.Context, err error) error {
 }
 
 // roundConn is the conn under DTLS (pconn or dconn): its writes can be
-// held for one batch, as pion's WriteOwned packets are, until Flush.
+// held for one batch, as pion's WriteOwned packets are, until Flush, and
+// next returns its datagrams as received.
 type roundConn interface {
 	assocConn
 	holdRound()
+	WriteOwned(p []byte, release func([]byte)) (int, error)
 	Flush() error
+	// next returns the next datagram; the caller releases its buffer
+	// (pk.rb). One goroutine at a time may call it, and none may call
+	// Read meanwhile.
+	next() (packet, error)
 }
 
 var (
@@ -171,30 +182,35 @@ var (
 )
 
 // recordConn is the net.PacketConn pion/dtls reads and writes its records
-// on: a roundConn, whose peer is fixed.
-type recordConn struct{ c roundConn }
+// on: a roundConn, whose peer is fixed, shared with the fast path.
+type recordConn struct{ m *recordMux }
 
 func (r recordConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	n, err := r.c.Read(b)
-	return n, r.c.RemoteAddr(), err
+	n, err := r.m.readForDTLS(b)
+	return n, r.m.raw.RemoteAddr(), err
 }
 
-func (r recordConn) WriteTo(b []byte, _ net.Addr) (int, error) { return r.c.Write(b) }
+func (r recordConn) WriteTo(b []byte, _ net.Addr) (int, error) { return r.m.raw.Write(b) }
 
 // WriteToNonBlock is WriteTo for pion/transport's netctx, which then
 // skips arming the write's context (a goroutine per record): a roundConn's
 // Write only queues the record, waiting at most for its socket's queue to
 // drain or close, and ignores write deadlines anyway.
 func (r recordConn) WriteToNonBlock(b []byte, _ net.Addr) (int, bool, error) {
-	n, err := r.c.Write(b)
+	n, err := r.m.raw.Write(b)
 	return n, true, err
 }
 
-func (r recordConn) Close() error                       { return r.c.Close() }
-func (r recordConn) LocalAddr() net.Addr                { return r.c.LocalAddr() }
-func (r recordConn) SetDeadline(t time.Time) error      { return r.c.SetDeadline(t) }
-func (r recordConn) SetReadDeadline(t time.Time) error  { return r.c.SetReadDeadline(t) }
-func (r recordConn) SetWriteDeadline(t time.Time) error { return r.c.SetWriteDeadline(t) }
+// Close ends pion/dtls's reads and closes the conn.
+func (r recordConn) Close() error {
+	r.m.close()
+	return r.m.raw.Close()
+}
+
+func (r recordConn) LocalAddr() net.Addr                { return r.m.raw.LocalAddr() }
+func (r recordConn) SetDeadline(t time.Time) error      { return r.m.setDTLSReadDeadline(t) }
+func (r recordConn) SetReadDeadline(t time.Time) error  { return r.m.setDTLSReadDeadline(t) }
+func (r recordConn) SetWriteDeadline(t time.Time) error { return r.m.raw.SetWriteDeadline(t) }
 
 // sealedConn is the conn pion/sctp runs on over DTLS: it checks each
 // decrypted SCTP packet as pconn and dconn check plaintext ones, and keeps
@@ -203,19 +219,57 @@ func (r recordConn) SetWriteDeadline(t time.Time) error { return r.c.SetWriteDea
 type sealedConn struct {
 	*dtls.Conn
 	raw  roundConn // the UDP conn under DTLS, closed with it
+	mux  *recordMux
+	rec  *recordCrypt // nil: pion/dtls seals and opens every record
 	hook garbageHook
 	life alive.Clock
 	rtt  rttClock
-	rbuf []byte // ReadPacket's, for pion's one reader
+	rbuf []byte        // ReadPacket's without rec, for pion's one reader
+	fwd  chan struct{} // closed when forward returns
 }
 
 var _ assocConn = (*sealedConn)(nil)
 
-func newSealedConn(dc *dtls.Conn, raw roundConn) *sealedConn {
-	c := &sealedConn{Conn: dc, raw: raw, rbuf: make([]byte, 8192)}
+// logfFunc logs a message, formatted as fmt.Sprintf does.
+type logfFunc func(format string, args ...any)
+
+// newSealedConn makes the conn over dc, whose handshake is done, and with
+// fast takes the records over from pion/dtls where it can key them.
+func newSealedConn(dc *dtls.Conn, m *recordMux, fast bool, log logfFunc) *sealedConn {
+	c := &sealedConn{Conn: dc, raw: m.raw, mux: m, rbuf: make([]byte, 8192), fwd: make(chan struct{})}
 	c.hook.set(func(error) { _ = c.Close() })
 	c.life.Start()
+	var rec *recordCrypt
+	var err error
+	if fast {
+		rec, err = recordCryptOf(dc)
+	}
+	if rec == nil {
+		if err != nil && log != nil {
+			log("sctp: DTLS records stay with pion/dtls: %v", err)
+		}
+		close(c.fwd)
+		return c
+	}
+	c.rec = rec
+	m.takeOver()
+	go c.forward()
 	return c
+}
+
+// forward puts what pion/dtls decrypts (application data it read before
+// the takeover, or from a datagram of several records) on the fast path's
+// queue, until the conn closes.
+func (c *sealedConn) forward() {
+	defer close(c.fwd)
+	buf := make([]byte, 8192)
+	for {
+		n, err := c.Conn.Read(buf)
+		if err != nil {
+			return
+		}
+		c.mux.fromPion(append([]byte(nil), buf[:n]...))
+	}
 }
 
 // setLinger passes the delay to the UDP conn under DTLS.
@@ -228,36 +282,92 @@ func (c *sealedConn) signs() *alive.Clock         { return &c.life }
 // Read returns the next well-formed packet; a malformed one, which only a
 // holder of the cluster secret can have sent, is reported to the hook.
 func (c *sealedConn) Read(p []byte) (int, error) {
+	if c.rec != nil {
+		q, err := c.ReadPacket()
+		return copy(p, q), err
+	}
 	for {
 		n, err := c.Conn.Read(p)
 		if err != nil {
 			return n, err
 		}
-		if err := checkPacket(p[:n]); err != nil {
-			c.hook.fire(err)
-			continue
+		if c.admit(p[:n]) {
+			return n, nil
 		}
-		c.life.Heard()
-		c.rtt.got(p[:n])
-		return n, nil
 	}
 }
 
-// ReadPacket is Read into a buffer of the packet's size, which the caller
-// owns; pion's readLoop would otherwise read into a new 64 KiB one.
-func (c *sealedConn) ReadPacket() ([]byte, error) {
-	n, err := c.Read(c.rbuf)
-	if err != nil {
-		return nil, err
+// admit checks a decrypted packet: a malformed one goes to the hook, a
+// well-formed one counts as a sign of life.
+func (c *sealedConn) admit(p []byte) bool {
+	if err := checkPacket(p); err != nil {
+		c.hook.fire(err)
+		return false
 	}
-	return append([]byte(nil), c.rbuf[:n]...), nil
+	c.life.Heard()
+	c.rtt.got(p)
+	return true
+}
+
+// ReadPacket returns the next well-formed packet in a buffer the caller
+// owns (pion's readLoop), opening the records itself where it can.
+func (c *sealedConn) ReadPacket() ([]byte, error) {
+	if c.rec == nil {
+		n, err := c.Read(c.rbuf)
+		if err != nil {
+			return nil, err
+		}
+		return append([]byte(nil), c.rbuf[:n]...), nil
+	}
+	for {
+		if p, ok := c.mux.takeSlow(); ok {
+			if c.admit(p) {
+				return p, nil
+			}
+			continue
+		}
+		pk, err := c.raw.next()
+		if err != nil {
+			if c.mux.woken(err) {
+				continue
+			}
+			return nil, err
+		}
+		if p, ok := c.open(pk); ok && c.admit(p) {
+			return p, nil
+		}
+	}
+}
+
+// open decrypts pk, if it is an application data record, into a new
+// buffer, and reports whether it was one that authenticated; anything
+// else goes to pion/dtls. It releases pk's buffer.
+func (c *sealedConn) open(pk packet) ([]byte, bool) {
+	defer pk.rb.release()
+	if !isAppRecord(pk.p) {
+		c.mux.toPion(pk.p)
+		return nil, false
+	}
+	return c.rec.openRecord(make([]byte, 0, len(pk.p)-recordOverhead), pk.p)
 }
 
 // Write sends one SCTP packet as one DTLS record.
 func (c *sealedConn) Write(p []byte) (int, error) {
 	c.life.Sent()
 	c.rtt.sent(p)
-	return c.Conn.Write(p)
+	if c.rec == nil {
+		return c.Conn.Write(p)
+	}
+	b := getRecordBuf(len(p) + recordOverhead)
+	defer putBuf(b)
+	rec, err := c.rec.sealRecord((*b)[:0], p)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := c.raw.Write(rec); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // WriteOwned seals p into a record that the conn under DTLS holds until
@@ -265,10 +375,25 @@ func (c *sealedConn) Write(p []byte) (int, error) {
 // batch (one sendmmsg), as plaintext packets do. pion calls it and Flush
 // from its writeLoop only.
 func (c *sealedConn) WriteOwned(p []byte, release func([]byte)) (int, error) {
-	c.raw.holdRound()
-	n, err := c.Write(p)
+	if c.rec == nil {
+		c.raw.holdRound()
+		n, err := c.Write(p)
+		release(p)
+		return n, err
+	}
+	c.life.Sent()
+	c.rtt.sent(p)
+	b := getRecordBuf(len(p) + recordOverhead)
+	rec, err := c.rec.sealRecord((*b)[:0], p)
 	release(p)
-	return n, err
+	if err != nil {
+		putBuf(b)
+		return 0, err
+	}
+	if _, err := c.raw.WriteOwned(rec, putRecord); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // Flush sends the round's records (and any other record written since
@@ -277,8 +402,10 @@ func (c *sealedConn) Flush() error { return c.raw.Flush() }
 
 // Close sends DTLS's close_notify and closes the UDP conn.
 func (c *sealedConn) Close() error {
+	c.mux.close()
 	err := c.Conn.Close()
 	_ = c.raw.Close()
+	<-c.fwd
 	return err
 }
 
@@ -291,4 +418,13 @@ func (c *sealedConn) RemoteAddr() net.Addr { return c.raw.RemoteAddr() }
 func (c *sealedConn) SetWriteDeadline(time.Time) error { return nil }
 
 // SetDeadline sets the read deadline only (see SetWriteDeadline).
-func (c *sealedConn) SetDeadline(t time.Time) error { return c.Conn.SetReadDeadline(t) }
+func (c *sealedConn) SetDeadline(t time.Time) error { return c.SetReadDeadline(t) }
+
+// SetReadDeadline bounds ReadPacket (pion's Abort sets one to end its
+// read loop).
+func (c *sealedConn) SetReadDeadline(t time.Time) error {
+	if c.rec != nil {
+		return c.mux.setReadDeadline(t)
+	}
+	return c.Conn.SetReadDeadline(t)
+}

@@ -154,7 +154,7 @@ func (l *Listener) establish(c *pconn) (*Association, error) {
 	pr := l.t.prober()
 	if c.sealed {
 		pr = nil
-		sc, err := acceptDTLS(ctx, c, l.cfg.Secret, p.mtu)
+		sc, err := acceptDTLS(ctx, c, l.cfg.Secret, p.mtu, !l.t.cfg.pionRecords, l.logf)
 		if err != nil {
 			_ = c.Close()
 			return nil, err

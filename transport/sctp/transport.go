@@ -95,7 +95,7 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 	pr := t.prober()
 	if sealed {
 		dc.sealed, pr = true, nil
-		sc, err := dialDTLS(ctx, dc, cfg.Secret, p.mtu)
+		sc, err := dialDTLS(ctx, dc, cfg.Secret, p.mtu, !t.cfg.pionRecords, t.logf)
 		if err != nil {
 			_ = dc.Close()
 			return nil, fmt.Errorf("sctp: dial %s: %w", addr, err)
