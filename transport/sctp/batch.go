@@ -4,14 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
 
-	"golang.org/x/net/ipv4"
-	"golang.org/x/net/ipv6"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,17 +25,12 @@ import (
 // with WriteOwned and then calls Flush, which sends the round from its own
 // goroutine (txRound). A plain Write (a writer without WriteOwned) is queued (copied)
 // and sent by a flusher goroutine, which sends whatever accumulated while
-// its previous system call ran.
+// its previous system call ran. The socket is kept out of Go's poller, so
+// that neither what it sends nor what arrives while its reader lingers
+// wakes the process (quietFD, rawudp.go).
 
-// batchConn is the batch API of ipv4.PacketConn and ipv6.PacketConn (their
-// Message types are the same).
 // useGSO turns UDP GSO on where the kernel has it (see newUDPSocket).
 const useGSO = false
-
-type batchConn interface {
-	ReadBatch(ms []ipv4.Message, flags int) (int, error)
-	WriteBatch(ms []ipv4.Message, flags int) (int, error)
-}
 
 const (
 	// readBatch is how many datagrams one recvmmsg may return on a
@@ -61,10 +55,9 @@ const (
 )
 
 // udpSocket is a UDP socket with batched reads (by one reader goroutine at
-// a time) and queued, batched writes.
+// a time) and queued, batched writes, kept out of Go's poller (quietFD).
 type udpSocket struct {
-	uc        *net.UDPConn
-	bc        batchConn
+	q         *quietFD
 	connected bool // Write addresses are ignored: the socket is connected
 	gro       bool
 	gso       atomic.Bool
@@ -84,14 +77,10 @@ type udpSocket struct {
 	f flusher // used by the one flush goroutine at a time
 }
 
-func newUDPSocket(uc *net.UDPConn, connected bool) *udpSocket {
-	s := &udpSocket{uc: uc, connected: connected}
+// newUDPSocket takes uc's socket over (uc is closed: see quietFD).
+func newUDPSocket(uc *net.UDPConn, connected bool) (*udpSocket, error) {
+	s := &udpSocket{connected: connected}
 	s.changed = sync.NewCond(&s.mu)
-	if ua, ok := uc.LocalAddr().(*net.UDPAddr); ok && ua.IP.To4() == nil {
-		s.bc = ipv6.NewPacketConn(uc)
-	} else {
-		s.bc = ipv4.NewPacketConn(uc)
-	}
 	if rc, err := uc.SyscallConn(); err == nil {
 		_ = rc.Control(func(fd uintptr) {
 			s.gro = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil
@@ -103,14 +92,25 @@ func newUDPSocket(uc *net.UDPConn, connected bool) *udpSocket {
 			s.gso.Store(useGSO && err == nil)
 		})
 	}
+	q, err := newQuietFD(uc)
+	if err != nil {
+		return nil, err
+	}
+	s.q = q
 	size := maxDatagram + 1 // one more, so that an oversize datagram shows
 	if s.gro {
 		size = groBuffer
 	}
 	s.rxPool.New = func() any { return &rxBuf{b: make([]byte, size), pool: &s.rxPool} }
 	s.rd.init(s)
-	return s
+	return s, nil
 }
+
+// localAddr is the socket's address.
+func (s *udpSocket) localAddr() *net.UDPAddr { return s.q.laddr }
+
+// setReadDeadline bounds the reader's waits.
+func (s *udpSocket) setReadDeadline(t time.Time) error { return s.q.setReadDeadline(t) }
 
 // rxBuf is one received datagram (or GRO run), shared by the packets cut
 // from it until each has been released.
@@ -132,7 +132,7 @@ func (r *rxBuf) release() {
 type packet struct {
 	p    []byte
 	rb   *rxBuf
-	from *net.UDPAddr
+	from netip.AddrPort // the zero value on a connected socket
 }
 
 // compact moves a packet into a buffer of its own size when it holds more
@@ -157,13 +157,16 @@ func (p packet) share() int { return len(p.rb.b) / max(p.rb.segs, 1) }
 // reader cuts batches of datagrams into packets.
 type reader struct {
 	s        *udpSocket
-	ms       []ipv4.Message
+	ms       []mmsghdr
+	iovs     []unix.Iovec
+	names    []sockaddr // nil on a connected socket
+	oobs     [][]byte   // GRO's control messages, nil without GRO
 	bufs     []*rxBuf
 	n, i     int // datagrams in the batch, next one
 	seg      int // segment size of datagram i-1's run, 0 for a single packet
 	rest     []byte
 	cur      *rxBuf
-	from     *net.UDPAddr
+	from     netip.AddrPort
 	last     time.Time // when the last batch was read
 	lingered int       // reads that waited (coalesce.go), for tests
 }
@@ -174,13 +177,16 @@ func (r *reader) init(s *udpSocket) {
 	if s.connected {
 		n = dialReadBatch
 	}
-	r.ms = make([]ipv4.Message, n)
+	r.ms = make([]mmsghdr, n)
+	r.iovs = make([]unix.Iovec, n)
 	r.bufs = make([]*rxBuf, n)
+	if !s.connected {
+		r.names = make([]sockaddr, n)
+	}
 	for i := range r.ms {
 		r.bufs[i] = s.rxPool.Get().(*rxBuf)
-		r.ms[i].Buffers = [][]byte{r.bufs[i].b}
 		if s.gro {
-			r.ms[i].OOB = make([]byte, unix.CmsgSpace(4))
+			r.oobs = append(r.oobs, make([]byte, unix.CmsgSpace(4)))
 		}
 	}
 }
@@ -195,12 +201,12 @@ func (r *reader) next() (packet, error) {
 			}
 		}
 		m := &r.ms[r.i]
-		r.cur, r.from, r.rest, r.seg = r.bufs[r.i], nil, r.bufs[r.i].b[:m.N], 0
-		if ua, ok := m.Addr.(*net.UDPAddr); ok {
-			r.from = ua
+		r.cur, r.from, r.rest, r.seg = r.bufs[r.i], netip.AddrPort{}, r.bufs[r.i].b[:m.len], 0
+		if r.names != nil {
+			r.from = getAddr(&r.names[r.i], m.hdr.Namelen)
 		}
 		if r.s.gro {
-			r.seg = groSegment(m.OOB[:m.NN])
+			r.seg = groSegment(r.oobs[r.i][:m.hdr.Controllen])
 		}
 		if r.seg <= 0 || r.seg >= len(r.rest) {
 			r.seg = len(r.rest)
@@ -223,28 +229,42 @@ func (r *reader) next() (packet, error) {
 	return p, nil
 }
 
-// fill reads the next batch into fresh buffers.
+// fill reads the next batch into fresh buffers. A socket that lingers
+// (coalesce.go) is disarmed meanwhile, so that the packets that come while
+// it lingers wake nobody.
 func (r *reader) fill() error {
 	for i := range r.ms {
 		if r.bufs[i] == nil {
 			r.bufs[i] = r.s.rxPool.Get().(*rxBuf)
 		}
-		r.ms[i].Buffers[0] = r.bufs[i].b
-		r.ms[i].Addr = nil
-		if r.ms[i].OOB != nil {
-			r.ms[i].OOB = r.ms[i].OOB[:cap(r.ms[i].OOB)]
+		b := r.bufs[i].b
+		r.iovs[i] = unix.Iovec{Base: &b[0]}
+		r.iovs[i].SetLen(len(b))
+		h := &r.ms[i].hdr
+		*h = unix.Msghdr{Iov: &r.iovs[i], Iovlen: 1}
+		if r.names != nil {
+			h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
+			h.Namelen = uint32(unsafe.Sizeof(r.names[i]))
+		}
+		if r.oobs != nil {
+			h.Control = &r.oobs[i][0]
+			h.SetControllen(len(r.oobs[i]))
 		}
 	}
-	if d := time.Duration(r.s.linger.Load()); d > 0 && r.n > 0 && r.n < len(r.ms) {
+	d := time.Duration(r.s.linger.Load())
+	if d > 0 && r.n > 0 && r.n < len(r.ms) {
 		if wait := d - time.Since(r.last); wait > 0 {
 			time.Sleep(wait)
 			r.lingered++
 		}
 	}
 	r.i, r.n = 0, 0
-	n, err := r.s.bc.ReadBatch(r.ms, 0)
+	n, err := r.s.q.recv(r.ms)
 	if err != nil {
 		return err
+	}
+	if d > 0 {
+		r.s.q.disarm()
 	}
 	r.n, r.last = n, time.Now()
 	return nil
@@ -281,9 +301,9 @@ func (e *sendErr) set(err error) { e.err.CompareAndSwap(nil, &err) }
 // outPacket is a queued datagram.
 type outPacket struct {
 	b       []byte
-	pooled  *[]byte      // b's buffer from bufPool (a copy), or nil
-	release func([]byte) // gives b back to its writer (owned), or nil
-	to      *net.UDPAddr // nil on a connected socket
+	pooled  *[]byte        // b's buffer from bufPool (a copy), or nil
+	release func([]byte)   // gives b back to its writer (owned), or nil
+	to      netip.AddrPort // the zero value on a connected socket
 	owner   *sendErr
 }
 
@@ -301,7 +321,7 @@ func (p *outPacket) done() {
 // write queues a copy of p for to (ignored when connected) and returns at
 // once unless the queue is full. An earlier failure of owner's packets is
 // returned instead.
-func (s *udpSocket) write(p []byte, to *net.UDPAddr, owner *sendErr) (int, error) {
+func (s *udpSocket) write(p []byte, to netip.AddrPort, owner *sendErr) (int, error) {
 	if err := owner.get(); err != nil {
 		return 0, err
 	}
@@ -331,7 +351,7 @@ type txRound struct {
 // flush ending the round is either in that flush or not taken. A round
 // that reaches maxQueue packets sends them on s at once, as the socket's
 // queue would, so that a round of a whole window holds no more.
-func (t *txRound) write(s *udpSocket, p []byte, to *net.UDPAddr, owner *sendErr) (n int, took bool, err error) {
+func (t *txRound) write(s *udpSocket, p []byte, to netip.AddrPort, owner *sendErr) (n int, took bool, err error) {
 	if !t.held.Load() {
 		return 0, false, nil
 	}
@@ -414,7 +434,7 @@ func (t *txRound) send(s *udpSocket, owner *sendErr) {
 func (s *udpSocket) enqueue(p outPacket) (int, error) {
 	n := len(p.b)
 	if s.connected {
-		p.to = nil
+		p.to = netip.AddrPort{}
 	}
 	s.mu.Lock()
 	for len(s.queue) >= maxQueue && !s.closing {
@@ -460,42 +480,39 @@ func (s *udpSocket) flush() {
 
 // flusher holds one flush's scratch space.
 type flusher struct {
-	ms   []ipv4.Message
-	pkts [][]outPacket // the packets of each message
-	oob  [][]byte
+	ms    []mmsghdr
+	pkts  [][]outPacket // the packets of each message
+	iovs  []unix.Iovec  // the messages' buffers, in order
+	names []sockaddr
+	oob   [][]byte
 }
 
 // send sends batch: runs of equal-sized packets to one peer (the last may
 // be shorter) as GSO messages, all messages with sendmmsg.
 func (f *flusher) send(s *udpSocket, batch []outPacket) {
-	f.ms, f.pkts = f.ms[:0], f.pkts[:0]
+	f.pkts, f.iovs = f.pkts[:0], f.iovs[:0]
 	gso := s.gso.Load()
 	for i := 0; i < len(batch); {
 		j := i + 1
 		if gso {
 			j = gsoRun(batch, i)
 		}
-		f.add(batch[i:j])
+		f.pkts = append(f.pkts, batch[i:j])
 		i = j
 	}
+	f.build(s)
 	for done := 0; done < len(f.ms); {
-		n, err := s.bc.WriteBatch(f.ms[done:], 0)
-		if n < 0 {
-			n = 0
-		}
+		n, err := s.q.send(f.ms[done:])
 		done += n
-		if err == nil {
+		if err == nil || done == len(f.ms) {
 			continue
-		}
-		if done == len(f.ms) {
-			break
 		}
 		if len(f.pkts[done]) > 1 && (errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EMSGSIZE)) {
 			// The kernel, the device or the path refused segmentation: stop
 			// using it and send this run's packets one by one.
 			s.gso.Store(false)
 			for _, p := range f.pkts[done] {
-				if _, err := s.bc.WriteBatch([]ipv4.Message{{Buffers: [][]byte{p.b}, Addr: addrOf(p.to)}}, 0); err != nil {
+				if err := f.sendOne(s, p); err != nil {
 					p.owner.set(err)
 				}
 			}
@@ -504,10 +521,65 @@ func (f *flusher) send(s *udpSocket, batch []outPacket) {
 		}
 		done++
 	}
-	for i := range f.ms {
-		f.ms[i].Buffers = f.ms[i].Buffers[:0]
-		f.ms[i].Addr = nil
+	clear(f.pkts) // drop the references to the packets
+}
+
+// build makes one message of each run in f.pkts, with a UDP_SEGMENT
+// control message where a run has more than one packet.
+func (f *flusher) build(s *udpSocket) {
+	n := len(f.pkts)
+	for _, pkts := range f.pkts {
+		for _, p := range pkts {
+			iov := unix.Iovec{Base: unsafe.SliceData(p.b)}
+			iov.SetLen(len(p.b))
+			f.iovs = append(f.iovs, iov)
+		}
 	}
+	f.ms = sized(f.ms, n)
+	if !s.connected {
+		f.names = sized(f.names, n)
+	}
+	for len(f.oob) < n {
+		f.oob = append(f.oob, make([]byte, unix.CmsgSpace(2)))
+	}
+	k := 0 // the run's first buffer in f.iovs
+	for i, pkts := range f.pkts {
+		h := &f.ms[i].hdr
+		*h = unix.Msghdr{Iov: &f.iovs[k]}
+		h.SetIovlen(len(pkts))
+		k += len(pkts)
+		if !s.connected {
+			h.Name = (*byte)(unsafe.Pointer(&f.names[i]))
+			h.Namelen = putAddr(&f.names[i], pkts[0].to, s.q.v6)
+		}
+		if len(pkts) > 1 {
+			c := gsoControl(f.oob[i], len(pkts[0].b))
+			h.Control = &c[0]
+			h.SetControllen(len(c))
+		}
+	}
+}
+
+// sendOne sends one packet in a message of its own.
+func (f *flusher) sendOne(s *udpSocket, p outPacket) error {
+	iov := []unix.Iovec{{Base: unsafe.SliceData(p.b)}}
+	iov[0].SetLen(len(p.b))
+	ms := []mmsghdr{{hdr: unix.Msghdr{Iov: &iov[0], Iovlen: 1}}}
+	var name sockaddr
+	if !s.connected {
+		ms[0].hdr.Name = (*byte)(unsafe.Pointer(&name))
+		ms[0].hdr.Namelen = putAddr(&name, p.to, s.q.v6)
+	}
+	_, err := s.q.send(ms)
+	return err
+}
+
+// sized returns s with length n, reusing its array when it is big enough.
+func sized[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
 }
 
 // gsoRun returns the end of the GSO run that starts at batch[i].
@@ -527,37 +599,6 @@ func gsoRun(batch []outPacket, i int) int {
 		}
 	}
 	return j
-}
-
-// add appends a message carrying pkts (one packet, or a GSO run).
-func (f *flusher) add(pkts []outPacket) {
-	k := len(f.ms)
-	var bufs [][]byte // reuse the slot's Buffers from an earlier flush
-	if k < cap(f.ms) {
-		bufs = f.ms[:k+1][k].Buffers[:0]
-	}
-	f.ms = append(f.ms, ipv4.Message{Buffers: bufs})
-	if len(f.oob) == k {
-		f.oob = append(f.oob, make([]byte, unix.CmsgSpace(2)))
-	}
-	f.pkts = append(f.pkts, pkts)
-	m := &f.ms[k]
-	for _, p := range pkts {
-		m.Buffers = append(m.Buffers, p.b)
-	}
-	m.Addr = addrOf(pkts[0].to)
-	m.OOB = nil
-	if len(pkts) > 1 {
-		m.OOB = gsoControl(f.oob[k], len(pkts[0].b))
-	}
-}
-
-// addrOf avoids a typed nil net.Addr.
-func addrOf(a *net.UDPAddr) net.Addr {
-	if a == nil {
-		return nil
-	}
-	return a
 }
 
 // gsoControl writes a UDP_SEGMENT control message for segments of size
@@ -582,14 +623,12 @@ func (s *udpSocket) close() error {
 	s.closing, s.closed = true, true
 	s.changed.Broadcast()
 	if s.flushing {
-		t := time.AfterFunc(drainTimeout, func() {
-			_ = s.uc.Close() // fails the flusher's blocked send
-		})
+		t := time.AfterFunc(drainTimeout, s.q.stopWaiting) // a full send buffer ends the flush
 		for s.flushing {
 			s.changed.Wait()
 		}
 		t.Stop()
 	}
 	s.mu.Unlock()
-	return s.uc.Close()
+	return s.q.close()
 }

@@ -24,10 +24,20 @@ func socketPair(t *testing.T) (tx, rx *udpSocket) {
 		t.Fatal(err)
 	}
 	setBuffers(rc, 4<<20)
-	tx, rx = newUDPSocket(tc, true), newUDPSocket(rc, false)
+	tx, rx = mustSocket(t, tc, true), mustSocket(t, rc, false)
 	tx.gso.Store(true) // off in production (useGSO); the batching tests exercise it, and a refusal falls back
 	t.Cleanup(func() { _ = tx.close(); _ = rx.close() })
 	return tx, rx
+}
+
+// mustSocket is newUDPSocket for a test.
+func mustSocket(t *testing.T, uc *net.UDPConn, connected bool) *udpSocket {
+	t.Helper()
+	s, err := newUDPSocket(uc, connected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // payload is packet i of a test stream: runs of equal sizes (GSO runs),
@@ -49,13 +59,13 @@ func TestBatchOrder(t *testing.T) {
 	var owner sendErr
 	go func() {
 		for i := range n {
-			if _, err := tx.write(payload(i), nil, &owner); err != nil {
+			if _, err := tx.write(payload(i), netip.AddrPort{}, &owner); err != nil {
 				t.Error(err)
 				return
 			}
 		}
 	}()
-	_ = rx.uc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = rx.setReadDeadline(time.Now().Add(10 * time.Second))
 	var last *rxBuf
 	shared := 0 // packets cut from the same datagram as the one before
 	for i := range n {
@@ -66,7 +76,7 @@ func TestBatchOrder(t *testing.T) {
 		if want := payload(i); !bytes.Equal(p.p, want) {
 			t.Fatalf("packet %d: got %d bytes starting %q, want %d starting %q", i, len(p.p), p.p[:min(6, len(p.p))], len(want), want[:6])
 		}
-		if p.from == nil || p.from.Port != tx.uc.LocalAddr().(*net.UDPAddr).Port {
+		if !p.from.IsValid() || int(p.from.Port()) != tx.localAddr().Port {
 			t.Fatalf("packet %d from %v", i, p.from)
 		}
 		if p.rb == last {
@@ -87,17 +97,17 @@ func TestBatchCloseDrains(t *testing.T) {
 	var owner sendErr
 	const n = 200
 	for i := range n {
-		if _, err := tx.write(payload(i), nil, &owner); err != nil {
+		if _, err := tx.write(payload(i), netip.AddrPort{}, &owner); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := tx.close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.write([]byte("late"), nil, &owner); !errors.Is(err, net.ErrClosed) {
+	if _, err := tx.write([]byte("late"), netip.AddrPort{}, &owner); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("write after close: %v, want net.ErrClosed", err)
 	}
-	_ = rx.uc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = rx.setReadDeadline(time.Now().Add(5 * time.Second))
 	for i := range n {
 		p, err := rx.rd.next()
 		if err != nil {
@@ -121,12 +131,12 @@ func TestBatchSendError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx := newUDPSocket(tc, true)
+	tx := mustSocket(t, tc, true)
 	defer tx.close()
 	var owner sendErr
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, err := tx.write([]byte("hello"), nil, &owner); err != nil {
+		if _, err := tx.write([]byte("hello"), netip.AddrPort{}, &owner); err != nil {
 			if !errors.Is(err, syscall.ECONNREFUSED) {
 				t.Fatalf("write: %v, want ECONNREFUSED", err)
 			}
@@ -138,9 +148,9 @@ func TestBatchSendError(t *testing.T) {
 }
 
 func TestGSORun(t *testing.T) {
-	a, b := &net.UDPAddr{Port: 1}, &net.UDPAddr{Port: 2}
+	a, b := netip.MustParseAddrPort("127.0.0.1:1"), netip.MustParseAddrPort("127.0.0.1:2")
 	var o1, o2 sendErr
-	pk := func(n int, to *net.UDPAddr, o *sendErr) outPacket {
+	pk := func(n int, to netip.AddrPort, o *sendErr) outPacket {
 		return outPacket{b: make([]byte, n), to: to, owner: o}
 	}
 	batch := []outPacket{
@@ -179,15 +189,15 @@ func TestBatchDualStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, d := newUDPSocket(lc, false), newUDPSocket(dc, true)
+	l, d := mustSocket(t, lc, false), mustSocket(t, dc, true)
 	defer l.close()
 	defer d.close()
 	var lo, do sendErr
 	deadline := time.Now().Add(5 * time.Second)
-	_ = lc.SetReadDeadline(deadline)
-	_ = dc.SetReadDeadline(deadline)
+	_ = l.setReadDeadline(deadline)
+	_ = d.setReadDeadline(deadline)
 	for i := range 20 { // a GSO run and single packets, both ways
-		if _, err := d.write(payload(i), nil, &do); err != nil {
+		if _, err := d.write(payload(i), netip.AddrPort{}, &do); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -199,8 +209,10 @@ func TestBatchDualStack(t *testing.T) {
 		if !bytes.Equal(p.p, payload(i)) {
 			t.Fatalf("listener, packet %d: wrong payload", i)
 		}
-		from := p.from.AddrPort()
-		to := net.UDPAddrFromAddrPort(netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
+		to := p.from // unmapped, as the mux takes it
+		if !to.Addr().Is4() {
+			t.Fatalf("listener, packet %d: from %v, want an IPv4 address", i, to)
+		}
 		p.rb.release()
 		if _, err := l.write(payload(i), to, &lo); err != nil {
 			t.Fatal(err)
@@ -240,7 +252,7 @@ func TestRoundOrder(t *testing.T) {
 			}
 		}
 	}()
-	_ = rx.uc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = rx.setReadDeadline(time.Now().Add(10 * time.Second))
 	for i := range n {
 		p, err := rx.rd.next()
 		if err != nil {
@@ -310,7 +322,10 @@ func TestHeldRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newDconn(uc)
+	c, err := newDconn(uc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer func() { _ = c.Close() }()
 	buf := make([]byte, 9000)
 	read := func(want int, wait time.Duration) error {
@@ -386,4 +401,39 @@ func heldPackets(c *dconn) int {
 	c.tx.mu.Lock()
 	defer c.tx.mu.Unlock()
 	return len(c.tx.pkts)
+}
+
+// TestRecvAfterDisarm: a datagram that comes while the socket is disarmed
+// (a lingering reader) is read by the next recv, also when it comes just
+// before recv arms the socket, which then reports only what comes after.
+func TestRecvAfterDisarm(t *testing.T) {
+	tx, rx := socketPair(t)
+	send := func(n int) {
+		if err := (&flusher{}).sendOne(tx, outPacket{b: bytes.Repeat([]byte{byte(n)}, n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(want int) {
+		t.Helper()
+		_ = rx.setReadDeadline(time.Now().Add(10 * time.Second))
+		p, err := rx.rd.next()
+		if err != nil {
+			t.Fatalf("waiting for a datagram of %d bytes: %v", want, err)
+		}
+		if len(p.p) != want {
+			t.Fatalf("read %d bytes, want %d", len(p.p), want)
+		}
+		p.rb.release()
+	}
+	send(10) // while armed: the socket is on the epoll instance's ready list from now on
+	read(10)
+	rx.q.disarm()
+	send(20) // while disarmed
+	read(20)
+	rx.q.disarm()
+	rx.q.beforeArm = func() { send(30) } // after recv's first look, before it arms
+	read(30)
+	rx.q.beforeArm = nil
+	send(40) // armed again
+	read(40)
 }

@@ -131,7 +131,7 @@ func TestReaderLingers(t *testing.T) {
 		tx, rx := socketPair(t)
 		rx.linger.Store(int64(d))
 		send := func(n int) {
-			if _, err := tx.uc.Write(bytes.Repeat([]byte{byte(n)}, n)); err != nil {
+			if err := (&flusher{}).sendOne(tx, outPacket{b: bytes.Repeat([]byte{byte(n)}, n)}); err != nil {
 				t.Error(err)
 			}
 		}
@@ -195,7 +195,10 @@ func TestMuxLingersForShortestPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newMux(pc, 8, initTemplate{}, func(*pconn) {}, t.Logf)
+	m, err := newMux(pc, 8, initTemplate{}, func(*pconn) {}, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer func() { _ = m.sock.close() }()
 	conns := make([]*pconn, 3)
 	for i := range conns {

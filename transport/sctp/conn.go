@@ -153,10 +153,10 @@ func (c *pconn) Write(p []byte) (int, error) {
 	}
 	c.life.Sent()
 	c.rtt.sent(p)
-	if n, took, err := c.tx.write(c.m.sock, p, c.ua, &c.serr); took {
+	if n, took, err := c.tx.write(c.m.sock, p, c.raddr, &c.serr); took {
 		return n, err
 	}
-	return c.m.sock.write(p, c.ua, &c.serr)
+	return c.m.sock.write(p, c.raddr, &c.serr)
 }
 
 // checks is what admit checks c's packets with: nothing for DTLS records.
@@ -181,7 +181,7 @@ func (c *pconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 		return 0, err
 	}
 	c.rtt.sent(p) // before p is handed over
-	if !c.tx.add(outPacket{b: p, release: release, to: c.ua, owner: &c.serr}) {
+	if !c.tx.add(outPacket{b: p, release: release, to: c.raddr, owner: &c.serr}) {
 		release(p)
 		return 0, net.ErrClosed
 	}
@@ -261,7 +261,7 @@ func (c *pconn) Close() error {
 	return nil
 }
 
-func (c *pconn) LocalAddr() net.Addr               { return c.m.pc.LocalAddr() }
+func (c *pconn) LocalAddr() net.Addr               { return c.m.sock.localAddr() }
 func (c *pconn) RemoteAddr() net.Addr              { return c.ua }
 func (c *pconn) SetDeadline(t time.Time) error     { c.rd.Set(t); return nil }
 func (c *pconn) SetReadDeadline(t time.Time) error { c.rd.Set(t); return nil }
@@ -270,7 +270,6 @@ func (c *pconn) SetWriteDeadline(time.Time) error  { return nil }
 // dconn is the dialer's connected UDP socket, read and written in batches
 // (batch.go), with the same packet check.
 type dconn struct {
-	*net.UDPConn
 	sealed bool // packets are DTLS records (see pconn.sealed)
 	// dropHelloVerify is set once the dialer has the listener's DTLS
 	// cookie: later HelloVerifyRequests answer probes it sent again, and
@@ -284,20 +283,25 @@ type dconn struct {
 	tx              txRound
 }
 
-func newDconn(uc *net.UDPConn) *dconn {
-	c := &dconn{UDPConn: uc, sock: newUDPSocket(uc, true)}
+// newDconn takes uc's socket over (uc is closed: see quietFD).
+func newDconn(uc *net.UDPConn) (*dconn, error) {
+	sock, err := newUDPSocket(uc, true)
+	if err != nil {
+		return nil, err
+	}
+	c := &dconn{sock: sock}
 	c.life.Start()
-	return c
+	return c, nil
 }
 
 // Write queues p for the peer, or holds it for Flush (see pconn.Write).
 func (c *dconn) Write(p []byte) (int, error) {
 	c.life.Sent()
 	c.rtt.sent(p)
-	if n, took, err := c.tx.write(c.sock, p, nil, &c.serr); took {
+	if n, took, err := c.tx.write(c.sock, p, netip.AddrPort{}, &c.serr); took {
 		return n, err
 	}
-	return c.sock.write(p, nil, &c.serr)
+	return c.sock.write(p, netip.AddrPort{}, &c.serr)
 }
 
 // Close sends what is held and queued (the queue for a bounded time) and
@@ -310,8 +314,11 @@ func (c *dconn) Close() error {
 // SetDeadline sets the read deadline only: writes are queued, and the
 // flusher's sends must not fail on a deadline pion set for its own Write
 // (Abort bounds its flush that way). close bounds the flusher instead.
-func (c *dconn) SetDeadline(t time.Time) error    { return c.UDPConn.SetReadDeadline(t) }
-func (c *dconn) SetWriteDeadline(time.Time) error { return nil }
+func (c *dconn) SetDeadline(t time.Time) error     { return c.sock.setReadDeadline(t) }
+func (c *dconn) SetReadDeadline(t time.Time) error { return c.sock.setReadDeadline(t) }
+func (c *dconn) SetWriteDeadline(time.Time) error  { return nil }
+func (c *dconn) LocalAddr() net.Addr               { return c.sock.localAddr() }
+func (c *dconn) RemoteAddr() net.Addr              { return c.sock.q.raddr }
 
 // WriteOwned is Write without the copy: p waits for Flush (see
 // pconn.WriteOwned).

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
-	"net"
 	"net/netip"
 	"time"
 )
@@ -94,7 +93,7 @@ func (j *cookieJar) open(addr netip.AddrPort, c []byte) (body []byte, age time.D
 // offer queues a copy of p for to unless the socket's queue is full, when
 // it drops it: a listener's stateless answers must never stall its read
 // loop, and a lost one is sent again when the peer tries again.
-func (s *udpSocket) offer(p []byte, to *net.UDPAddr) {
+func (s *udpSocket) offer(p []byte, to netip.AddrPort) {
 	b := getBuf()
 	*b = append((*b)[:0], p...)
 	pk := outPacket{b: *b, pooled: b, to: to, owner: &sendErr{}}

@@ -147,7 +147,7 @@ func fetchCookie(ctx context.Context, c *dconn) ([]byte, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !ended {
-			_ = c.UDPConn.SetReadDeadline(t)
+			_ = c.SetReadDeadline(t)
 		}
 		ended = ended || end
 	}
@@ -156,7 +156,7 @@ func fetchCookie(ctx context.Context, c *dconn) ([]byte, error) {
 		stop()
 		mu.Lock()
 		ended = true
-		_ = c.UDPConn.SetReadDeadline(time.Time{})
+		_ = c.SetReadDeadline(time.Time{})
 		mu.Unlock()
 	}()
 	wait := time.Second

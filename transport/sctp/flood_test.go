@@ -52,7 +52,12 @@ func clientHello(t *testing.T) []byte {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = dialDTLS(ctx, newDconn(uc), secret, 1452, true, nil)
+		dc, err := newDconn(uc)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_, _ = dialDTLS(ctx, dc, secret, 1452, true, nil)
 	}()
 	b := make([]byte, 2048)
 	_ = pc.SetReadDeadline(time.Now().Add(5 * time.Second))

@@ -47,7 +47,10 @@ func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.L
 		return nil, err
 	}
 	l := &Listener{t: t, cfg: cfg, ready: make(chan *Association, t.cfg.AcceptBacklog), closed: make(chan struct{})}
-	l.m = newMux(pc, t.cfg.MaxHalfOpen, inits, l.serve, func(msg string, args ...any) { t.cfg.Logger.Debug(msg, args...) })
+	l.m, err = newMux(pc, t.cfg.MaxHalfOpen, inits, l.serve, func(msg string, args ...any) { t.cfg.Logger.Debug(msg, args...) })
+	if err != nil {
+		return nil, fmt.Errorf("sctp: listen %s: %w", addr, err)
+	}
 	l.m.zeroOK = func(peer netip.AddrPort) bool {
 		return t.cfg.ZeroChecksum || transport.IsLoopback(net.UDPAddrFromAddrPort(peer))
 	}
@@ -63,7 +66,7 @@ func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.L
 }
 
 // Addr implements transport.Listener.
-func (l *Listener) Addr() net.Addr { return l.m.pc.LocalAddr() }
+func (l *Listener) Addr() net.Addr { return l.m.sock.localAddr() }
 
 // Accept implements transport.Listener.
 func (l *Listener) Accept(ctx context.Context) (transport.Association, error) {

@@ -30,7 +30,7 @@ func TestKeepAlive(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	d.(*Association).conn.(*dconn).UDPConn.Close()
+	_ = d.(*Association).conn.(*dconn).sock.close()
 	select {
 	case <-la.Done():
 	case <-time.After(10 * bound):

@@ -25,8 +25,7 @@ import (
 // the oldest) rather than being refused, and each given proofWait to send
 // the braid handshake's first message.
 type mux struct {
-	pc    *net.UDPConn
-	sock  *udpSocket     // pc's batched I/O
+	sock  *udpSocket     // the listener's socket
 	onNew func(c *pconn) // called for an association from a new address
 	log   func(msg string, args ...any)
 	// plainOK says whether plaintext SCTP is taken from a peer (else only
@@ -47,10 +46,15 @@ type mux struct {
 	closing bool
 }
 
-func newMux(pc *net.UDPConn, maxHalf int, inits initTemplate, onNew func(*pconn), log func(string, ...any)) *mux {
-	return &mux{pc: pc, sock: newUDPSocket(pc, false), onNew: onNew, log: log, jar: newCookieJar(), inits: inits,
+// newMux takes pc's socket over (pc is closed: see quietFD).
+func newMux(pc *net.UDPConn, maxHalf int, inits initTemplate, onNew func(*pconn), log func(string, ...any)) (*mux, error) {
+	sock, err := newUDPSocket(pc, false)
+	if err != nil {
+		return nil, err
+	}
+	return &mux{sock: sock, onNew: onNew, log: log, jar: newCookieJar(), inits: inits,
 		conns: map[netip.AddrPort]*pconn{},
-		gate:  preauth.Gate{MaxTotal: maxHalf, MaxPerSource: max(1, maxHalf/maxHalfPerSourceDiv), Quiet: proofWait}}
+		gate:  preauth.Gate{MaxTotal: maxHalf, MaxPerSource: max(1, maxHalf/maxHalfPerSourceDiv), Quiet: proofWait}}, nil
 }
 
 const (
@@ -74,12 +78,11 @@ func (m *mux) readLoop() {
 		if err != nil {
 			return
 		}
-		if p.from == nil {
+		if !p.from.IsValid() {
 			p.rb.release()
 			continue
 		}
-		from := p.from.AddrPort()
-		m.route(netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), m.sock.compact(p))
+		m.route(p.from, m.sock.compact(p))
 	}
 }
 
@@ -130,7 +133,7 @@ func (m *mux) clientHello(from netip.AddrPort, p packet) {
 	}
 	if _, _, valid := m.jar.open(from, f.cookie); !valid {
 		cookie := m.jar.seal(from, m.jar.stamp(nil))
-		m.sock.offer(appendHelloVerify(nil, f.recordSeq, cookie), net.UDPAddrFromAddrPort(from))
+		m.sock.offer(appendHelloVerify(nil, f.recordSeq, cookie), from)
 		return
 	}
 	m.open(from, func(c *pconn) { c.sealed = true }, p)
@@ -146,7 +149,7 @@ func (m *mux) answerInit(from netip.AddrPort, p []byte) {
 	sc := stateCookie{zero: m.zeroOK(from), remote: remote}
 	sc.tag, sc.tsn = randomTagTSN()
 	cookie := m.jar.seal(from, sc.append(m.jar.stamp(nil)))
-	m.sock.offer(appendInitAck(nil, p, m.inits.local(sc.zero, sc.tag, sc.tsn), cookie), net.UDPAddrFromAddrPort(from))
+	m.sock.offer(appendInitAck(nil, p, m.inits.local(sc.zero, sc.tag, sc.tsn), cookie), from)
 }
 
 // cookieEcho starts a plaintext association for a COOKIE-ECHO whose cookie
@@ -170,7 +173,7 @@ func (m *mux) cookieEcho(from netip.AddrPort, p packet) {
 		peerTag: binary.BigEndian.Uint32(sc.remote[initTagOffset:]), cookie: append([]byte(nil), cookie...),
 		ports: [2]uint16{binary.BigEndian.Uint16(p.p[2:]), binary.BigEndian.Uint16(p.p[0:])}}
 	if m.open(from, func(c *pconn) { c.snap = snap }, p) {
-		m.sock.offer(appendCookieAck(nil, p.p, snap.peerTag), net.UDPAddrFromAddrPort(from))
+		m.sock.offer(appendCookieAck(nil, p.p, snap.peerTag), from)
 	}
 }
 
@@ -178,7 +181,7 @@ func (m *mux) cookieEcho(from netip.AddrPort, p packet) {
 // COOKIE-ACK lost.
 func (m *mux) cookieAckAgain(c *pconn, p []byte) {
 	if cookie, ok := cookieEcho(p); ok && bytes.Equal(cookie, c.snap.cookie) {
-		m.sock.offer(appendCookieAck(nil, p, c.snap.peerTag), c.ua)
+		m.sock.offer(appendCookieAck(nil, p, c.snap.peerTag), c.raddr)
 	}
 }
 

@@ -110,7 +110,10 @@ func TestSealedReadDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := newDconn(uc)
+	raw, err := newDconn(uc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer raw.Close()
 	c := &sealedConn{raw: raw, mux: newRecordMux(raw), rec: sc.rec, fwd: make(chan struct{})}
 	c.mux.fast.Store(true)

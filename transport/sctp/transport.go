@@ -87,7 +87,10 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 	setBuffers(uc, t.cfg.SocketBuffer)
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
-	dc := newDconn(uc)
+	dc, err := newDconn(uc)
+	if err != nil {
+		return nil, fmt.Errorf("sctp: dial %s: %w", addr, err)
+	}
 	dc.hook.set(func(error) { _ = dc.Close() })
 	var conn assocConn = dc
 	p := t.pathTo(ua)
