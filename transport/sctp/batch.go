@@ -29,9 +29,6 @@ import (
 // that neither what it sends nor what arrives while its reader lingers
 // wakes the process (quietFD, rawudp.go).
 
-// useGSO turns UDP GSO on where the kernel has it (see newUDPSocket).
-const useGSO = false
-
 const (
 	// readBatch is how many datagrams one recvmmsg may return on a
 	// listener's socket, which serves every association on its port;
@@ -60,7 +57,9 @@ type udpSocket struct {
 	q         *quietFD
 	connected bool // Write addresses are ignored: the socket is connected
 	gro       bool
-	gso       atomic.Bool
+	// gso: the kernel takes UDP_SEGMENT (and has not refused a run), for
+	// the packets whose peer reads runs (outPacket.gso).
+	gso atomic.Bool
 
 	rxPool sync.Pool // of *rxBuf
 	rd     reader
@@ -84,12 +83,8 @@ func newUDPSocket(uc *net.UDPConn, connected bool) (*udpSocket, error) {
 	if rc, err := uc.SyscallConn(); err == nil {
 		_ = rc.Control(func(fd uintptr) {
 			s.gro = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil
-			// UDP GSO stays off: on loopback the kernel's SCTP-over-UDP
-			// receiver (Linux 6.1 in make vm-test) takes a GSO run unsplit
-			// and aborts the association, and a sender cannot tell a kernel
-			// peer from a pion one. sendmmsg batching and GRO stay.
 			_, err := unix.GetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_SEGMENT)
-			s.gso.Store(useGSO && err == nil)
+			s.gso.Store(err == nil)
 		})
 	}
 	q, err := newQuietFD(uc)
@@ -305,6 +300,14 @@ type outPacket struct {
 	release func([]byte)   // gives b back to its writer (owned), or nil
 	to      netip.AddrPort // the zero value on a connected socket
 	owner   *sendErr
+	// gso: the peer reads a GSO run, so the packet may leave in one with
+	// its neighbours (runs). Only a peer known to be braid's userspace
+	// stack does: on loopback (and between network namespaces over veth)
+	// a run reaches the receiving socket whole, and Linux's SCTP-over-UDP
+	// receiver (6.1, in make vm-test) took one for a single packet and
+	// aborted the association. A DTLS peer is always braid's userspace
+	// stack: the kernel's SCTP has no DTLS.
+	gso bool
 }
 
 // done gives the packet's buffer back.
@@ -321,13 +324,13 @@ func (p *outPacket) done() {
 // write queues a copy of p for to (ignored when connected) and returns at
 // once unless the queue is full. An earlier failure of owner's packets is
 // returned instead.
-func (s *udpSocket) write(p []byte, to netip.AddrPort, owner *sendErr) (int, error) {
+func (s *udpSocket) write(p []byte, to netip.AddrPort, owner *sendErr, gso bool) (int, error) {
 	if err := owner.get(); err != nil {
 		return 0, err
 	}
 	b := getBuf()
 	*b = append((*b)[:0], p...)
-	return s.enqueue(outPacket{b: *b, pooled: b, to: to, owner: owner})
+	return s.enqueue(outPacket{b: *b, pooled: b, to: to, owner: owner, gso: gso})
 }
 
 // txRound holds the packets one writer (an association's pion writeLoop)
@@ -351,7 +354,7 @@ type txRound struct {
 // flush ending the round is either in that flush or not taken. A round
 // that reaches maxQueue packets sends them on s at once, as the socket's
 // queue would, so that a round of a whole window holds no more.
-func (t *txRound) write(s *udpSocket, p []byte, to netip.AddrPort, owner *sendErr) (n int, took bool, err error) {
+func (t *txRound) write(s *udpSocket, p []byte, to netip.AddrPort, owner *sendErr, gso bool) (n int, took bool, err error) {
 	if !t.held.Load() {
 		return 0, false, nil
 	}
@@ -373,7 +376,7 @@ func (t *txRound) write(s *udpSocket, p []byte, to netip.AddrPort, owner *sendEr
 	if len(t.pkts) >= maxQueue {
 		t.send(s, owner)
 	}
-	t.pkts = append(t.pkts, outPacket{b: *b, pooled: b, to: to, owner: owner})
+	t.pkts = append(t.pkts, outPacket{b: *b, pooled: b, to: to, owner: owner, gso: gso})
 	return len(p), true, nil
 }
 
@@ -585,12 +588,15 @@ func sized[T any](s []T, n int) []T {
 // gsoRun returns the end of the GSO run that starts at batch[i].
 func gsoRun(batch []outPacket, i int) int {
 	first := batch[i]
+	if !first.gso {
+		return i + 1
+	}
 	size, total := len(first.b), len(first.b)
 	j := i + 1
 	for ; j < len(batch) && j-i < maxGSOSegments; j++ {
 		p := batch[j]
 		n := len(p.b)
-		if p.to != first.to || p.owner != first.owner || n > size || total+n > maxGSOBytes {
+		if p.to != first.to || p.owner != first.owner || !p.gso || n > size || total+n > maxGSOBytes {
 			break
 		}
 		total += n

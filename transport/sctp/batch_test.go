@@ -25,7 +25,7 @@ func socketPair(t *testing.T) (tx, rx *udpSocket) {
 	}
 	setBuffers(rc, 4<<20)
 	tx, rx = mustSocket(t, tc, true), mustSocket(t, rc, false)
-	tx.gso.Store(true) // off in production (useGSO); the batching tests exercise it, and a refusal falls back
+	tx.gso.Store(true) // where the kernel has it; a refusal falls back
 	t.Cleanup(func() { _ = tx.close(); _ = rx.close() })
 	return tx, rx
 }
@@ -59,7 +59,7 @@ func TestBatchOrder(t *testing.T) {
 	var owner sendErr
 	go func() {
 		for i := range n {
-			if _, err := tx.write(payload(i), netip.AddrPort{}, &owner); err != nil {
+			if _, err := tx.write(payload(i), netip.AddrPort{}, &owner, true); err != nil {
 				t.Error(err)
 				return
 			}
@@ -97,14 +97,14 @@ func TestBatchCloseDrains(t *testing.T) {
 	var owner sendErr
 	const n = 200
 	for i := range n {
-		if _, err := tx.write(payload(i), netip.AddrPort{}, &owner); err != nil {
+		if _, err := tx.write(payload(i), netip.AddrPort{}, &owner, true); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := tx.close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.write([]byte("late"), netip.AddrPort{}, &owner); !errors.Is(err, net.ErrClosed) {
+	if _, err := tx.write([]byte("late"), netip.AddrPort{}, &owner, true); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("write after close: %v, want net.ErrClosed", err)
 	}
 	_ = rx.setReadDeadline(time.Now().Add(5 * time.Second))
@@ -136,7 +136,7 @@ func TestBatchSendError(t *testing.T) {
 	var owner sendErr
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, err := tx.write([]byte("hello"), netip.AddrPort{}, &owner); err != nil {
+		if _, err := tx.write([]byte("hello"), netip.AddrPort{}, &owner, false); err != nil {
 			if !errors.Is(err, syscall.ECONNREFUSED) {
 				t.Fatalf("write: %v, want ECONNREFUSED", err)
 			}
@@ -151,21 +151,23 @@ func TestGSORun(t *testing.T) {
 	a, b := netip.MustParseAddrPort("127.0.0.1:1"), netip.MustParseAddrPort("127.0.0.1:2")
 	var o1, o2 sendErr
 	pk := func(n int, to netip.AddrPort, o *sendErr) outPacket {
-		return outPacket{b: make([]byte, n), to: to, owner: o}
+		return outPacket{b: make([]byte, n), to: to, owner: o, gso: true}
 	}
 	batch := []outPacket{
 		pk(1000, a, &o1), pk(1000, a, &o1), pk(500, a, &o1), // run of 3 ending short
 		pk(1000, a, &o1), pk(1200, a, &o1), // a longer packet ends a run
 		pk(1200, b, &o2), pk(1200, a, &o1), // another peer ends a run
+		pk(1200, a, &o1), pk(1200, a, &o1), pk(1200, a, &o1), // a packet whose peer does not read runs ends one
 	}
+	batch[len(batch)-2].gso = false
 	var runs []int
 	for i := 0; i < len(batch); {
 		j := gsoRun(batch, i)
 		runs = append(runs, j-i)
 		i = j
 	}
-	if fmt.Sprint(runs) != "[3 1 1 1 1]" {
-		t.Fatalf("runs %v, want [3 1 1 1 1]", runs)
+	if fmt.Sprint(runs) != "[3 1 1 1 2 1 1]" {
+		t.Fatalf("runs %v, want [3 1 1 1 2 1 1]", runs)
 	}
 	var big []outPacket
 	for range 100 {
@@ -197,7 +199,7 @@ func TestBatchDualStack(t *testing.T) {
 	_ = l.setReadDeadline(deadline)
 	_ = d.setReadDeadline(deadline)
 	for i := range 20 { // a GSO run and single packets, both ways
-		if _, err := d.write(payload(i), netip.AddrPort{}, &do); err != nil {
+		if _, err := d.write(payload(i), netip.AddrPort{}, &do, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -214,7 +216,7 @@ func TestBatchDualStack(t *testing.T) {
 			t.Fatalf("listener, packet %d: from %v, want an IPv4 address", i, to)
 		}
 		p.rb.release()
-		if _, err := l.write(payload(i), to, &lo); err != nil {
+		if _, err := l.write(payload(i), to, &lo, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -243,7 +245,7 @@ func TestRoundOrder(t *testing.T) {
 	release := func([]byte) { released++ }
 	go func() {
 		for i := range n {
-			tr.add(outPacket{b: payload(i), release: release, owner: &owner})
+			tr.add(outPacket{b: payload(i), release: release, owner: &owner, gso: true})
 			if i%7 == 3 || i == n-1 {
 				if err := tr.flush(tx, &owner); err != nil {
 					t.Error(err)

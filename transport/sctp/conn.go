@@ -153,10 +153,10 @@ func (c *pconn) Write(p []byte) (int, error) {
 	}
 	c.life.Sent()
 	c.rtt.sent(p)
-	if n, took, err := c.tx.write(c.m.sock, p, c.raddr, &c.serr); took {
+	if n, took, err := c.tx.write(c.m.sock, p, c.raddr, &c.serr, c.sealed); took {
 		return n, err
 	}
-	return c.m.sock.write(p, c.raddr, &c.serr)
+	return c.m.sock.write(p, c.raddr, &c.serr, c.sealed)
 }
 
 // checks is what admit checks c's packets with: nothing for DTLS records.
@@ -181,7 +181,7 @@ func (c *pconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 		return 0, err
 	}
 	c.rtt.sent(p) // before p is handed over
-	if !c.tx.add(outPacket{b: p, release: release, to: c.raddr, owner: &c.serr}) {
+	if !c.tx.add(outPacket{b: p, release: release, to: c.raddr, owner: &c.serr, gso: c.sealed}) {
 		release(p)
 		return 0, net.ErrClosed
 	}
@@ -298,10 +298,10 @@ func newDconn(uc *net.UDPConn) (*dconn, error) {
 func (c *dconn) Write(p []byte) (int, error) {
 	c.life.Sent()
 	c.rtt.sent(p)
-	if n, took, err := c.tx.write(c.sock, p, netip.AddrPort{}, &c.serr); took {
+	if n, took, err := c.tx.write(c.sock, p, netip.AddrPort{}, &c.serr, c.sealed); took {
 		return n, err
 	}
-	return c.sock.write(p, netip.AddrPort{}, &c.serr)
+	return c.sock.write(p, netip.AddrPort{}, &c.serr, c.sealed)
 }
 
 // Close sends what is held and queued (the queue for a bounded time) and
@@ -328,7 +328,7 @@ func (c *dconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 		return 0, err
 	}
 	c.rtt.sent(p) // before p is handed over
-	if !c.tx.add(outPacket{b: p, release: release, owner: &c.serr}) {
+	if !c.tx.add(outPacket{b: p, release: release, owner: &c.serr, gso: c.sealed}) {
 		release(p)
 		return 0, net.ErrClosed
 	}
