@@ -286,6 +286,11 @@ type Association struct {
 	myCookie                *paramStateCookie
 	payloadQueue            *receivePayloadQueue
 	inflightQueue           *payloadQueue
+	// rtxMarked: some chunk in flight may be marked for retransmission
+	// (set where one is marked, and at first; cleared when a look through
+	// the whole flight sent every marked one), so that a write round need
+	// not look through a flight of hundreds of chunks for none.
+	rtxMarked               bool
 	pendingQueue            *pendingQueue
 	controlQueue            *controlQueue
 	mtu                     uint32
@@ -890,6 +895,7 @@ func createAssociationFromConfigWithTsn(cfg *Config, tsn uint32) *Association {
 		acceptCh:                make(chan *Stream, acceptChSize),
 		readLoopCloseCh:         make(chan struct{}),
 		awakeWriteLoopCh:        make(chan struct{}, 1),
+		rtxMarked:               true, // until a first look through the flight
 		closeWriteLoopCh:        make(chan struct{}),
 		handshakeCompletedCh:    make(chan error),
 		cumulativeTSNAckPoint:   tsn - 1,
@@ -4526,6 +4532,9 @@ func (a *Association) checkPartialReliabilityStatus(chunkPayload *chunkPayloadDa
 // that are not acked or abandoned yet.
 // The caller should hold the lock.
 func (a *Association) getDataPacketsToRetransmit(budgetScaled *int64, consumed *bool) []*packet { //nolint:cyclop
+	if !a.rtxMarked {
+		return nil // nothing is marked: no need to look through the flight
+	}
 	awnd := min32(a.CWND(), a.RWND())
 	chunks := []*chunkPayloadData{}
 	var bytesToSend int
@@ -4536,6 +4545,8 @@ func (a *Association) getDataPacketsToRetransmit(budgetScaled *int64, consumed *
 	for i := 0; ; i++ {
 		chunkPayload, ok := a.inflightQueue.get(a.cumulativeTSNAckPoint + uint32(i) + 1) //nolint:gosec // G115
 		if !ok {
+			a.rtxMarked = false // the whole flight was looked at: every marked chunk is sent
+
 			break // end of pending data
 		}
 
@@ -4892,6 +4903,7 @@ func (a *Association) onRetransmissionTimeout(id int, nRtos uint) { //nolint:cyc
 		*/
 
 		a.inflightQueue.markAllToRetrasmit()
+		a.rtxMarked = true
 		a.awakeWriteLoop()
 
 		return
@@ -5242,6 +5254,7 @@ func (a *Association) onRackAfterSACK( // nolint:gocognit,cyclop,gocyclo
 
 			// Mark as lost by RACK.
 			chunk.retransmit = true
+			a.rtxMarked = true
 			marked = true
 
 			// Remove from xmit-time list: we no longer need RACK for this TSN.
@@ -5361,6 +5374,7 @@ func (a *Association) onRackTimeoutLocked() { //nolint:cyclop
 		}
 
 		chunk.retransmit = true
+		a.rtxMarked = true
 		marked = true
 		a.rackRemove(chunk)
 
@@ -5430,6 +5444,7 @@ func (a *Association) onPTOTimerLocked() {
 
 	if latest != nil && !latest.retransmit {
 		latest.retransmit = true
+		a.rtxMarked = true
 		a.stats.incPTOProbes()
 		a.log.Tracef("[%s] PTO fired: probe tsn=%d", a.name, latest.tsn)
 		a.awakeWriteLoop()

@@ -170,3 +170,61 @@ func BenchmarkBraidReceiveBehindHole(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(n+1)), "ns/packet")
 }
+
+// inFlight puts n chunks of size bytes in a's flight, sent once, after
+// the cumulative TSN. The caller holds a's lock.
+func inFlight(a *Association, n, size int) {
+	stream := a.createStream(1, false)
+	a.cumulativeTSNAckPoint = a.myNextTSN - 1
+	for i := range uint32(n) { //nolint:gosec // G115
+		a.inflightQueue.pushNoCheck(&chunkPayloadData{tsn: a.myNextTSN + i, userData: make([]byte, size), nSent: 1,
+			stream: stream, since: time.Now(), beginningFragment: true, endingFragment: true})
+	}
+	a.myNextTSN += uint32(n) //nolint:gosec // G115
+}
+
+// TestBraidRetransmitMarks: a write round finds the chunks a timeout marks
+// for retransmission, and once it has sent them all, the next round does
+// not look through the flight again.
+func TestBraidRetransmitMarks(t *testing.T) {
+	a := newHotPathAssociation(t, nil)
+	a.lock.Lock()
+	inFlight(a, 8, 1000)
+	a.setRWND(1 << 30)
+	a.setCWND(1 << 30)
+	budget, consumed := int64(1<<40), false
+	require.Empty(t, a.getDataPacketsToRetransmit(&budget, &consumed), "nothing is marked")
+	require.False(t, a.rtxMarked, "a look through the whole flight found nothing marked")
+	a.lock.Unlock()
+
+	a.onRetransmissionTimeout(timerT3RTX, 1) // marks the whole flight
+	a.lock.Lock()
+	defer a.lock.Unlock()
+	a.setCWND(1 << 30)
+	n := 0
+	for _, p := range a.getDataPacketsToRetransmit(&budget, &consumed) {
+		n += len(p.chunks)
+	}
+	require.Equal(t, 8, n, "chunks retransmitted after T3-rtx")
+	require.False(t, a.rtxMarked)
+	require.Empty(t, a.getDataPacketsToRetransmit(&budget, &consumed))
+}
+
+// BenchmarkBraidRetransmitScan: a write round's look for chunks to
+// retransmit in a flight of 500 (a bandwidth-delay product at 100 Mbit/s
+// and 50 ms) with none marked, as nearly every round at 1% loss.
+func BenchmarkBraidRetransmitScan(b *testing.B) {
+	a := newHotPathAssociation(b, nil)
+	a.lock.Lock()
+	defer a.lock.Unlock()
+	inFlight(a, 500, 1200)
+	a.setRWND(1 << 30)
+	a.setCWND(1 << 30)
+	budget, consumed := int64(1<<40), false
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(a.getDataPacketsToRetransmit(&budget, &consumed)) != 0 {
+			b.Fatal("retransmitted")
+		}
+	}
+}
