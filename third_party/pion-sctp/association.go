@@ -341,7 +341,9 @@ type Association struct {
 	flows uint32
 	// pacing (atomic, 0 or 1) spreads new DATA over the
 	// round trip: paceTokens bytes may leave now, refilled since paceAt;
-	// paceTimer wakes the write loop when enough have come, at paceDue,
+	// paceTimer wakes the write loop when enough have come, at paceDue
+	// (writeLoop waits on its channel itself, so a wakeup readies one
+	// goroutine, not a timer goroutine that then wakes the write loop),
 	// and paceArmed says it is set.
 	pacing     uint32
 	paceTokens float64
@@ -895,6 +897,7 @@ func createAssociationFromConfigWithTsn(cfg *Config, tsn uint32) *Association {
 		acceptCh:                make(chan *Stream, acceptChSize),
 		readLoopCloseCh:         make(chan struct{}),
 		awakeWriteLoopCh:        make(chan struct{}, 1),
+		paceTimer:               newStoppedTimer(),
 		rtxMarked:               true, // until a first look through the flight
 		closeWriteLoopCh:        make(chan struct{}),
 		handshakeCompletedCh:    make(chan error),
@@ -1211,6 +1214,9 @@ func (a *Association) closeAllTimers() {
 	a.ackTimer.close()
 	a.stopRackTimer()
 	a.stopPTOTimer()
+	if a.paceTimer != nil {
+		a.paceTimer.Stop()
+	}
 }
 
 func (a *Association) readLoop() {
@@ -1298,6 +1304,10 @@ func (a *Association) writeLoop() { // nolint:cyclop
 	defer a.log.Debugf("[%s] writeLoop exited", a.name)
 
 	ownedWriter, _ := a.netConn.(ownedWriter)
+	var paceC <-chan time.Time
+	if a.paceTimer != nil {
+		paceC = a.paceTimer.C
+	}
 
 loop:
 	for {
@@ -1349,6 +1359,11 @@ loop:
 
 		select {
 		case <-a.awakeWriteLoopCh:
+		case <-paceC:
+			a.lock.Lock()
+			a.paceArmed = false
+			a.lock.Unlock()
+			a.stats.incPaceWakeups()
 		case <-a.closeWriteLoopCh:
 			a.lock.Lock()
 			abortPending := a.willSendAbort
@@ -2191,18 +2206,20 @@ func (a *Association) armPaceTimer(d time.Duration) {
 	a.paceArmed = true
 	d = max(d, 100*time.Microsecond)
 	a.paceDue = time.Now().Add(d)
-	if a.paceTimer == nil {
-		a.paceTimer = time.AfterFunc(d, func() {
-			a.lock.Lock()
-			a.paceArmed = false
-			a.lock.Unlock()
-			a.stats.incPaceWakeups()
-			a.awakeWriteLoop()
-		})
-
-		return
+	if a.paceTimer == nil { // an Association not made by createAssociation (tests)
+		a.paceTimer = newStoppedTimer()
 	}
 	a.paceTimer.Reset(d)
+}
+
+// newStoppedTimer returns a timer that is not running, for Reset to start.
+// (Since Go 1.23 a timer's channel holds no value from before a Stop or a
+// Reset, so a wakeup it delivers is always the last Reset's.)
+func newStoppedTimer() *time.Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+
+	return t
 }
 
 // Flows returns the flow count SetFlows set, 1 by default.
