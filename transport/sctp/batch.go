@@ -130,20 +130,40 @@ type packet struct {
 	from netip.AddrPort // the zero value on a connected socket
 }
 
-// compact moves a packet into a buffer of its own size when it holds more
-// than four times that of a shared receive buffer (a lone small datagram
+// compact moves a packet into a buffer of its own when it holds more than
+// four times its size of a shared receive buffer (a lone small datagram
 // in a 64 KiB buffer, or a run of a few small ones), so that packets
 // queued for a slow reader hold at most four times their size, whatever a
-// peer sends; bigger packets are not copied twice.
+// peer sends; bigger packets are not copied twice. A packet of more than
+// a quarter of smallRxSize and up to that (a full packet of a path with an
+// Ethernet MTU) moves into a pooled buffer of that size, any other into a
+// new buffer of its own size.
 func (s *udpSocket) compact(p packet) packet {
 	if 4*len(p.p) > p.share() {
 		return p
 	}
-	rb := &rxBuf{b: append([]byte(nil), p.p...)}
+	var rb *rxBuf
+	if 4*len(p.p) > smallRxSize && len(p.p) <= smallRxSize {
+		rb = smallRxPool.Get().(*rxBuf)
+		rb.segs = 0
+	} else {
+		rb = &rxBuf{b: make([]byte, len(p.p))}
+	}
+	n := copy(rb.b, p.p)
 	rb.refs.Store(1)
 	p.rb.release()
-	p.p, p.rb = rb.b, rb
+	p.p, p.rb = rb.b[:n], rb
 	return p
+}
+
+// smallRxSize is the size of smallRxPool's buffers, into which compact
+// moves packets of an Ethernet MTU's size.
+const smallRxSize = 2048
+
+var smallRxPool sync.Pool // of *rxBuf
+
+func init() {
+	smallRxPool.New = func() any { return &rxBuf{b: make([]byte, smallRxSize), pool: &smallRxPool} }
 }
 
 // share is the part of its receive buffer p holds.
