@@ -62,6 +62,9 @@ type NetConfig struct {
 	Size     int
 	Duration time.Duration
 	Options  transports.Options
+	// Wait is how long NewNet waits for a test bed that another process
+	// holds to go (default: not at all; it fails with netem.ErrBusy).
+	Wait time.Duration
 	// Secret, if set, is given to the children in BRAID_SECRET.
 	Secret []byte
 	// CPUProfile, if set, is where each side of each test writes its CPU
@@ -96,7 +99,7 @@ func NewNet(cfg NetConfig) (*Net, error) {
 	}
 	bed := cfg.Bed
 	if bed == nil {
-		if bed, err = netem.Up(cfg.Spec, netem.Options{}); err != nil {
+		if bed, err = netem.Up(cfg.Spec, netem.Options{Wait: cfg.Wait}); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}

@@ -29,6 +29,7 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 	jsonOut := fs.String("json-out", "", "also write the results as JSON to this file")
 	samples := fs.String("samples", "", "with --listen, record the bytes received every 100 ms to this file (CSV: unix_ns,bytes), for rates over part of the run")
 	netPath := fs.Int("net-path", 0, "with --net, the path (0-based) the two sides talk over")
+	netWait := fs.Duration("net-wait", 0, "with --net, how long to wait for a test bed that another process holds (the bed is one per machine)\nto go, rather than failing at once")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to FILE (for 'go tool pprof'); with --net, each side of each test writes FILE.listen and FILE.connect (the last test's stay)")
 	netSpec := fs.String("net", "", "run the two sides in network namespaces joined by an emulated link (root, Linux), e.g.\n\"rtt=20ms,loss=0.5%,rate=100M,cc=reno\"; see 'braid net -h' for the spec")
 	var sec secretFlags
@@ -66,6 +67,9 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 		if err != nil {
 			return usageErrorf("--net: %v", err)
 		}
+		if *netWait < 0 {
+			return usageErrorf("--net-wait %s: want a duration of zero or more", *netWait)
+		}
 		if *netPath < 0 || *netPath >= len(spec.Paths) {
 			return usageErrorf("--net-path %d: the spec has paths 0 to %d", *netPath, len(spec.Paths)-1)
 		}
@@ -74,7 +78,7 @@ func runBenchTransport(ctx context.Context, args []string, e *env) error {
 			return err
 		}
 		nb, err := tperf.NewNet(tperf.NetConfig{Spec: spec, Path: *netPath, Exe: exe, Size: *size, Duration: *dur,
-			Options: topts, Secret: secret, CPUProfile: *cpuProfile, Log: e.stderr})
+			Options: topts, Secret: secret, CPUProfile: *cpuProfile, Wait: *netWait, Log: e.stderr})
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ func TestNetUsage(t *testing.T) {
 		{[]string{"bench", "transport", "--net", "rtt=1ms", "--listen", "127.0.0.1:1"}, "--net runs both sides"},
 		{[]string{"bench", "transport", "--net", "rate=fast"}, "rate=fast"},
 		{[]string{"bench", "transport", "--net", "rtt=1ms", "--net-path", "1"}, "paths 0 to 0"},
+		{[]string{"bench", "transport", "--net", "rtt=1ms", "--net-wait", "-1s"}, "--net-wait -1s"},
 		{[]string{"bench", "net", "--min-time", "-1s"}, "--min-time -1s"},
 		{[]string{"bench", "net", "--runs", "5", "--max-runs", "3", "--min-time", "1s"}, "--max-runs 3 is below --runs 5"},
 	} {
