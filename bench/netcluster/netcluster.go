@@ -56,7 +56,14 @@ const firstPort = 47600
 // run the server and the workers with; log gets a line per event worth
 // knowing (the bed, a cut, what the server counted meanwhile).
 func New(spec netem.Spec, exe string, log io.Writer) (*Cluster, error) {
-	bed, err := netem.Up(spec, netem.Options{})
+	return NewWaiting(spec, exe, 0, log)
+}
+
+// NewWaiting is New, waiting up to wait for a bed another process holds
+// to go (netem.Options.Wait): a long run that brings the bed up many
+// times takes turns with the others that need it.
+func NewWaiting(spec netem.Spec, exe string, wait time.Duration, log io.Writer) (*Cluster, error) {
+	bed, err := netem.Up(spec, netem.Options{Wait: wait})
 	if err != nil {
 		return nil, err
 	}

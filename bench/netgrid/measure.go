@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/braidhq/braid/api"
@@ -14,6 +16,7 @@ import (
 	"github.com/braidhq/braid/internal/benchout"
 	"github.com/braidhq/braid/internal/transports"
 	"github.com/braidhq/braid/netem"
+	"github.com/braidhq/braid/transport/sctp"
 )
 
 // Config is a grid to measure: every setting at every condition, a job of
@@ -36,6 +39,13 @@ type Config struct {
 	Out     string
 	Command string
 	Floor   float64
+	// HostCC is the machine's TCP congestion control, which the TCP
+	// settings without @CC run under and the others' beds have (default:
+	// MachineCC).
+	HostCC string
+	// BedWait is how long to wait for the bed when another process holds
+	// it (each condition brings it up once per congestion control).
+	BedWait time.Duration
 	// Log gets a line per job and what the bed does (default: discarded).
 	Log io.Writer
 }
@@ -64,43 +74,102 @@ func (j Job) more(r int, spent time.Duration) bool {
 	return r < j.Runs || (spent < j.MinTime && r < j.MaxRuns)
 }
 
-// Run measures the grid, one condition at a time (each a fresh bed), and
-// returns what it measured; Out holds it after each condition and after a
-// failure.
+// Run measures the grid, one condition at a time, each in a bed per
+// congestion control of the hosts (bedGroups), and returns what it
+// measured; Out holds it after each bed and after a failure.
 func Run(ctx context.Context, cfg Config) (Record, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	run := Record{Command: cfg.Command, Started: time.Now(), Default: Default.String(), Floor: cfg.Floor}
-	for _, s := range cfg.Settings {
-		run.Settings = append(run.Settings, s.String())
+	own := cfg.HostCC
+	if own == "" {
+		var err error
+		if own, err = MachineCC(); err != nil {
+			return Record{}, err
+		}
+	}
+	run := Record{Command: cfg.Command, Started: time.Now(), Default: Default.String(), Floor: cfg.Floor, HostCC: own}
+	settings := make([]Setting, len(cfg.Settings))
+	for i, s := range cfg.Settings {
+		settings[i] = s.resolved(own)
+		run.Settings = append(run.Settings, settings[i].String())
 	}
 	for _, c := range cfg.Conditions {
-		spec, err := netem.Parse(c.Spec(cfg.Rate))
-		if err != nil {
-			return run, fmt.Errorf("netgrid: %s: %w", c, err)
-		}
-		nc, err := netcluster.New(spec, cfg.Exe, cfg.Log)
-		if err != nil {
-			return run, err
-		}
-		for _, s := range cfg.Settings {
-			rs, err := measureSetting(ctx, cfg, nc, c, s)
+		for _, g := range bedGroups(settings, own) {
+			rs, err := measureBed(ctx, cfg, c, g)
 			run.Results = append(run.Results, rs...)
 			if err != nil {
-				nc.Close()
 				if werr := Write(cfg.Out, run); werr != nil { // keep what was measured
 					fmt.Fprintf(cfg.Log, "net: %v\n", werr)
 				}
-				return run, fmt.Errorf("%s, %s: %w", c, s, err)
+				return run, err
 			}
-		}
-		nc.Close()
-		if err := Write(cfg.Out, run); err != nil {
-			return run, err
+			if err := Write(cfg.Out, run); err != nil {
+				return run, err
+			}
 		}
 	}
 	return run, nil
+}
+
+// bedGroup is the settings that run in one bed: the hosts' congestion
+// control, and the settings in the grid's order.
+type bedGroup struct {
+	cc       string
+	settings []Setting
+}
+
+// bedGroups splits settings by the hosts' congestion control they run
+// under (Setting.bedCC), in the order each first appears; own is the
+// machine's.
+func bedGroups(settings []Setting, own string) []bedGroup {
+	var out []bedGroup
+	for _, s := range settings {
+		cc := s.bedCC(own)
+		i := slices.IndexFunc(out, func(g bedGroup) bool { return g.cc == cc })
+		if i < 0 {
+			out = append(out, bedGroup{cc: cc})
+			i = len(out) - 1
+		}
+		out[i].settings = append(out[i].settings, s)
+	}
+	return out
+}
+
+// measureBed brings up the bed of condition c with group g's congestion
+// control, measures g's settings there and takes the bed down.
+func measureBed(ctx context.Context, cfg Config, c Condition, g bedGroup) ([]Result, error) {
+	spec, err := netem.Parse(c.Spec(cfg.Rate, g.cc))
+	if err != nil {
+		return nil, fmt.Errorf("netgrid: %s: %w", c, err)
+	}
+	nc, err := netcluster.NewWaiting(spec, cfg.Exe, cfg.BedWait, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	var out []Result
+	for _, s := range g.settings {
+		rs, err := measureSetting(ctx, cfg, nc, c, s)
+		for i := range rs {
+			rs[i].HostCC = g.cc
+		}
+		out = append(out, rs...)
+		if err != nil {
+			return out, fmt.Errorf("%s, %s: %w", c, s, err)
+		}
+	}
+	return out, nil
+}
+
+// MachineCC is this machine's TCP congestion control (the root
+// namespace's net.ipv4.tcp_congestion_control).
+func MachineCC() (string, error) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+	if err != nil {
+		return "", fmt.Errorf("netgrid: the machine's TCP congestion control: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // measureSetting runs setting s's jobs at condition c, one cluster for all
@@ -110,7 +179,11 @@ func measureSetting(ctx context.Context, cfg Config, nc *netcluster.Cluster, c C
 	topts, j := cfg.Options, cfg.Job
 	switch s.Transport {
 	case "sctp":
-		topts.SCTPFlows = s.Count // over --sctp-flows: the setting says
+		topts.SCTPFlows = s.Count // over --sctp-flows and --sctp-cc: the setting says
+		topts.SCTPCC = s.CC
+		if s.CC == "" {
+			topts.SCTPCC = sctp.CCAuto // with a count: reno
+		}
 	case "ptcp":
 		if s.Count > 0 {
 			topts.PTCP.RecStripes = s.Count

@@ -26,7 +26,10 @@ type Record struct {
 	Default  string    `json:"default"`
 	// Floor is the share of the best setting's rate the default must
 	// reach at every point.
-	Floor   float64  `json:"floor"`
+	Floor float64 `json:"floor"`
+	// HostCC is the machine's TCP congestion control: TCP settings
+	// without @CC, and sctp's and quic's beds, ran under it.
+	HostCC  string   `json:"host_cc,omitempty"`
 	Results []Result `json:"results"`
 	// Provenance is the commit, kernel, Go and flags of the run: Write
 	// sets it when it is nil, Load keeps what the file says.
@@ -67,11 +70,7 @@ func Write(dir string, run Record) error {
 	if err := writeCSV(filepath.Join(dir, "results.csv"), run.Results); err != nil {
 		return err
 	}
-	def, err := ParseSetting(run.Default)
-	if err != nil {
-		return err
-	}
-	points := Summarize(run.Results, def)
+	points := Summarize(run.Results, run.Default)
 	plots, err := drawAll(dir, run, points)
 	if err != nil {
 		return err
@@ -108,58 +107,58 @@ func writeCSV(path string, rs []Result) error {
 	return benchout.WriteCSV(path, rows)
 }
 
-// Markdown is RESULTS.md: per unit size, the rate of every setting at
-// every condition, the best, and the default's share of it; then the
-// units' p99 latencies; then where the default falls below the floor.
+// Markdown is RESULTS.md: per unit size, each setting's median rate and
+// spread at every condition, the best and its ties marked; the default
+// against the best at each point; which settings meet the floor
+// everywhere; the units' p99 latencies; the plots.
 func Markdown(run Record, points []Point, plots []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# braid bench net: results\n\nRegenerate with:\n\n```sh\n%s\n```\n\n", run.Command)
 	fmt.Fprintf(&b, "Started %s. Each cell is the median of a setting's `noop` jobs at that point (%s jobs each here), "+
-		"each job's throughput in units/s (units finished ÷ makespan); `*` marks a job cut at the time budget, whose rate counts the units it finished. "+
-		"The default is `%s`.\n\n", run.Started.UTC().Format(time.RFC3339), jobCounts(points), run.Default)
+		"each job's throughput in units/s (units finished ÷ makespan), and in brackets the slowest and the fastest job; "+
+		"`*` marks a setting with a job cut at the time budget, whose rate counts the units it finished. "+
+		"**Bold** is the best median; `≈` marks a tie with it: a median within the best's spread (at or above its slowest job). "+
+		"`NAME@CC`: for tcp, tcpn and ptcp, CC is the hosts' TCP congestion control (the bed's `cc=`); for sctp, its own (`--sctp-cc`). "+
+		"The default is `%s`.", run.Started.UTC().Format(time.RFC3339), jobCounts(points), run.Default)
+	if run.HostCC != "" {
+		fmt.Fprintf(&b, " The machine's TCP congestion control, which sctp's beds ran under, is %s.", run.HostCC)
+	}
+	b.WriteString("\n\n")
 	sizes := sizesOf(points)
 	for _, size := range sizes {
-		fmt.Fprintf(&b, "## Units of %s: units/s\n\n", SizeLabel(size))
+		fmt.Fprintf(&b, "## Units of %s: units/s, median (slowest–fastest job)\n\n", SizeLabel(size))
 		writeTable(&b, run, points, size, func(p Point, s string) string {
-			v, ok := p.Rates[s]
+			sp, ok := p.Spreads[s]
 			if !ok {
 				return "–"
 			}
-			cell := benchout.UnitRate(v)
+			cell := benchout.UnitRate(sp.Median)
 			if p.Cut[s] {
 				cell += "*"
 			}
-			if s == p.Best {
+			switch {
+			case s == p.Best:
 				cell = "**" + cell + "**"
+			case p.Ties[s]:
+				cell += " ≈"
 			}
-			return cell
-		}, true)
+			return cell + " (" + benchout.UnitRate(sp.Min) + "–" + benchout.UnitRate(sp.Max) + ")"
+		})
 	}
+	writeDefault(&b, run, points)
+	writeEverywhere(&b, run, points)
 	for _, size := range sizes {
-		fmt.Fprintf(&b, "## Units of %s: p99 unit latency, ms\n\n", SizeLabel(size))
+		fmt.Fprintf(&b, "## Units of %s: p99 unit latency, ms (median)\n\n", SizeLabel(size))
 		writeTable(&b, run, points, size, func(p Point, s string) string {
 			v, ok := p.P99MS[s]
 			if !ok || v == 0 {
 				return "–"
 			}
 			return strconv.FormatFloat(v, 'f', 0, 64)
-		}, false)
-	}
-	var below []string
-	for _, p := range points {
-		if p.Ratio < run.Floor {
-			below = append(below, fmt.Sprintf("%s, %s units: %s× %s", p.Condition, SizeLabel(p.Size), ratioText(p.Ratio), p.Best))
-		}
-	}
-	fmt.Fprintf(&b, "## The default against the best\n\nAt %d of %d points the default reached at least %.2f× the best setting's throughput.",
-		len(points)-len(below), len(points), run.Floor)
-	if len(below) > 0 {
-		fmt.Fprintf(&b, " Below it:\n\n- %s\n", strings.Join(below, "\n- "))
-	} else {
-		b.WriteString("\n")
+		})
 	}
 	if len(plots) > 0 {
-		b.WriteString("\n## Plots\n\n")
+		b.WriteString("## Plots\n\n")
 		for _, p := range plots {
 			fmt.Fprintf(&b, "![%s](%s%s)\n", p, p, benchout.PlotExt)
 		}
@@ -167,30 +166,88 @@ func Markdown(run Record, points []Point, plots []string) string {
 	return b.String()
 }
 
-func writeTable(b *strings.Builder, run Record, points []Point, size int, cell func(Point, string) string, ratio bool) {
-	b.WriteString("| condition |")
+// verdict says how the default fares at p: at or above the floor, a tie
+// below it, or below.
+func verdict(p Point, def string, floor float64) string {
+	switch {
+	case p.Ratio >= floor:
+		return fmt.Sprintf("meets (≥ %.2f×)", floor)
+	case p.Ties[def]:
+		return "meets (a tie: within the best's spread)"
+	}
+	return "**below**"
+}
+
+// writeDefault is the default against the best at each point.
+func writeDefault(b *strings.Builder, run Record, points []Point) {
+	fmt.Fprintf(b, "## The default against the best\n\n"+
+		"| condition | units | best | default `%s` | default ÷ best | verdict |\n|---|---|---|---|---|---|\n", run.Default)
+	met := 0
+	for _, p := range points {
+		def := "not run"
+		if sp, ok := p.Spreads[run.Default]; ok {
+			def = spreadText(sp)
+		}
+		v := verdict(p, run.Default, run.Floor)
+		if p.Meets(run.Default, run.Floor) {
+			met++
+		}
+		fmt.Fprintf(b, "| %s | %s | `%s` %s | %s | %s | %s |\n", p.Condition, SizeLabel(p.Size), p.Best,
+			spreadText(p.Spreads[p.Best]), def, ratioText(p.Ratio), v)
+	}
+	fmt.Fprintf(b, "\nAt %d of %d points the default reached at least %.2f× the best setting's median or tied with it.\n\n",
+		met, len(points), run.Floor)
+}
+
+// writeEverywhere lists, for each setting, the points where it fell below
+// the floor: those with none could be the default as far as this grid
+// can tell.
+func writeEverywhere(b *strings.Builder, run Record, points []Point) {
+	fmt.Fprintf(b, "## Every setting against the best\n\n"+
+		"Points where a setting's median fell below %.2f× the best's and did not tie with it "+
+		"(the lowest share in brackets).\n\n| setting | points below | lowest share |\n|---|---|---|\n", run.Floor)
 	for _, s := range run.Settings {
-		fmt.Fprintf(b, " %s |", s)
-	}
-	if ratio {
-		b.WriteString(" default ÷ best |")
-	}
-	b.WriteString("\n|---|")
-	b.WriteString(strings.Repeat("---|", len(run.Settings)))
-	if ratio {
-		b.WriteString("---|")
+		below, low := 0, math.Inf(1)
+		for _, p := range points {
+			if best := p.Rates[p.Best]; best > 0 {
+				low = min(low, p.Rates[s]/best)
+			}
+			if !p.Meets(s, run.Floor) {
+				below++
+			}
+		}
+		lowText := "–"
+		if !math.IsInf(low, 1) {
+			lowText = ratioText(low) + "×"
+		}
+		fmt.Fprintf(b, "| `%s` | %d of %d | %s |\n", s, below, len(points), lowText)
 	}
 	b.WriteString("\n")
+}
+
+// spreadText is a spread as the tables show it: 7.20 (6.90–7.50).
+func spreadText(sp Spread) string {
+	return benchout.UnitRate(sp.Median) + " (" + benchout.UnitRate(sp.Min) + "–" + benchout.UnitRate(sp.Max) + ")"
+}
+
+// writeTable writes one row per setting and a column per condition at
+// unit size size.
+func writeTable(b *strings.Builder, run Record, points []Point, size int, cell func(Point, string) string) {
+	var cols []Point
 	for _, p := range points {
-		if p.Size != size {
-			continue
+		if p.Size == size {
+			cols = append(cols, p)
 		}
-		fmt.Fprintf(b, "| %s |", p.Condition)
-		for _, s := range run.Settings {
+	}
+	b.WriteString("| setting |")
+	for _, p := range cols {
+		fmt.Fprintf(b, " %s |", p.Condition)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(cols)) + "\n")
+	for _, s := range run.Settings {
+		fmt.Fprintf(b, "| `%s` |", s)
+		for _, p := range cols {
 			fmt.Fprintf(b, " %s |", cell(p, s))
-		}
-		if ratio {
-			fmt.Fprintf(b, " %s |", ratioText(p.Ratio))
 		}
 		b.WriteString("\n")
 	}

@@ -20,18 +20,21 @@ import (
 // the default setting fares against the best (bench/netgrid).
 func runBenchNet(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("bench net", "[--rtt LIST] [--loss LIST] [--size LIST] [--settings LIST] [--out DIR]", e)
-	rtts := fs.String("rtt", "1ms,20ms,50ms,100ms", "round-trip times, comma-separated")
-	losses := fs.String("loss", "0,0.1,1", "random loss rates in percent, comma-separated (each direction)")
+	rtts := fs.String("rtt", "50ms", "round-trip times, comma-separated")
+	losses := fs.String("loss", "0,1", "random loss rates in percent, comma-separated (each direction)")
 	rateFlag := fs.String("rate", "100M", "the link's rate each way, bit/s (k, M, G)")
-	sizes := fs.String("size", "19456,1048576,16777216", "bytes of input (and output) per unit, comma-separated")
-	settingsFlag := fs.String("settings", "sctp,sctp:1,tcp,tcpn,quic,ptcp,ptcp:4,ptcp:8",
-		"transport settings, comma-separated: sctp, tcp, tcpn, quic, ptcp; sctp:N fixes N flows (--sctp-flows), ptcp:N N stripes (--ptcp-stripes);\n"+
-			"plain sctp and ptcp tune theirs (auto; ptcp as --ptcp-stripes says), and plain sctp is braid's default")
+	sizes := fs.String("size", "1048576", "bytes of input (and output) per unit, comma-separated")
+	settingsFlag := fs.String("settings", netgrid.Canonical,
+		"transport settings, comma-separated, NAME[:N][@CC]: sctp, tcp, tcpn, quic, ptcp; sctp:N fixes N flows (--sctp-flows), ptcp:N N stripes (--ptcp-stripes);\n"+
+			"@CC is the hosts' TCP congestion control for tcp, tcpn and ptcp (the bed's cc=; none: --host-cc), sctp's own for sctp (--sctp-cc; none: auto);\n"+
+			"plain sctp and ptcp tune their counts (auto; ptcp as --ptcp-stripes says), and sctp@auto is braid's default")
+	hostCC := fs.String("host-cc", "", "the hosts' TCP congestion control for TCP settings without @CC and for the others' beds (default: this machine's)")
+	bedWait := fs.Duration("bed-wait", 10*time.Minute, "how long to wait for the bed when another process holds it (the grid brings it up once per condition and congestion control)")
 	jobBytes := fs.Int("bytes", 8<<20, "bytes of input per job: units = bytes ÷ size, within [--min-units, --max-units]")
 	minUnits := fs.Int("min-units", 4, "fewest units per job (one per worker thread by default)")
 	maxUnits := fs.Int("max-units", 400, "most units per job")
 	budget := fs.Duration("budget", 30*time.Second, "time budget per job: a job still running is cancelled and rated by the units it finished")
-	runs := fs.Int("runs", 1, "jobs per point and setting (the median is reported)")
+	runs := fs.Int("runs", 3, "jobs per point and setting (the median is reported, with their spread)")
 	minTime := fs.Duration("min-time", 0, "after --runs jobs at a point, a setting runs more until their makespans add up to this\n"+
 		"(at most --max-runs jobs), so that points of short jobs, whose rates spread the most, get more of them; 0: --runs only")
 	maxRuns := fs.Int("max-runs", 10, "most jobs per point and setting that --min-time runs")
@@ -65,8 +68,11 @@ func runBenchNet(ctx context.Context, args []string, e *env) error {
 	if *minTime > 0 && *maxRuns < *runs {
 		return usageErrorf("--max-runs %d is below --runs %d: --min-time runs jobs after --runs, up to --max-runs", *maxRuns, *runs)
 	}
-	if _, err := netem.Parse(g.conds[0].Spec(*rateFlag)); err != nil {
+	if _, err := netem.Parse(g.conds[0].Spec(*rateFlag, "")); err != nil {
 		return usageErrorf("--rate: %v", err)
+	}
+	if _, err := netem.Parse(g.conds[0].Spec(*rateFlag, *hostCC)); *hostCC != "" && err != nil {
+		return usageErrorf("--host-cc: %v", err)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -75,7 +81,7 @@ func runBenchNet(ctx context.Context, args []string, e *env) error {
 	_, err = netgrid.Run(ctx, netgrid.Config{Conditions: g.conds, Sizes: g.sizes, Settings: g.settings, Rate: *rateFlag,
 		Job: netgrid.Job{Workers: *nWorkers, Threads: *threads, Bytes: *jobBytes, MinUnits: *minUnits, MaxUnits: *maxUnits,
 			Budget: *budget, Runs: *runs, MinTime: *minTime, MaxRuns: *maxRuns},
-		Options: topts, Exe: exe, Out: *out, Command: "braid bench " + strings.Join(append([]string{"net"}, args...), " "),
+		Options: topts, HostCC: *hostCC, BedWait: *bedWait, Exe: exe, Out: *out, Command: "braid bench " + strings.Join(append([]string{"net"}, args...), " "),
 		Floor: *floor, Log: e.stderr})
 	if err != nil {
 		return err

@@ -27,11 +27,16 @@ func TestParseGrid(t *testing.T) {
 	if len(g.conds) != 4 || g.conds[3].RTT != 50*time.Millisecond || g.conds[3].Loss != 1 || len(g.settings) != 2 {
 		t.Errorf("grid %+v: want 2 RTTs × 2 losses and sctp, tcp once each", g)
 	}
+	// Plain sctp is sctp@auto; the hosts' CCs are settings of their own.
+	if g, err := parseGrid("50ms", "0", "1", "sctp,sctp@auto,tcp@bbr,tcp@cubic,tcp"); err != nil || len(g.settings) != 4 {
+		t.Errorf("settings %v, %v: want sctp@auto, tcp@bbr, tcp@cubic and tcp", g.settings, err)
+	}
 	for _, tc := range []struct{ rtt, loss, size, settings, want string }{
 		{"fast", "0", "1", "sctp", "--rtt"},
 		{"1ms", "100", "1", "sctp", "--loss"},
 		{"1ms", "0", "0", "sctp", "--size"},
 		{"1ms", "0", "1", "udp", "udp"},
+		{"1ms", "0", "1", "sctp@vegas", "vegas"},
 		{"", "0", "1", "sctp", "need a value"},
 	} {
 		if _, err := parseGrid(tc.rtt, tc.loss, tc.size, tc.settings); err == nil || !strings.Contains(err.Error(), tc.want) {
