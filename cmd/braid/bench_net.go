@@ -20,7 +20,7 @@ import (
 // the default setting fares against the best (bench/netgrid).
 func runBenchNet(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("bench net", "[--rtt LIST] [--loss LIST] [--size LIST] [--settings LIST] [--out DIR]", e)
-	rtts := fs.String("rtt", "50ms", "round-trip times, comma-separated")
+	rtts := fs.String("rtt", "50ms,100ms", "round-trip times, comma-separated")
 	losses := fs.String("loss", "0,1", "random loss rates in percent, comma-separated (each direction)")
 	rateFlag := fs.String("rate", "100M", "the link's rate each way, bit/s (k, M, G)")
 	sizes := fs.String("size", "1048576", "bytes of input (and output) per unit, comma-separated")
@@ -30,10 +30,10 @@ func runBenchNet(ctx context.Context, args []string, e *env) error {
 			"plain sctp and ptcp tune their counts (auto; ptcp as --ptcp-stripes says), and sctp@auto is braid's default")
 	hostCC := fs.String("host-cc", "", "the hosts' TCP congestion control for TCP settings without @CC and for the others' beds (default: this machine's)")
 	bedWait := fs.Duration("bed-wait", 10*time.Minute, "how long to wait for the bed when another process holds it (the grid brings it up once per condition and congestion control)")
-	jobBytes := fs.Int("bytes", 8<<20, "bytes of input per job: units = bytes ÷ size, within [--min-units, --max-units]")
+	jobBytes := fs.Int("bytes", 16<<20, "bytes of input per job: units = bytes ÷ size, within [--min-units, --max-units]")
 	minUnits := fs.Int("min-units", 4, "fewest units per job (one per worker thread by default)")
 	maxUnits := fs.Int("max-units", 400, "most units per job")
-	budget := fs.Duration("budget", 30*time.Second, "time budget per job: a job still running is cancelled and rated by the units it finished")
+	budget := fs.Duration("budget", 20*time.Second, "time budget per job: a job still running is cancelled and rated by the units it finished")
 	runs := fs.Int("runs", 3, "jobs per point and setting (the median is reported, with their spread)")
 	minTime := fs.Duration("min-time", 0, "after --runs jobs at a point, a setting runs more until their makespans add up to this\n"+
 		"(at most --max-runs jobs), so that points of short jobs, whose rates spread the most, get more of them; 0: --runs only")
