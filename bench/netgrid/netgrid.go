@@ -141,9 +141,10 @@ var Default = Setting{Transport: "sctp", CC: sctp.CCAuto}
 
 // Canonical is the grid's settings: one TCP connection (tcp), one per
 // stream (tcpn) and psock striping (ptcp) under each congestion control a
-// host may run, and braid's sctp under each of its own (issue 40.5).
+// host may run, braid's sctp under each of its own (issue 40.5), and
+// sctp:1, the seed paper's SCTP (one association, one reno flow).
 const Canonical = "tcp@reno,tcpn@reno,ptcp@reno,tcp@cubic,tcpn@cubic,ptcp@cubic,tcp@bbr,tcpn@bbr,ptcp@bbr," +
-	"sctp@reno,sctp@cubic,sctp@bbr,sctp@auto"
+	"sctp@reno,sctp@cubic,sctp@bbr,sctp@auto,sctp:1"
 
 // Condition is one emulated link: both directions alike.
 type Condition struct {
