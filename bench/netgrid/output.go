@@ -204,8 +204,9 @@ func writeDefault(b *strings.Builder, run Record, points []Point) {
 // can tell.
 func writeEverywhere(b *strings.Builder, run Record, points []Point) {
 	fmt.Fprintf(b, "## Every setting against the best\n\n"+
-		"Points where a setting's median fell below %.2f× the best's and did not tie with it "+
-		"(the lowest share in brackets).\n\n| setting | points below | lowest share |\n|---|---|---|\n", run.Floor)
+		"For each setting, the points where its median fell below %.2f× the best's and did not tie with it, "+
+		"and the lowest share of the best's median it had: a setting below at none could be the default as far as this grid can tell.\n\n"+
+		"| setting | points below | lowest share |\n|---|---|---|\n", run.Floor)
 	for _, s := range run.Settings {
 		below, low := 0, math.Inf(1)
 		for _, p := range points {
