@@ -85,6 +85,7 @@ func TestRunBed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
+	t.Logf("the grid's log:\n%s", log.String())
 	want := map[string]string{"tcp@cubic": "cubic", "sctp@reno": own}
 	if len(run.Results) != len(want) {
 		t.Fatalf("%d results, want %d: %+v", len(run.Results), len(want), run.Results)

@@ -143,9 +143,13 @@ func measureBed(ctx context.Context, cfg Config, c Condition, g bedGroup) ([]Res
 	if err != nil {
 		return nil, fmt.Errorf("netgrid: %s: %w", c, err)
 	}
+	asked := time.Now()
 	nc, err := netcluster.NewWaiting(spec, cfg.Exe, cfg.BedWait, cfg.Log)
 	if err != nil {
 		return nil, err
+	}
+	if d := time.Since(asked); d > time.Second {
+		fmt.Fprintf(cfg.Log, "net: the bed (cc=%s) was up after %s (another process held it)\n", g.cc, d.Round(time.Second))
 	}
 	defer nc.Close()
 	var out []Result
