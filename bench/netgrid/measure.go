@@ -113,22 +113,26 @@ func Run(ctx context.Context, cfg Config) (Record, error) {
 }
 
 // bedGroup is the settings that run in one bed: the hosts' congestion
-// control, and the settings in the grid's order.
+// control, whether the settings are TCP's, and the settings in the grid's
+// order.
 type bedGroup struct {
 	cc       string
+	tcp      bool
 	settings []Setting
 }
 
 // bedGroups splits settings by the hosts' congestion control they run
-// under (Setting.bedCC), in the order each first appears; own is the
-// machine's.
+// under (Setting.bedCC), the TCP settings apart from the others even
+// where that is the same (own, the machine's), so that no bed is held
+// for much more than a few minutes: others take turns with it between
+// beds. Groups come in the order each first appears.
 func bedGroups(settings []Setting, own string) []bedGroup {
 	var out []bedGroup
 	for _, s := range settings {
-		cc := s.bedCC(own)
-		i := slices.IndexFunc(out, func(g bedGroup) bool { return g.cc == cc })
+		cc, tcp := s.bedCC(own), s.hostsCC()
+		i := slices.IndexFunc(out, func(g bedGroup) bool { return g.cc == cc && g.tcp == tcp })
 		if i < 0 {
-			out = append(out, bedGroup{cc: cc})
+			out = append(out, bedGroup{cc: cc, tcp: tcp})
 			i = len(out) - 1
 		}
 		out[i].settings = append(out[i].settings, s)
