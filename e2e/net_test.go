@@ -70,7 +70,7 @@ func TestNetGrid(t *testing.T) {
 	}
 	out := t.TempDir()
 	runOnBed(t, "bench", "net", "--rtt", "10ms", "--loss", "0,1", "--size", "262144",
-		"--settings", "sctp,sctp:1", "--bytes", "2097152", "--budget", "2m", "--min-time", "1h", "--max-runs", "2", "--out", out)
+		"--settings", "sctp,sctp:1", "--bytes", "2097152", "--budget", "2m", "--runs", "1", "--min-time", "1h", "--max-runs", "2", "--out", out)
 	var got []string
 	for _, r := range readGrid(t, out) {
 		got = append(got, fmt.Sprintf("%v/%v/%s/%d", r.RTTMS, r.LossPct, r.Setting, r.Run))
@@ -78,7 +78,7 @@ func TestNetGrid(t *testing.T) {
 			t.Errorf("%+v: want 8 units done, a rate, and a p99 above the 10 ms RTT", r)
 		}
 	}
-	if want := "10/0/sctp/0 10/0/sctp/1 10/0/sctp:1/0 10/0/sctp:1/1 10/1/sctp/0 10/1/sctp/1 10/1/sctp:1/0 10/1/sctp:1/1"; strings.Join(got, " ") != want {
+	if want := "10/0/sctp@auto/0 10/0/sctp@auto/1 10/0/sctp:1/0 10/0/sctp:1/1 10/1/sctp@auto/0 10/1/sctp@auto/1 10/1/sctp:1/0 10/1/sctp:1/1"; strings.Join(got, " ") != want {
 		t.Errorf("results %v, want %s", got, want)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "RESULTS.md"))
@@ -120,7 +120,7 @@ func TestNetGridCut(t *testing.T) {
 	}
 	out := t.TempDir()
 	runOnBed(t, "bench", "net", "--rtt", "50ms", "--loss", "1", "--size", "4194304", "--settings", "sctp:1",
-		"--bytes", "16777216", "--budget", "2s", "--out", out)
+		"--bytes", "16777216", "--budget", "2s", "--runs", "1", "--out", out)
 	rs := readGrid(t, out)
 	if len(rs) != 1 {
 		t.Fatalf("%d results, want 1", len(rs))
@@ -129,7 +129,7 @@ func TestNetGridCut(t *testing.T) {
 		t.Errorf("%+v: want a cut job of 4 units, none done, rated over 2 s", r)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "RESULTS.md"))
-	if err != nil || !strings.Contains(string(md), "| 50ms, 1% loss | **0.00*** |") {
+	if err != nil || !strings.Contains(string(md), "| `sctp:1` | **0.00*** (0.00–0.00) |") {
 		t.Errorf("RESULTS.md (%v) does not mark the cut job:\n%s", err, md)
 	}
 }

@@ -278,8 +278,13 @@ func Summarize(rs []Result, def string) []Point {
 				p.Ties[s] = true
 			}
 		}
-		p.Ratio = 1 // nothing finished a unit: no setting beat the default
-		if best := p.Rates[p.Best]; best > 0 {
+		_, ran := p.Rates[def]
+		switch best := p.Rates[p.Best]; {
+		case !ran:
+			p.Ratio = 0
+		case best <= 0:
+			p.Ratio = 1 // nothing finished a unit: no setting beat the default
+		default:
 			p.Ratio = p.Rates[def] / best
 		}
 		out = append(out, p)

@@ -169,6 +169,9 @@ func Markdown(run Record, points []Point, plots []string) string {
 // verdict says how the default fares at p: at or above the floor, a tie
 // below it, or below.
 func verdict(p Point, def string, floor float64) string {
+	if _, ran := p.Rates[def]; !ran {
+		return "not run"
+	}
 	switch {
 	case p.Ratio >= floor:
 		return fmt.Sprintf("meets (≥ %.2f×)", floor)
