@@ -128,7 +128,8 @@ func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
 	after := s.jobs[p.after]
 	s.jobsMu.RUnlock()
 	if p.after != "" && (after == nil || !c.sees(after.owner)) {
-		writeError(w, badRequest(api.CodeBadParameter, "after %q: no such job to list after", p.after))
+		writeError(w, &apiError{status: 404, code: api.CodeNotFound,
+			msg: fmt.Sprintf("after %q: no such job to list after (removed since the last page?); list from the start", p.after)})
 		return
 	}
 	// receivedAt is set once, before a job is visible: no lock needed.

@@ -106,8 +106,8 @@ func TestJobsObjectsAndUnitsPaged(t *testing.T) {
 	if err != nil || !slices.Equal(got, ids) || len(jobs) != 5 {
 		t.Errorf("pages of jobs %v, client %d jobs (%v); want %v in the order submitted", got, len(jobs), err, ids)
 	}
-	if code := status(t, c.URL()+"/v1/jobs?after=j-000000000000"); code != 400 {
-		t.Errorf("jobs after an unknown job: %d, want 400", code)
+	if code := status(t, c.URL()+"/v1/jobs?after=j-000000000000"); code != 404 {
+		t.Errorf("jobs after an unknown job: %d, want 404", code)
 	}
 
 	for i := range 4 {
