@@ -32,7 +32,7 @@ func TestConformance(t *testing.T) {
 	skipWithoutSCTP(t)
 	transporttest.Run(t, func(t *testing.T) transport.Transport {
 		return ksctp.New(ksctp.Config{})
-	}, "127.0.0.1:0", transporttest.Options{Garbage: garbage, BlackHole: encapsPath,
+	}, "127.0.0.1:0", transporttest.Options{Garbage: garbage, BlackHole: encapsPath, NarrowBlackHole: true,
 		Timeout: 90 * time.Second}) // TCG emulation is ~100x slower
 }
 

@@ -107,6 +107,12 @@ type Options struct {
 	// and then cuts. Zero means RelayPath: netem/relay between the
 	// ends, which carries transports over TCP or UDP.
 	BlackHole func(t testing.TB, tr transport.Transport, listenAddr string) Path
+	// NarrowBlackHole says the BlackHole path carries too little for a
+	// bulk message within the case's time (kernel SCTP over a userspace
+	// UDP relay under emulation, ksctp in the VM): CloseDuringSend then
+	// runs over the direct pair, where the kernel delivers what a close
+	// leaves queued.
+	NarrowBlackHole bool
 	// Channel, if set, opens the transport's first channel to a listener
 	// at addr (the one the braid handshake runs on) without running the
 	// handshake, and returns it with a func that closes it. The
