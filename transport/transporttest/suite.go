@@ -110,8 +110,7 @@ type Options struct {
 	// NarrowBlackHole says the BlackHole path carries too little for a
 	// bulk message within the case's time (kernel SCTP over a userspace
 	// UDP relay under emulation, ksctp in the VM): CloseDuringSend then
-	// runs over the direct pair, where the kernel delivers what a close
-	// leaves queued.
+	// skips, saying why.
 	NarrowBlackHole bool
 	// Channel, if set, opens the transport's first channel to a listener
 	// at addr (the one the braid handshake runs on) without running the
