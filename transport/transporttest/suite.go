@@ -218,6 +218,7 @@ func Run(t *testing.T, newT func(t *testing.T) transport.Transport, addr string,
 		}
 		o.Attacks = o.Attacks.merge(x.Attacks)
 		o.Encrypted = o.Encrypted || x.Encrypted
+		o.NarrowBlackHole = o.NarrowBlackHole || x.NarrowBlackHole
 		if x.Intercept != nil {
 			o.Intercept = x.Intercept
 		}
