@@ -49,22 +49,7 @@ func DeleteJob(job string) Change {
 		if err := deleteUnitLog(tx, job); err != nil {
 			return err
 		}
-		// Collect the keys, then delete them in order: a cursor's Next after
-		// Delete may skip a key, and seeking the prefix again after each
-		// delete walks the emptied leaves, quadratic in the job's units.
-		b := tx.Bucket(unitsBucket)
-		prefix := unitPrefix(job)
-		var keys [][]byte
-		c := b.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			keys = append(keys, bytes.Clone(k))
-		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
+		return deletePrefix(tx.Bucket(unitsBucket), unitPrefix(job))
 	}}
 }
 
@@ -145,4 +130,22 @@ func (s *DB) UnitStats(job string, from, to int) ([]api.UnitStat, error) {
 		out[su.Index-from] = su.Rec.Stat(su.Index, su.Worker, su.ErrText)
 	}
 	return out, nil
+}
+
+// deletePrefix removes every key of b that starts with prefix. It collects
+// the keys, then deletes them in order: a cursor's Next after Delete may
+// skip a key, and seeking the prefix again after each delete walks the
+// emptied leaves, quadratic in the keys.
+func deletePrefix(b *bolt.Bucket, prefix []byte) error {
+	var keys [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }

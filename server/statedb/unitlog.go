@@ -487,19 +487,7 @@ func (s *DB) EachUnit(job string, total int, f func(StoredUnit) error) error {
 // deleteUnitLog removes every key of job's in the unit log.
 func deleteUnitLog(tx *txn, job string) error {
 	tx.dropJob(job)
-	b := tx.Bucket(unitLogBucket)
-	prefix := logPrefix(job)
-	var keys [][]byte
-	c := b.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		keys = append(keys, bytes.Clone(k))
-	}
-	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return deletePrefix(tx.Bucket(unitLogBucket), logPrefix(job))
 }
 
 // walkLogRefs calls ref for the outputs the unit log names, reading only
