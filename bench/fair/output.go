@@ -1,7 +1,6 @@
 package fair
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -116,14 +115,8 @@ func Write(dir string, rec Record) error {
 // Load reads a run's results.json.
 func Load(dir string) (Record, error) {
 	var rec Record
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		return rec, err
-	}
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return rec, fmt.Errorf("fair: %s: %w", filepath.Join(dir, "results.json"), err)
-	}
-	return rec, nil
+	err := benchout.ReadJSON(filepath.Join(dir, "results.json"), &rec)
+	return rec, err
 }
 
 func writeCSV(path string, rs []Result) error {

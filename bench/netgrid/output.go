@@ -1,7 +1,6 @@
 package netgrid
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -81,12 +80,8 @@ func Write(dir string, run Record) error {
 // Load reads a run's results.json.
 func Load(dir string) (Record, error) {
 	var run Record
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
+	if err := benchout.ReadJSON(filepath.Join(dir, "results.json"), &run); err != nil {
 		return run, err
-	}
-	if err := json.Unmarshal(b, &run); err != nil {
-		return run, fmt.Errorf("%s: %w", filepath.Join(dir, "results.json"), err)
 	}
 	if run.Provenance == nil {
 		run.Provenance = benchout.Unrecorded() // not this build's: the run is older

@@ -61,6 +61,19 @@ func WriteJSON(path string, v any) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
+// ReadJSON reads the JSON file at path into v; a malformed one is an error
+// naming the file.
+func ReadJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
 // PlotExt is the one format braid's benchmarks draw their plots in: SVG,
 // which GitHub and browsers show inline and which diffs as text.
 const PlotExt = ".svg"
