@@ -42,16 +42,21 @@ type Core struct {
 	// The indexes (index.go) and the finder that walks them (find.go).
 	find     finder
 	walker   walker
+	spare    walker     // firstFit's second walk
 	work     work       // what placement did (work.go)
 	rs       []*ranking // the rankings a query walks
+	spareRs  []*ranking // and spare's
 	opIdx    map[string]*opIndex
 	opOrder  []*opIndex // opIdx's values, in the order made
 	idleOps  []idleOp   // indexes no live job uses, oldest first
 	opClock  int
-	reserved []*worker // reserved in this dispatch pass
-	// roomCount counts the up workers with room, reservedRoom those of
-	// them reserved in this pass.
-	roomCount, reservedRoom int
+	reserved []*worker // reserved (flagged) in this dispatch pass
+	// reservations are those noted in this pass, resSeq counts them
+	// (reserve.go).
+	reservations []reservation
+	resSeq       int
+	// roomCount counts the up workers with room.
+	roomCount int
 	// rateSum and rateThreads total the rates and threads of the up
 	// workers that are measured (estRate).
 	rateSum     float64
@@ -76,7 +81,7 @@ func New(cfg Config) *Core {
 	}
 	c := &Core{cfg: cfg, workers: map[string]*worker{}, jobs: map[string]*job{}, gen: 1,
 		find: indexed{}, opIdx: map[string]*opIndex{}}
-	c.walker.work = &c.work
+	c.walker.work, c.spare.work = &c.work, &c.work
 	return c
 }
 

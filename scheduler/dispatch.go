@@ -88,7 +88,7 @@ func (c *Core) place(j *job, q *opQueue, out *Output) bool {
 	}
 	if s == nil {
 		if ok, best := c.worthPlacing(x, w, size); !ok {
-			if best != nil && !best.fits(size) {
+			if best != nil && !c.fits(best, size) {
 				c.reserve(best) // it must drain first: keep its room for this unit
 			}
 			return false
@@ -118,13 +118,13 @@ func (c *Core) pick(x *opIndex, s *opShare, size int64) *worker {
 // ahead of it on w's least loaded stream, and itself, each taking w's unit
 // time. With room, only streams with window room count, and only if a unit
 // of size bytes fits the byte budget.
-func finish(w *worker, room bool, size int64) (time.Duration, bool) {
-	s := w.roomFor(size)
+func (c *Core) finish(w *worker, room bool, size int64) (time.Duration, bool) {
+	s := c.roomFor(w, size)
 	if !room && w.lease > 0 {
 		s = slices.Index(w.leased(), slices.Min(w.leased()))
 	}
 	t, ok := w.estUnitTime()
-	if !room && ok && w.lease > 0 && !w.fits(size) {
+	if !room && ok && w.lease > 0 && !c.fits(w, size) {
 		// It must drain before the unit fits: after its busiest stream.
 		return time.Duration(slices.Max(w.inflight)+1) * t, true
 	}
@@ -145,9 +145,9 @@ func (c *Core) worthPlacing(x *opIndex, w *worker, size int64) (bool, *worker) {
 	if !c.find.allMeasured(c, x) {
 		return true, nil
 	}
-	tw, _ := finish(w, true, size)
+	tw, _ := c.finish(w, true, size)
 	best := c.find.earliest(c, x, false, size)
-	tb, _ := finish(best, false, size)
+	tb, _ := c.finish(best, false, size)
 	return tw <= tb, best
 }
 
@@ -159,6 +159,7 @@ func (c *Core) send(j *job, i int, w *worker, stream int, spec bool, out *Output
 		spec: spec, sent: c.now, ahead: w.inflight[stream]})
 	j.copies++
 	w.inflight[stream]++
+	c.sent(w)
 	w.hold(ref{j, i})
 	if !spec {
 		j.setPending(i, false, unitRunning)

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -27,8 +28,9 @@ type finder interface {
 	// room), the one that would finish it first (finish), by name on
 	// ties. Every capable worker is measured.
 	earliest(c *Core, x *opIndex, room bool, size int64) *worker
-	// reserve reserves the capable workers that s allows with window room
-	// but no byte budget for the unit.
+	// reserve reserves, for the rest of the dispatch pass, the capable
+	// workers that s allows with window room but no byte budget for the
+	// unit (Core.reserved).
 	reserve(c *Core, x *opIndex, s *opShare, size int64)
 	// idle: the capable worker other than not with an idle leased stream
 	// and byte budget for the unit, measured before unmeasured, then the
@@ -37,7 +39,8 @@ type finder interface {
 	// candidates lists j's running units with one copy in flight and no
 	// duplicate yet, oldest send first, then by index.
 	candidates(c *Core, j *job) []int
-	// anyRoom reports whether some up worker has a free stream.
+	// anyRoom reports whether some up worker has a free stream,
+	// reservations aside.
 	anyRoom(c *Core) bool
 }
 
@@ -58,40 +61,29 @@ func (indexed) capable(c *Core, x *opIndex) []*worker {
 
 func (indexed) allMeasured(_ *Core, x *opIndex) bool { return x.unmeasured == 0 }
 
-// roomRanks are the rankings of workers with room that s allows: the
-// holders with some share left while the pool is empty, else everyone.
-func (c *Core) roomRanks(x *opIndex, s *opShare) []*ranking {
+// roomRanks are the rankings of workers with room that s allows, for a
+// unit of size bytes: the holders with some share left while the pool is
+// empty, else everyone (x's, which hold only those with room for a unit
+// of x.fitSize); spare is the same workers by spare bytes.
+func (c *Core) roomRanks(x *opIndex, s *opShare, size int64) (rs []*ranking, spare *ranking) {
 	if s != nil && s.pool == 0 {
-		return s.ranks
+		return s.ranks[:bySpareShare], s.ranks[bySpareShare]
 	}
+	x.fitRoom(size)
 	c.rs = append(c.rs[:0], x.use(byRoomMeasured), x.use(byRoomUnmeasured))
-	return c.rs
+	return c.rs, x.use(bySpare)
 }
 
 func (indexed) bestRoom(c *Core, x *opIndex, s *opShare, size int64) *worker {
-	var best *worker
-	c.walker.walk(c.roomRanks(x, s), c.byDepthSpeed, func(w *worker) bool {
-		if !w.reserved && w.budgetFits(size) {
-			best = w
-			return true
-		}
-		return false
-	})
-	return best
+	rs, spare := c.roomRanks(x, s, size)
+	return c.firstFit(rs, c.byDepthSpeed, spare, false, size)
 }
 
 func (indexed) earliest(c *Core, x *opIndex, room bool, size int64) *worker {
 	if room {
-		var best *worker
+		x.fitRoom(size)
 		c.rs = append(c.rs[:0], x.use(byRoomFinish))
-		c.walker.walk(c.rs, byRoomFinish.compare, func(w *worker) bool {
-			if !w.reserved && w.budgetFits(size) {
-				best = w
-				return true
-			}
-			return false
-		})
-		return best
+		return c.firstFit(c.rs, byRoomFinish.compare, x.use(bySpare), true, size)
 	}
 	// A worker's finish without room is its key's, or later when the unit
 	// does not fit its budget: walk by the key until no worker left could
@@ -103,7 +95,7 @@ func (indexed) earliest(c *Core, x *opIndex, room bool, size int64) *worker {
 		if best != nil && cmp.Or(cmp.Compare(w.key.finish, bestT), strings.Compare(w.name, best.name)) > 0 {
 			return true
 		}
-		if t, ok := finish(w, false, size); ok && (best == nil || cmp.Or(cmp.Compare(t, bestT), strings.Compare(w.name, best.name)) < 0) {
+		if t, ok := c.finish(w, false, size); ok && (best == nil || cmp.Or(cmp.Compare(t, bestT), strings.Compare(w.name, best.name)) < 0) {
 			best, bestT = w, t
 		}
 		return false
@@ -111,22 +103,48 @@ func (indexed) earliest(c *Core, x *opIndex, room bool, size int64) *worker {
 	return best
 }
 
-func (indexed) reserve(c *Core, x *opIndex, s *opShare, size int64) {
-	for _, r := range c.roomRanks(x, s) {
-		c.work.visits += uint64(len(r.items))
-		for _, e := range r.items {
-			if w := e.s.w; !w.reserved && !w.budgetFits(size) {
-				c.reserve(w)
-			}
+// firstFit returns the first worker by order of the rankings rs, all of
+// workers with room, that a unit of size bytes fits (Core.fits); nil if
+// none does. spare ranks the same workers by spare bytes (and, if
+// measured, also unmeasured ones, which are not rs's and so left out).
+//
+// Walking rs alone passes over every member better by order whose budget
+// the unit does not fit: when most workers are busy up to their budgets,
+// nearly all of them. So the walk by order goes in step with one of spare
+// down to the last member the unit fits: the first to find the answer
+// ends both, and the work is twice the lesser of the members passed over
+// by order and the members the unit fits.
+func (c *Core) firstFit(rs []*ranking, order func(a, b *worker) int, spare *ranking, measured bool, size int64) *worker {
+	c.walker.start(rs, order, math.MaxInt64)
+	c.spare.start(append(c.spareRs[:0], spare), bySpare.compare, -max(size, 1))
+	var cand *worker // the best by order that fits, of those spare gave
+	for {
+		w, ok := c.walker.next()
+		if !ok {
+			return cand
+		}
+		if c.fits(w, size) {
+			return w
+		}
+		f, ok := c.spare.next()
+		if !ok { // every member the unit fits is seen
+			return cand
+		}
+		if (!measured || f.key.measured) && c.fits(f, size) && (cand == nil || order(f, cand) < 0) {
+			cand = f
 		}
 	}
+}
+
+func (indexed) reserve(c *Core, x *opIndex, s *opShare, size int64) {
+	c.reserveLater(x, s, size)
 }
 
 func (indexed) idle(c *Core, x *opIndex, not *worker, size int64) *worker {
 	var best *worker
 	c.rs = append(c.rs[:0], x.use(byIdle))
 	c.walker.walk(c.rs, byIdle.compare, func(w *worker) bool {
-		if w != not && w.fits(size) {
+		if w != not && c.fits(w, size) {
 			best = w
 			return true
 		}
@@ -140,7 +158,7 @@ func (indexed) candidates(c *Core, j *job) []int {
 	return c.ints
 }
 
-func (indexed) anyRoom(c *Core) bool { return c.roomCount > c.reservedRoom }
+func (indexed) anyRoom(c *Core) bool { return c.roomCount > 0 }
 
 // byDepthSpeed orders workers with room as bestRoom picks: the least
 // loaded freest stream, then the faster per stream, then by name.
@@ -156,26 +174,4 @@ func (c *Core) speedOf(w *worker) float64 {
 		return w.key.speed
 	}
 	return w.key.speed * (c.rateSum / float64(c.rateThreads))
-}
-
-// reserve keeps w's room for a unit waiting for its byte budget, for the
-// rest of this dispatch pass.
-func (c *Core) reserve(w *worker) {
-	if w.reserved {
-		return
-	}
-	w.reserved = true
-	c.reserved = append(c.reserved, w)
-	if w.key.room {
-		c.reservedRoom++
-	}
-}
-
-// unreserve ends the last pass's reservations.
-func (c *Core) unreserve() {
-	for _, w := range c.reserved {
-		w.reserved = false
-	}
-	clear(c.reserved)
-	c.reserved, c.reservedRoom = c.reserved[:0], 0
 }

@@ -1,6 +1,9 @@
 package scheduler
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // The core keeps, for each operation of its live jobs, an index of the up
 // workers that can run it (opIndex): rankings by the keys placement
@@ -25,6 +28,9 @@ type workerKey struct {
 	speed   float64
 	rate    float64 // rate(), counted in the core's mean when measured
 	threads int
+	// spare is the bytes of byte budget left (budgetFits(spare) holds,
+	// budgetFits(spare+1) does not); math.MaxInt64 for no limit.
+	spare int64
 }
 
 func (w *worker) computeKey() workerKey {
@@ -36,7 +42,8 @@ func (w *worker) computeKey() workerKey {
 			k.depth = min(k.depth, n)
 			k.idle = k.idle || n == 0
 		}
-		k.room = k.depth < w.window && w.physByteRoom()
+		k.spare = w.spareBytes()
+		k.room = k.depth < w.window && k.spare >= 1
 	}
 	k.finish = time.Duration(k.depth+1) * k.unitTime
 	if k.measured {
@@ -56,9 +63,14 @@ type opIndex struct {
 	unmeasured int         // members not yet measured
 	idle       int         // members with an idle leased stream
 	ranks      [numOpRanks]*ranking
-	users      int // live jobs with a queue of op
-	demand     int // their units of op pending and not held (Demand)
-	idleSince  int // Core.opClock when users fell to 0
+	// fitSize is the least unit size (at least 1 byte) a room query has
+	// asked of x: its room rankings hold only the workers that a unit of
+	// that size fits, so that while its units are of one size a query
+	// visits no worker whose budget is nearly spent (fitRoom).
+	fitSize   int64
+	users     int // live jobs with a queue of op
+	demand    int // their units of op pending and not held (Demand)
+	idleSince int // Core.opClock when users fell to 0
 }
 
 // opMember is a worker's membership of an opIndex.
@@ -94,10 +106,27 @@ func (x *opIndex) use(k rankKind) *ranking {
 	return r
 }
 
+// fitRoom readies x's room rankings for a query of a unit of size bytes:
+// one smaller than any before lowers x's fitSize, and the room rankings,
+// which held too few, are built again when next used. Units of one size
+// cost this once; each smaller size, O(members) once more.
+func (x *opIndex) fitRoom(size int64) {
+	size = max(size, 1)
+	if size >= x.fitSize {
+		return
+	}
+	x.fitSize = size
+	for _, k := range []rankKind{byRoomMeasured, byRoomUnmeasured, byRoomFinish, bySpare} {
+		if r := x.ranks[k]; r.built {
+			r.drop()
+		}
+	}
+}
+
 // shareMember is a share holder's place in the share's rankings.
 type shareMember struct {
 	s     *opShare
-	slots [2]slot
+	slots [len(shareRanks)]slot
 }
 
 // maxIdleOps is how many indexes of operations no live job has the core
@@ -109,9 +138,9 @@ const maxIdleOps = 16
 func (c *Core) useOp(op string) *opIndex {
 	x := c.opIdx[op]
 	if x == nil {
-		x = &opIndex{op: op}
+		x = &opIndex{op: op, fitSize: math.MaxInt64}
 		for k := range x.ranks {
-			x.ranks[k] = &ranking{kind: rankKind(k), lazy: true, work: &c.work}
+			x.ranks[k] = &ranking{kind: rankKind(k), x: x, lazy: true, work: &c.work}
 		}
 		c.opIdx[op] = x
 		c.opOrder = append(c.opOrder, x)
@@ -231,15 +260,13 @@ func (c *Core) leave(w *worker) {
 		c.leaveOp(w, m)
 	}
 	for _, m := range w.shm {
-		m.slots[0].leave()
-		m.slots[1].leave()
+		for k := range m.slots {
+			m.slots[k].leave()
+		}
 		delete(m.s.members, w.name)
 	}
 	w.opm, w.shm = nil, nil
 	c.count(w.key, -1)
-	if w.reserved && w.key.room {
-		c.reservedRoom--
-	}
 }
 
 // refresh re-ranks up worker w after anything its key depends on changed:
@@ -255,9 +282,6 @@ func (c *Core) refresh(w *worker) {
 	}
 	c.count(old, -1)
 	c.count(k, 1)
-	if w.reserved && k.room != old.room {
-		c.reservedRoom += cmpBool(k.room, old.room)
-	}
 	w.key = k
 	for _, m := range w.opm {
 		m.x.unmeasured -= cmpBool(k.measured, old.measured)
@@ -267,8 +291,7 @@ func (c *Core) refresh(w *worker) {
 		}
 	}
 	for _, m := range w.shm {
-		m.slots[0].update()
-		m.slots[1].update()
+		m.update()
 	}
 }
 
@@ -290,7 +313,7 @@ func (c *Core) count(k workerKey, d int) {
 // indexShare gives share s rankings of its holders ws.
 func (c *Core) indexShare(s *opShare, ws []*worker) {
 	s.members = make(map[string]*shareMember, len(ws))
-	for _, kind := range []rankKind{byRoomMeasured, byRoomUnmeasured} {
+	for _, kind := range shareRanks {
 		s.ranks = append(s.ranks, &ranking{kind: kind, share: s, built: true, work: &c.work})
 	}
 	for _, w := range ws {
@@ -307,8 +330,21 @@ func (c *Core) indexShare(s *opShare, ws []*worker) {
 // changed re-ranks holder w in s after its share changed.
 func (s *opShare) changed(w string) {
 	if m := s.members[w]; m != nil {
-		m.slots[0].update()
-		m.slots[1].update()
+		m.update()
+	}
+}
+
+// shareRanks are the kinds of a share's rankings, in s.ranks' order: the
+// room rankings a query walks by order, then the one by spare bytes.
+var shareRanks = [...]rankKind{byRoomMeasured, byRoomUnmeasured, bySpare}
+
+// bySpareShare is the place of bySpare in shareRanks.
+const bySpareShare = 2
+
+// update re-ranks m's worker in each of its share's rankings.
+func (m *shareMember) update() {
+	for k := range m.slots {
+		m.slots[k].update()
 	}
 }
 

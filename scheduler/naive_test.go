@@ -65,7 +65,7 @@ func (f *naive) bestRoom(c *Core, x *opIndex, s *opShare, size int64) *worker {
 	var best *worker
 	var bestSpeed float64
 	for _, w := range f.capable(c, x) {
-		if w.roomFor(size) < 0 || (s != nil && !s.allows(w.name)) {
+		if c.roomFor(w, size) < 0 || (s != nil && !s.allows(w.name)) {
 			continue
 		}
 		speed := naiveSpeed(c, w)
@@ -80,7 +80,7 @@ func (f *naive) earliest(c *Core, x *opIndex, room bool, size int64) *worker {
 	var best *worker
 	var bestT time.Duration
 	for _, w := range f.capable(c, x) {
-		if t, ok := finish(w, room, size); ok && (best == nil || t < bestT) {
+		if t, ok := c.finish(w, room, size); ok && (best == nil || t < bestT) {
 			best, bestT = w, t
 		}
 	}
@@ -89,7 +89,7 @@ func (f *naive) earliest(c *Core, x *opIndex, room bool, size int64) *worker {
 
 func (f *naive) reserve(c *Core, x *opIndex, s *opShare, size int64) {
 	for _, w := range f.capable(c, x) {
-		if w.freeStream() >= 0 && !w.fits(size) && (s == nil || s.allows(w.name)) {
+		if w.freeStream() >= 0 && !c.fits(w, size) && (s == nil || s.allows(w.name)) {
 			c.reserve(w)
 		}
 	}
@@ -98,7 +98,7 @@ func (f *naive) reserve(c *Core, x *opIndex, s *opShare, size int64) {
 func (f *naive) idle(c *Core, x *opIndex, not *worker, size int64) *worker {
 	var best *worker
 	for _, w := range f.capable(c, x) {
-		if w == not || w.idleStream() < 0 || !w.fits(size) {
+		if w == not || w.idleStream() < 0 || !c.fits(w, size) {
 			continue
 		}
 		if best == nil || fasterThan(w, best) {

@@ -13,6 +13,7 @@ type ranking struct {
 	items []entry
 	kind  rankKind
 	share *opShare // a share's ranking holds only workers with some of it left
+	x     *opIndex // an operation's ranking: of its room kinds, only workers that fit x.fitSize
 	// A lazy ranking is kept (built) only while queries use it: one not
 	// used for a while (unused updates, counted since the last use) is
 	// dropped, and built again, in O(n), when next used.
@@ -51,6 +52,8 @@ func (k rankKind) entryKey(w *worker) entry {
 		if !wk.measured {
 			e.a |= 1 << 62
 		}
+	case bySpare:
+		e.a = -wk.spare
 	}
 	return e
 }
@@ -85,6 +88,12 @@ const (
 	// byIdle holds the workers with an idle leased stream, measured ones
 	// first, then by unit time, then name: where speculation puts copies.
 	byIdle
+	// bySpare holds the workers with room by their spare bytes,
+	// descending: a unit of size bytes fits exactly the members down to
+	// the first with less than size spare, which is how a room query
+	// finds the few that fit when most members' budgets are nearly spent
+	// (find.go).
+	bySpare
 	numOpRanks
 )
 
@@ -94,15 +103,23 @@ func (r *ranking) wants(w *worker) bool {
 	var in bool
 	switch r.kind {
 	case byRoomMeasured, byRoomFinish:
-		in = k.room && k.measured
+		in = r.roomy(k) && k.measured
 	case byRoomUnmeasured:
-		in = k.room && !k.measured
+		in = r.roomy(k) && !k.measured
+	case bySpare:
+		in = r.roomy(k)
 	case byFinish:
 		in = k.measured && k.lease > 0
 	case byIdle:
 		in = k.idle
 	}
 	return in && (r.share == nil || r.share.left[w.name] > 0)
+}
+
+// roomy reports whether a worker of key k has room as r's room kinds
+// count it: window room, and byte room for a unit of its index's fitSize.
+func (r *ranking) roomy(k *workerKey) bool {
+	return k.room && (r.x == nil || k.spare >= r.x.fitSize)
 }
 
 // compare orders workers as r's kind does.
@@ -116,6 +133,8 @@ func (k rankKind) compare(a, b *worker) int {
 		c = cmp.Compare(ka.finish, kb.finish)
 	case byIdle:
 		c = cmp.Or(-cmpBool(ka.measured, kb.measured), cmp.Compare(ka.unitTime, kb.unitTime))
+	case bySpare:
+		c = cmp.Compare(kb.spare, ka.spare)
 	}
 	if c != 0 {
 		return c
@@ -249,78 +268,4 @@ func (s *slot) leave() {
 	if s.pos >= 0 {
 		s.r.remove(s)
 	}
-}
-
-// node is a member of one of the rankings a walk visits.
-type node struct {
-	r   *ranking
-	pos int
-}
-
-func (n node) worker() *worker { return n.r.items[n.pos].s.w }
-
-// walker visits the members of rankings best first. It keeps its
-// frontier between walks, so a walk allocates nothing once warm.
-type walker struct {
-	front []node
-	work  *work // the core's: each member visited counts
-}
-
-// walk visits the members of rs best first by order, with which each
-// ranking's own order must agree, until visit returns true; visit must not
-// change the rankings. It costs O(k log k) for k members visited, whatever
-// the rankings' sizes.
-func (wk *walker) walk(rs []*ranking, order func(a, b *worker) int, visit func(w *worker) bool) {
-	f := wk.front[:0]
-	for _, r := range rs {
-		if len(r.items) > 0 {
-			f = pushNode(f, node{r, 0}, order)
-		}
-	}
-	for len(f) > 0 {
-		var n node
-		n, f = popNode(f, order)
-		wk.work.visits++
-		if visit(n.worker()) {
-			break
-		}
-		for c := 2*n.pos + 1; c <= 2*n.pos+2 && c < len(n.r.items); c++ {
-			f = pushNode(f, node{n.r, c}, order)
-		}
-	}
-	wk.front = f[:0]
-}
-
-func pushNode(f []node, n node, order func(a, b *worker) int) []node {
-	f = append(f, n)
-	for i := len(f) - 1; i > 0; {
-		p := (i - 1) / 2
-		if order(f[i].worker(), f[p].worker()) >= 0 {
-			break
-		}
-		f[i], f[p] = f[p], f[i]
-		i = p
-	}
-	return f
-}
-
-func popNode(f []node, order func(a, b *worker) int) (node, []node) {
-	n, last := f[0], len(f)-1
-	f[0] = f[last]
-	f = f[:last]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < len(f) && order(f[l].worker(), f[m].worker()) < 0 {
-			m = l
-		}
-		if l+1 < len(f) && order(f[l+1].worker(), f[m].worker()) < 0 {
-			m = l + 1
-		}
-		if m == i {
-			break
-		}
-		f[i], f[m] = f[m], f[i]
-		i = m
-	}
-	return n, f
 }

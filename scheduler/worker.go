@@ -38,9 +38,12 @@ type worker struct {
 	avgSize   float64       // EWMA of the sizes of units sent here (0: none sized yet)
 	horizon   time.Duration // Config.ByteHorizon
 	doneAt    []time.Time   // when its last results came, at most deliverySamples
-	// reserved: in this dispatch pass a unit did not fit the byte budget
-	// here, so later units do not take the room it waits for.
+	// reserved: in this dispatch pass a unit is waiting for room here,
+	// so later units do not take it (Core.reserved).
 	reserved bool
+	// sentPass and sentSeq are the dispatch pass and Core.resSeq of the
+	// last unit sent here.
+	sentPass, sentSeq int
 
 	key workerKey      // what the core's indexes rank it by (index.go)
 	opm []*opMember    // the operation indexes it is in
@@ -163,35 +166,25 @@ func (w *worker) byteBudget() int64 {
 
 // byteRoom reports whether w's byte budget is not spent yet. A worker with
 // nothing in flight always has room, whatever its budget.
-func (w *worker) byteRoom() bool { return w.fits(1) }
+func (w *worker) byteRoom() bool { return w.budgetFits(1) }
 
-// fits reports whether a unit of size bytes fits w's byte budget. A worker
-// with nothing in flight takes any unit, unless an earlier unit of this
-// dispatch pass is waiting for its room (reserved).
-func (w *worker) fits(size int64) bool {
-	return !w.reserved && w.budgetFits(size)
-}
+// budgetFits reports whether a unit of size bytes fits w's byte budget,
+// reservations aside (Core.fits counts them). A worker with nothing in
+// flight takes any unit.
+func (w *worker) budgetFits(size int64) bool { return w.spareBytes() >= max(size, 1) }
 
-// physByteRoom reports whether w's byte budget has room for a unit of
-// one byte, reservations aside.
-func (w *worker) physByteRoom() bool { return w.budgetFits(1) }
-
-// budgetFits is fits, reservations aside.
-func (w *worker) budgetFits(size int64) bool {
+// spareBytes is how many bytes of unit input w may still take: its byte
+// budget less what it holds, math.MaxInt64 when it has no limit or holds
+// nothing (then it takes any unit).
+func (w *worker) spareBytes() int64 {
 	if len(w.held) == 0 {
-		return true
+		return math.MaxInt64
 	}
 	b := w.byteBudget()
-	return b == 0 || w.bytes+max(size, 1) <= b
-}
-
-// roomFor is freeStream for a unit of size bytes: -1 if it does not fit
-// the byte budget.
-func (w *worker) roomFor(size int64) int {
-	if !w.fits(size) {
-		return -1
+	if b == 0 {
+		return math.MaxInt64
 	}
-	return w.freeStream()
+	return b - w.bytes
 }
 
 func validateWorkerUp(ev WorkerUp) error {
