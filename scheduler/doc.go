@@ -151,8 +151,13 @@
 // flight, its lease, window, byte budget or speed changes; static shares
 // rank their holders likewise. So a UnitFinished step costs O(log workers)
 // plus O(log units) per unit placed, and dispatch visits only the jobs
-// with placeable units. A query passes over workers it cannot use only
-// when a unit does not fit their byte budgets. Demand is O(operations the
+// with placeable units. A query passes over no worker whose byte budget
+// the unit does not fit while an operation's units are of one size: the
+// rankings a query walks hold only the workers that the least unit size
+// asked of the operation fits. With sizes mixed, it passes over no more
+// such workers than there are workers the unit fits, since it also walks
+// those by spare bytes (find.go). A unit that fits no worker reserves the
+// rest of the pass in O(1) (reserve.go). Demand is O(operations the
 // worker runs), Progress O(1) (its Waiting text is cached until a worker
 // comes up or goes down, or an operation of the job gains or runs out of
 // pending units), and Tick's speculation looks only at the units in flight
