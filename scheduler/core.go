@@ -40,17 +40,19 @@ type Core struct {
 	ints      []int
 
 	// The indexes (index.go) and the finder that walks them (find.go).
-	find     finder
-	walker   walker
-	spare    walker     // firstFit's second walk
-	work     work       // what placement did (work.go)
-	rs       []*ranking // the rankings a query walks
-	spareRs  []*ranking // and spare's
-	opIdx    map[string]*opIndex
-	opOrder  []*opIndex // opIdx's values, in the order made
-	idleOps  []idleOp   // indexes no live job uses, oldest first
-	opClock  int
-	reserved []*worker // reserved (flagged) in this dispatch pass
+	find   finder
+	walker walker
+	spare  walker // firstFit's second walk
+	// depthSpeed is byDepthSpeed, made once (a walk keeps its order).
+	depthSpeed func(a, b *worker) int
+	work       work       // what placement did (work.go)
+	rs         []*ranking // the rankings a query walks
+	spareRs    []*ranking // and spare's
+	opIdx      map[string]*opIndex
+	opOrder    []*opIndex // opIdx's values, in the order made
+	idleOps    []idleOp   // indexes no live job uses, oldest first
+	opClock    int
+	reserved   []*worker // reserved (flagged) in this dispatch pass
 	// reservations are those noted in this pass, resSeq counts them
 	// (reserve.go).
 	reservations []reservation
@@ -82,6 +84,7 @@ func New(cfg Config) *Core {
 	c := &Core{cfg: cfg, workers: map[string]*worker{}, jobs: map[string]*job{}, gen: 1,
 		find: indexed{}, opIdx: map[string]*opIndex{}}
 	c.walker.work, c.spare.work = &c.work, &c.work
+	c.depthSpeed = c.byDepthSpeed
 	return c
 }
 

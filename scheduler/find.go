@@ -76,14 +76,14 @@ func (c *Core) roomRanks(x *opIndex, s *opShare, size int64) (rs []*ranking, spa
 
 func (indexed) bestRoom(c *Core, x *opIndex, s *opShare, size int64) *worker {
 	rs, spare := c.roomRanks(x, s, size)
-	return c.firstFit(rs, c.byDepthSpeed, spare, false, size)
+	return c.firstFit(rs, c.depthSpeed, spare, false, size)
 }
 
 func (indexed) earliest(c *Core, x *opIndex, room bool, size int64) *worker {
 	if room {
 		x.fitRoom(size)
 		c.rs = append(c.rs[:0], x.use(byRoomFinish))
-		return c.firstFit(c.rs, byRoomFinish.compare, x.use(bySpare), true, size)
+		return c.firstFit(c.rs, orders[byRoomFinish], x.use(bySpare), true, size)
 	}
 	// A worker's finish without room is its key's, or later when the unit
 	// does not fit its budget: walk by the key until no worker left could
@@ -91,7 +91,7 @@ func (indexed) earliest(c *Core, x *opIndex, room bool, size int64) *worker {
 	var best *worker
 	var bestT time.Duration
 	c.rs = append(c.rs[:0], x.use(byFinish))
-	c.walker.walk(c.rs, byFinish.compare, func(w *worker) bool {
+	c.walker.walk(c.rs, orders[byFinish], func(w *worker) bool {
 		if best != nil && cmp.Or(cmp.Compare(w.key.finish, bestT), strings.Compare(w.name, best.name)) > 0 {
 			return true
 		}
@@ -116,7 +116,8 @@ func (indexed) earliest(c *Core, x *opIndex, room bool, size int64) *worker {
 // by order and the members the unit fits.
 func (c *Core) firstFit(rs []*ranking, order func(a, b *worker) int, spare *ranking, measured bool, size int64) *worker {
 	c.walker.start(rs, order, math.MaxInt64)
-	c.spare.start(append(c.spareRs[:0], spare), bySpare.compare, -max(size, 1))
+	c.spareRs = append(c.spareRs[:0], spare)
+	c.spare.start(c.spareRs, orders[bySpare], -max(size, 1))
 	var cand *worker // the best by order that fits, of those spare gave
 	for {
 		w, ok := c.walker.next()
@@ -143,7 +144,7 @@ func (indexed) reserve(c *Core, x *opIndex, s *opShare, size int64) {
 func (indexed) idle(c *Core, x *opIndex, not *worker, size int64) *worker {
 	var best *worker
 	c.rs = append(c.rs[:0], x.use(byIdle))
-	c.walker.walk(c.rs, byIdle.compare, func(w *worker) bool {
+	c.walker.walk(c.rs, orders[byIdle], func(w *worker) bool {
 		if w != not && c.fits(w, size) {
 			best = w
 			return true

@@ -122,6 +122,15 @@ func (r *ranking) roomy(k *workerKey) bool {
 	return k.room && (r.x == nil || k.spare >= r.x.fitSize)
 }
 
+// orders are the kinds' compare methods as funcs made once, for walks,
+// which keep the order they walk by.
+var orders = func() (o [numOpRanks]func(a, b *worker) int) {
+	for k := range o {
+		o[k] = rankKind(k).compare
+	}
+	return o
+}()
+
 // compare orders workers as r's kind does.
 func (k rankKind) compare(a, b *worker) int {
 	ka, kb := &a.key, &b.key

@@ -122,3 +122,22 @@ func TestPlacementWorkServerPattern(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkServerPattern measures one result as the server feeds it to
+// the core (serverLike: a Feedback, the UnitFinished, a Progress call) on
+// one-thread workers busy up to their byte budgets.
+func BenchmarkServerPattern(b *testing.B) {
+	for _, n := range []int{100, 1_000, 10_000} {
+		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
+			s := newServerLike(b, n, 3.7, 1024)
+			for range 40 * n {
+				s.result()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				s.result()
+			}
+		})
+	}
+}
