@@ -30,7 +30,7 @@ type finder interface {
 	earliest(c *Core, x *opIndex, room bool, size int64) *worker
 	// reserve reserves, for the rest of the dispatch pass, the capable
 	// workers that s allows with window room but no byte budget for the
-	// unit (Core.reserved).
+	// unit (Core.isReserved).
 	reserve(c *Core, x *opIndex, s *opShare, size int64)
 	// idle: the capable worker other than not with an idle leased stream
 	// and byte budget for the unit, measured before unmeasured, then the
@@ -105,8 +105,8 @@ func (indexed) earliest(c *Core, x *opIndex, room bool, size int64) *worker {
 
 // firstFit returns the first worker by order of the rankings rs, all of
 // workers with room, that a unit of size bytes fits (Core.fits); nil if
-// none does. spare ranks the same workers by spare bytes (and, if
-// measured, also unmeasured ones, which are not rs's and so left out).
+// none does. spare ranks the same workers by spare bytes; with measured,
+// rs hold only the measured ones, and spare's others are left out.
 //
 // Walking rs alone passes over every member better by order whose budget
 // the unit does not fit: when most workers are busy up to their budgets,
