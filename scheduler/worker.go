@@ -39,7 +39,7 @@ type worker struct {
 	horizon   time.Duration // Config.ByteHorizon
 	doneAt    []time.Time   // when its last results came, at most deliverySamples
 	// reserved: in this dispatch pass a unit is waiting for room here,
-	// so later units do not take it (Core.reserved).
+	// so later units do not take it (Core.reserve, Core.isReserved).
 	reserved bool
 	// sentPass and sentSeq are the dispatch pass and Core.resSeq of the
 	// last unit sent here.
