@@ -31,8 +31,13 @@ type dispatcher struct {
 	downstream map[string][]*jobRun
 	inflight   map[uint64]flight
 	workers    map[string]*workerConn
-	names      []string // the keys of workers, sorted: the workers list's order
-	roster     *roster  // the workers' signs of life, shared with the HTTP handlers
+	roster     *roster // the workers' signs of life, shared with the HTTP handlers
+	// views are what the read-only pages show, published by the loop
+	// (views.go); dirty are the workers whose records this step changed,
+	// nextCounts when the counts are published next.
+	views      *views
+	dirty      []*workerConn
+	nextCounts time.Time
 	nextID     uint64
 	nextGen    int // association generations, unique across all workers
 	// assembling counts jobs whose result is being built off the loop.
@@ -45,10 +50,6 @@ type dispatcher struct {
 	// nextScan is when the heartbeats are checked next (onTick).
 	wantsStale          bool
 	nextWants, nextScan time.Time
-	// runningMemo is running's last answer, counted at runningAt; callers
-	// only read it.
-	runningMemo map[string]int
-	runningAt   time.Time
 }
 
 // flight is one unit sent to a worker and not yet answered.
@@ -78,7 +79,7 @@ type resultMsg struct {
 }
 
 func newDispatcher(s *Server) *dispatcher {
-	return &dispatcher{
+	d := &dispatcher{
 		s:          s,
 		log:        s.log.With("component", "dispatch"), // not a group: keys stay job=, unit=, worker= as elsewhere
 		core:       scheduler.New(scheduler.Config{Window: s.cfg.Window, ByteHorizon: s.cfg.ByteHorizon}),
@@ -91,8 +92,11 @@ func newDispatcher(s *Server) *dispatcher {
 		inflight:   map[uint64]flight{},
 		workers:    map[string]*workerConn{},
 		roster:     newRoster(s.cfg.HeartbeatInterval, s.cfg.HeartbeatTimeout, s.cfg.HeartbeatRate),
+		views:      &views{},
 		nextID:     uint64(time.Now().UnixNano()),
 	}
+	d.views.running.Store(&map[string]int{})
+	return d
 }
 
 // do runs f on the loop and waits for it; it fails if the server stops.
@@ -106,6 +110,7 @@ func (d *dispatcher) do(ctx context.Context, f func()) error {
 	run := func() {
 		if state.CompareAndSwap(queued, started) {
 			f()
+			d.publishTouched() // what f changed is on the pages when do returns
 			close(done)
 		}
 	}
@@ -181,6 +186,7 @@ func (d *dispatcher) run(ctx context.Context) {
 			return
 		}
 		d.checkDrained()
+		d.publishTouched()
 		if tailC == nil && d.core.Speculating() {
 			tail.Reset(tailTickEvery)
 			tailC = tail.C
@@ -305,6 +311,7 @@ func (d *dispatcher) onResult(r resultMsg) {
 func (d *dispatcher) onTick(now time.Time) {
 	d.apply(d.core.Tick(now))
 	d.forgetEnded()
+	d.publishCounts(now)
 	if (len(d.jobs) > 0 || d.wantsStale) && !now.Before(d.nextWants) {
 		d.wantsStale = len(d.jobs) > 0 // once more after the last job goes: its wants fall to 0
 		d.nextWants = now.Add(max(tickEvery, time.Duration(len(d.workers))*time.Second/wantsPerSecond))
@@ -338,6 +345,7 @@ func (d *dispatcher) timeOut(now time.Time) {
 			d.s.metrics.livenessBeat.Inc()
 			d.workerDown(w, errors.New("heartbeat timeout"))
 			w.state = api.WorkerDown
+			d.touch(w)
 			w.live.slow.Store(true) // its next heartbeat brings it back up, on the loop
 		}
 	}

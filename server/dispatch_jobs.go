@@ -323,27 +323,17 @@ func (d *dispatcher) endJob(j *jobRun, state, errText, result string) <-chan err
 	return durable
 }
 
-// running estimates, by job id, how many units execute on a worker thread
-// now (api.Progress.Running). A worker runs a server's units in the order
-// they arrive, on as many threads as its lease (docs/leases.md), so on
-// each worker the oldest min(in flight, lease) units run, or are about to
-// (on the wire to a free thread, or their result on its way back); the
-// rest wait in the worker's queue. Flight ids grow with every send, so
-// the oldest have the smallest. A unit with copies running on two
-// workers (speculation) counts once. It looks at every worker, so an
-// answer serves every caller for runningFor: a dashboard polling ten
-// times a second, or many clients, cost one pass.
-func (d *dispatcher) running() map[string]int {
-	if now := time.Now(); d.runningMemo == nil || now.Sub(d.runningAt) >= runningFor {
-		d.runningMemo, d.runningAt = d.countRunning(), now
-	}
-	return d.runningMemo
-}
-
-// runningFor is how long running's answer is used again.
-const runningFor = 100 * time.Millisecond
-
-// countRunning is running without its memo.
+// countRunning estimates, by job id, how many units execute on a worker
+// thread now (api.Progress.Running). A worker runs a server's units in the
+// order they arrive, on as many threads as its lease (docs/leases.md), so
+// on each worker the oldest min(in flight, lease) units run, or are about
+// to (on the wire to a free thread, or their result on its way back); the
+// rest wait in the worker's queue. Flight ids grow with every send, so the
+// oldest have the smallest. A unit with copies running on two workers
+// (speculation) counts once. It looks at every worker, so the loop counts
+// only every countsEvery and publishes the answer for every page
+// (views.go): a dashboard polling ten times a second, or many clients,
+// cost one pass.
 func (d *dispatcher) countRunning() map[string]int {
 	type unit struct {
 		job   string

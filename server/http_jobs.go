@@ -2,7 +2,6 @@ package server
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -82,24 +81,17 @@ func (s *Server) writeStatus(w http.ResponseWriter, r *http.Request, j *jobRun, 
 			setNext(w, r, p, strconv.Itoa(to-1))
 		}
 	}
-	s.withRunning(r.Context(), &out)
+	s.withRunning(&out)
 	writeJSON(w, 200, out)
 }
 
 // withRunning fills in Progress.Running of the jobs that are not finished
-// from the dispatch loop (dispatcher.running); snapshots leave it 0. If the
-// loop cannot answer (the server is stopping, the client left), it stays 0.
-func (s *Server) withRunning(ctx context.Context, jobs ...*api.Job) {
-	if !slices.ContainsFunc(jobs, func(j *api.Job) bool { return !j.Terminal() }) {
-		return
-	}
-	var running map[string]int
-	if s.disp.do(ctx, func() { running = s.disp.running() }) != nil {
-		return
-	}
+// from the counts the dispatch loop publishes (views.go), without waiting
+// for the loop; snapshots leave it 0.
+func (s *Server) withRunning(jobs ...*api.Job) {
 	for _, j := range jobs {
 		if !j.Terminal() {
-			j.Progress.Running = min(running[j.ID], j.Progress.Sent)
+			j.Progress.Running = min(s.disp.views.runningOf(j.ID), j.Progress.Sent)
 		}
 	}
 }
@@ -148,7 +140,7 @@ func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
 		out[i] = j.summary()
 		ptrs[i] = &out[i]
 	}
-	s.withRunning(r.Context(), ptrs...)
+	s.withRunning(ptrs...)
 	if hi < len(all) {
 		setNext(w, r, p, all[hi-1].id)
 	}
@@ -212,7 +204,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		if done {
 			ev.Type = "done"
 		}
-		s.withRunning(r.Context(), &ev.Job)
+		s.withRunning(&ev.Job)
 		b, _ := json.Marshal(ev)
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, strings.TrimSpace(string(b)))
 		fl.Flush()

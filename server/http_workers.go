@@ -202,29 +202,15 @@ func (s *Server) handleDeregister(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleListWorkers serves GET /v1/workers, by name, a page at a time
-// (paging.go): the loop copies only the page's workers.
+// (paging.go), from the records the loop publishes (views.go): it never
+// waits for the loop.
 func (s *Server) handleListWorkers(w http.ResponseWriter, r *http.Request) {
 	p, err := readPage(r, maxPage)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	out, next := []api.Worker{}, ""
-	err = s.disp.do(r.Context(), func() {
-		names := s.disp.names
-		lo := searchAfter(len(names), func(i int) string { return names[i] }, p.after)
-		hi := min(lo+p.limit, len(names))
-		for _, name := range names[lo:hi] {
-			out = append(out, s.disp.workerStatus(s.disp.workers[name]))
-		}
-		if hi < len(names) {
-			next = names[hi-1]
-		}
-	})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+	out, next := s.disp.views.workersPage(p)
 	if next != "" {
 		setNext(w, r, p, next)
 	}

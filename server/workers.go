@@ -34,6 +34,8 @@ type workerConn struct {
 	registeredAt time.Time
 	unitsDone    int
 	errText      string
+	view         *workerView // its entry in the workers list (views.go); nil once forgotten
+	dirty        bool        // its record is to be published at the end of the loop's step
 }
 
 // workerStatus is w as the API shows it, with the units the core has
@@ -67,8 +69,6 @@ func (d *dispatcher) register(info api.WorkerInfo) {
 	if w == nil {
 		w = &workerConn{state: api.WorkerConnecting, registeredAt: now, beat: make(chan struct{})}
 		d.workers[info.Name] = w
-		k, _ := slices.BinarySearch(d.names, info.Name)
-		d.names = slices.Insert(d.names, k, info.Name)
 		d.roster.pace(len(d.workers))
 		d.log.Info("worker registered", "worker", info.Name, "threads", info.MaxThreads, "ops", len(info.Ops),
 			"endpoints", endpoints(info.Endpoints), "version", info.Version)
@@ -99,6 +99,10 @@ func (d *dispatcher) register(info api.WorkerInfo) {
 		d.abandonDial(w)
 	}
 	d.ensureAssoc(w)
+	if w.view == nil {
+		d.list(w)
+	}
+	d.touch(w)
 }
 
 // abandonDial forgets a dial to a worker's old process or endpoints, still
@@ -131,6 +135,7 @@ func (d *dispatcher) heartbeat(name string, epoch uint64) (bool, error) {
 		d.log.Info("worker heartbeats again", "worker", name)
 		w.state = api.WorkerConnecting
 		d.ensureAssoc(w)
+		d.touch(w)
 	}
 	w.live.slow.Store(false) // its next heartbeats need not come here
 	d.roster.tell(w.live)
@@ -187,9 +192,7 @@ func (d *dispatcher) forget(w *workerConn, reason error) {
 	d.workerDown(w, reason)
 	w.close(reason)
 	delete(d.workers, w.info.Name)
-	if k, ok := slices.BinarySearch(d.names, w.info.Name); ok {
-		d.names = slices.Delete(d.names, k, k+1)
-	}
+	d.unlist(w)
 	d.roster.remove(w.info.Name, w.live)
 	d.roster.pace(len(d.workers))
 }
@@ -229,6 +232,7 @@ func (d *dispatcher) ensureAssoc(w *workerConn) {
 	ep, t, err := d.pickEndpoint(w.info)
 	if err != nil {
 		w.errText = err.Error()
+		d.touch(w)
 		return
 	}
 	d.nextGen++
@@ -272,6 +276,7 @@ func (d *dispatcher) dialed(name string, gen int, tname string, a transport.Asso
 		return
 	}
 	w.dialing = false
+	d.touch(w)
 	if err != nil {
 		w.errText = err.Error()
 		d.log.Warn("association to worker failed; retrying", "worker", name, "err", err)
@@ -331,6 +336,7 @@ func (d *dispatcher) onLease(w *workerConn, l wire.Lease) {
 		d.log.Debug("lease", "worker", w.info.Name, "streams", n)
 	}
 	w.lease, w.leaseSeq = n, l.Seq
+	d.touch(w)
 	if d.draining {
 		n = 0 // stopping: place nothing more (drain.go)
 	}
@@ -374,6 +380,7 @@ func (d *dispatcher) workerDown(w *workerConn, reason error) {
 		close(q)
 	}
 	w.assoc, w.queues = nil, nil
+	d.touch(w)
 	d.nextGen++
 	w.state, w.gen = api.WorkerConnecting, d.nextGen
 	if reason != nil {
