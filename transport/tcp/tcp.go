@@ -10,7 +10,7 @@
 //
 // Liveness: TCP alone does not notice a peer that is frozen (its kernel keeps
 // acknowledging) or cut off without a reset for minutes or hours, so each
-// side writes a ping frame when it has written nothing for a third of the
+// side writes a ping frame when it has written nothing for half the
 // negotiated liveness, and ends the association with a
 // transport.PeerLostError once its reader has waited the whole liveness with
 // nothing arriving. A wait for the local application to take messages off a

@@ -10,7 +10,7 @@
 // whose reader stops cannot stall the others.
 //
 // Liveness is watched on each of the association's connections: when a side
-// has written nothing on a connection for a third of the negotiated liveness
+// has written nothing on a connection for half the negotiated liveness
 // it writes a ping frame on it if its writer is idle (never waiting for a
 // busy one); and once a connection's reader has waited the whole liveness
 // with nothing arriving it ends the association with a

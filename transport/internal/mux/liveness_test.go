@@ -261,10 +261,45 @@ func TestBusyLinkSendsNoPings(t *testing.T) {
 		if data, pings := count(30, testLiveness/10); data != 30 || pings != 0 {
 			t.Fatalf("a busy association sent %d pings with its %d data frames", pings, data)
 		}
-		// The same association with pauses longer than a quarter of
-		// the bound pings in them: the check above can fail.
-		if data, pings := count(3, testLiveness/2); data != 3 || pings == 0 {
-			t.Fatalf("an association idle for half the bound between frames sent %d pings with its %d data frames", pings, data)
+		// The same association with pauses longer than half the bound
+		// pings in them: the check above can fail.
+		if data, pings := count(3, testLiveness*3/4); data != 3 || pings == 0 {
+			t.Fatalf("an association idle for three quarters of the bound between frames sent %d pings with its %d data frames", pings, data)
+		}
+	})
+}
+
+// TestIdleLinkPingsEveryHalf: an idle link carries one ping a half bound
+// from each side, no more: with 10,000 idle workers the server's pings
+// are most of what it does. The old loop pinged every quarter (here, on
+// the bubble's exact clock; every three eighths on a real one).
+func TestIdleLinkPingsEveryHalf(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mine, raw := memPair()
+		a := New([]Conn{mine}, Config{Streams: 1, QueueBytes: 1 << 20, CloseTimeout: time.Second, Liveness: testLiveness})
+		defer a.Abort(nil)
+		stop := make(chan struct{})
+		go pingEvery(raw, testLiveness/5, stop)
+		defer close(stop)
+		var pings atomic.Int64
+		go func() {
+			r := frame.NewReader(raw, 1)
+			for {
+				h, _, err := r.Next()
+				if err != nil {
+					return
+				}
+				if h.Type == frame.Ping {
+					pings.Add(1)
+				}
+			}
+		}()
+		const bounds = 30
+		time.Sleep(bounds * testLiveness)
+		synctest.Wait()
+		wantAlive(t, a)
+		if n := pings.Load(); n < 2*bounds-1 || n > 2*bounds {
+			t.Errorf("%d pings in %d liveness bounds, want 2 a bound (%d)", n, bounds, 2*bounds)
 		}
 	})
 }
@@ -355,7 +390,7 @@ func TestPingOnIdleLink(t *testing.T) {
 		go func() { // blocks link 0's writer on a full buffer
 			a.Send(context.Background(), 0, make([]byte, 1<<20))
 		}()
-		r1.SetReadDeadline(time.Now().Add(testLiveness / 2))
+		r1.SetReadDeadline(time.Now().Add(testLiveness * 3 / 4)) // a ping is due at half
 		r := frame.NewReader(r1, 2)
 		h, _, err := r.Next()
 		if err != nil || h.Type != frame.Ping {
