@@ -239,8 +239,9 @@ type Progress struct {
 	// they arrive on as many threads as it lends the server, so on each
 	// worker the oldest units in flight, up to its lease, are counted. A
 	// unit on the wire to a free thread, or whose result is on its way
-	// back, may be among them. Running <= Sent. (Before Sent existed,
-	// running counted every unit in flight.)
+	// back, may be among them. Running <= Sent. It is as the server last
+	// counted it, at most 0.1 s ago (a second with 10,000 workers).
+	// (Before Sent existed, running counted every unit in flight.)
 	Running int `json:"running"`
 	// Sent counts the units handed to workers and not yet done: running,
 	// queued at a worker, on the wire, or answered and being stored (for
@@ -443,7 +444,10 @@ type Worker struct {
 	// announced itself.)
 	BusyThreads int `json:"busy_threads"`
 	// InFlightUnits is how many of this server's units the worker holds
-	// now, running or queued behind a running one.
+	// now, running or queued behind a running one. BusyThreads,
+	// InFlightUnits and UnitsDone are as the server last counted them, at
+	// most 0.1 s ago (a second with 10,000 workers); the other fields are
+	// current.
 	InFlightUnits int       `json:"in_flight_units"`
 	UnitsDone     int       `json:"units_done"`
 	Error         string    `json:"error,omitempty"`

@@ -29,8 +29,10 @@ type Result struct {
 	// association up.
 	RegisterS float64 `json:"register_s"`
 	// HeartbeatsPerS and IdleCPUPct are measured over a window with every
-	// worker up and no job: the heartbeats the server answered per second,
-	// and the server's CPU then, in percent of one core.
+	// worker up and no job, a heartbeat interval long (at least 5 s) and
+	// starting an interval after the last came up: the heartbeats the
+	// server answered per second, and the server's CPU then, in percent of
+	// one core.
 	HeartbeatsPerS float64 `json:"heartbeats_per_s"`
 	HeartbeatMS    float64 `json:"heartbeat_ms"`
 	IdleCPUPct     float64 `json:"idle_cpu_pct"`

@@ -23,10 +23,11 @@ import (
 )
 
 // upTimeout bounds bringing the fleet up; idleWindow is how long the
-// heartbeats of an idle fleet are measured.
+// heartbeats of an idle fleet are measured at least (idle says how long).
 const (
 	upTimeout  = 10 * time.Minute
 	idleWindow = 5 * time.Second
+	idleLong   = 30 * time.Second
 )
 
 // Run brings up a server and cfg.Workers simulated workers, runs one job of
@@ -171,14 +172,27 @@ func (e *env) up(ctx context.Context, r *Result) error {
 }
 
 // idle measures the heartbeats of the fleet with no job, and the server's
-// CPU meanwhile.
+// CPU meanwhile, once the fleet has settled, over a whole heartbeat
+// interval (at least idleWindow; both at most idleLong). It waits an
+// interval first, since the workers that registered early were told a
+// short interval (the server paces by the workers it had) and beat at it
+// until their next answer, and the last associations' leases and wants
+// are still under way; and it measures over an interval, in which each
+// worker beats once, since the fleet's beats are spread unevenly over one
+// (those told a short interval first beat in a bunch).
 func (e *env) idle(ctx context.Context, r *Result) error {
+	every := min(time.Duration(e.f.interval.Load()), idleLong)
+	window := max(every, idleWindow)
+	fmt.Fprintf(e.cfg.Log, "scale: idle: settling for %v, then measuring for %v\n", every, window)
+	if err := sleep(ctx, every); err != nil {
+		return err
+	}
 	s0, err := e.sp.stats()
 	if err != nil {
 		return err
 	}
 	b0, t0 := e.f.beats.Load(), time.Now()
-	if err := sleep(ctx, idleWindow); err != nil {
+	if err := sleep(ctx, window); err != nil {
 		return err
 	}
 	s1, err := e.sp.stats()
