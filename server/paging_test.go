@@ -135,3 +135,35 @@ func TestJobsObjectsAndUnitsPaged(t *testing.T) {
 		t.Errorf("units after x: %d, want 400", code)
 	}
 }
+
+// TestWorkersListCountsUnits: the workers list, read beside the dispatch
+// loop, shows each worker's units done once a job is over (the counts are
+// published a tick later at most), and none in flight.
+func TestWorkersListCountsUnits(t *testing.T) {
+	cl := startCluster(t, cluster.WorkerSpec{Threads: 2}, cluster.WorkerSpec{Threads: 2})
+	c, ctx := cl.Client, testCtx(t)
+	j := runJob(t, c, api.JobSpec{Op: "noop", Input: put(t, c, []byte("input")), Repeat: 30})
+	if j.State != api.JobDone {
+		t.Fatalf("job %+v", j)
+	}
+	var ws []api.Worker
+	waitFor(ctx, t, "the list to show the units done", func() bool {
+		var err error
+		if ws, err = c.Workers(ctx); err != nil {
+			t.Fatal(err)
+		}
+		done := 0
+		for _, w := range ws {
+			if w.InFlightUnits != 0 || w.BusyThreads != 0 {
+				return false
+			}
+			done += w.UnitsDone
+		}
+		return done == 30
+	})
+	for _, w := range ws {
+		if w.UnitsDone != j.UnitsPerWorker[w.Info.Name] || w.State != api.WorkerUp {
+			t.Errorf("worker %s: %d units done, %s; the job counts %d", w.Info.Name, w.UnitsDone, w.State, j.UnitsPerWorker[w.Info.Name])
+		}
+	}
+}

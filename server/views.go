@@ -20,12 +20,12 @@ import (
 // never changes once published, so a page shows each worker as it was at
 // one moment of the loop, never a record torn between two; only its
 // last_seen is read when the page is, from the roster (heartbeats do not
-// go through the loop). What the loop
-// changes on an event (a registration, an association up or down, a
-// lease, a missed heartbeat) is published before the event's step of the
-// loop ends, so a client that registered a worker lists it at once. The
-// per-unit counts (units_done, busy_threads, in_flight_units) and the
-// jobs' running counts are published every countsEvery: at most that old.
+// go through the loop). What the loop changes on an event (a
+// registration, an association up or down, a lease, a missed heartbeat)
+// is published before the event's step of the loop ends, so a client
+// that registered a worker lists it at once. The per-unit counts
+// (units_done, busy_threads, in_flight_units) and the jobs' running
+// counts are published every countsEvery: at most that old.
 type views struct {
 	mu      sync.RWMutex  // guards workers: the loop writes, pages read
 	workers []*workerView // sorted by name: the workers list's order
@@ -160,6 +160,9 @@ func (d *dispatcher) publishCounts(now time.Time) {
 	d.nextCounts = now.Add(countsEvery(len(d.workers)))
 	for _, w := range d.workers {
 		shown := w.view.rec.Load()
+		if len(w.flights) == 0 && shown.InFlightUnits == 0 && shown.BusyThreads == 0 && shown.UnitsDone == w.unitsDone {
+			continue // idle, and shown so: the core need not be asked
+		}
 		if shown.UnitsDone != w.unitsDone || shown.InFlightUnits != d.core.InFlight(w.info.Name) ||
 			shown.BusyThreads != d.core.BusyStreams(w.info.Name) {
 			d.publish(w)
