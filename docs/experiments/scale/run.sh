@@ -6,10 +6,12 @@
 #   3. ten million units on 100 workers, the server killed (SIGKILL) and started again
 #      at half the job → 10m.json (on 10,000 workers it would take over an hour here);
 #   4. idle cost of 10,000 workers with the associations' liveness bound at 12 s, not 3 s
-#      → liveness.json (a job of 10,000 units, to have one).
+#      → liveness.json (a job of 10,000 units, to have one);
+#   5. the list pages beside the dispatch loop and the idle fleet: 10,000 workers, a
+#      300,000-unit job (enough to measure the pages' p99 while it runs) → api.json.
 # Each file records its provenance (commit, kernel, Go, flags, load). The machine is
 # shared: each file's load_avg says how busy it was when the run began.
-# Usage: docs/experiments/scale/run.sh [sweep|1m|10m|liveness]...   (default: all four)
+# Usage: docs/experiments/scale/run.sh [sweep|1m|10m|liveness|api]...   (default: all five)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 OUT=docs/experiments/scale
@@ -18,7 +20,7 @@ trap 'rm -rf "$tmp"' EXIT
 # The commit, as make build stamps it: results.json's provenance names it.
 go build -ldflags "-X github.com/braidhq/braid/version.Version=$(git describe --always --dirty --abbrev=12)" -o "$tmp/braid" ./cmd/braid
 runs=("$@")
-[ ${#runs[@]} -gt 0 ] || runs=(sweep 1m 10m liveness)
+[ ${#runs[@]} -gt 0 ] || runs=(sweep 1m 10m liveness api)
 for r in "${runs[@]}"; do
 	echo "=== $r $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 	case $r in
@@ -26,6 +28,7 @@ for r in "${runs[@]}"; do
 	1m) "$tmp/braid" bench scale --workers 10000 --units 1000000 --json-out "$OUT/results.json" ;;
 	10m) "$tmp/braid" bench scale --workers 100 --units 10000000 --restart-at 0.5 --timeout 1h --json-out "$OUT/10m.json" ;;
 	liveness) "$tmp/braid" bench scale --workers 10000 --units 10000 --liveness 12s --json-out "$OUT/liveness.json" ;;
-	*) echo "unknown run $r (want sweep, 1m, 10m or liveness)" >&2; exit 2 ;;
+	api) "$tmp/braid" bench scale --workers 10000 --units 300000 --json-out "$OUT/api.json" ;;
+	*) echo "unknown run $r (want sweep, 1m, 10m, liveness or api)" >&2; exit 2 ;;
 	esac
 done
