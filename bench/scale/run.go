@@ -101,7 +101,7 @@ func newEnv(ctx context.Context, cfg Config, dir string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sp.start(ctx); err != nil {
+	if err := sp.firstStart(ctx); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Log, "scale: server pid %d at http://%s, profiles at http://%s/debug/pprof/, log %s\n",

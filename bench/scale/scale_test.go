@@ -3,6 +3,7 @@ package scale
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,5 +95,31 @@ func TestRestartResumes(t *testing.T) {
 	}
 	if !r.OK() {
 		t.Errorf("%d units done, %d counted, %d answered; want %d each", r.Done, r.Counted, r.Answered, r.Units)
+	}
+}
+
+// TestPortTakenAtStart: a port picked for the server and taken by another
+// process before the server listens (here, held by the test) makes the
+// first start pick other ports, not fail the run.
+func TestPortTakenAtStart(t *testing.T) {
+	dir := t.TempDir()
+	p, err := newServerProc(braidBin, dir, "secret", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	p.setAddrs(taken.Addr().String(), p.debug)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.firstStart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer p.stop(10 * time.Second)
+	if p.api == taken.Addr().String() {
+		t.Fatalf("the server answers at %s, the port the test holds", p.api)
 	}
 }

@@ -23,6 +23,8 @@ import (
 // fixed ports so that a restart comes back at the same address.
 type serverProc struct {
 	exe, dir, logPath string
+	secretFile        string
+	extra             []string // more flags for the server
 	args              []string
 	api, debug        string // host:port of the API and of --pprof
 
@@ -32,21 +34,54 @@ type serverProc struct {
 }
 
 func newServerProc(exe, dir, secret string, extra []string) (*serverProc, error) {
-	ports, err := freePorts(2)
-	if err != nil {
-		return nil, err
-	}
 	// The server refuses a secret on its command line, where anyone can read it.
 	secretFile := filepath.Join(dir, "secret")
 	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("scale: %w", err)
 	}
-	p := &serverProc{exe: exe, dir: dir, logPath: filepath.Join(dir, "server.log"),
-		api: "127.0.0.1:" + strconv.Itoa(ports[0]), debug: "127.0.0.1:" + strconv.Itoa(ports[1])}
-	p.args = append([]string{"server", "--listen", p.api, "--data", filepath.Join(dir, "data"), "--secret-file", secretFile,
-		"--pprof", p.debug, "--log-level", "warn"}, extra...)
-	return p, nil
+	p := &serverProc{exe: exe, dir: dir, logPath: filepath.Join(dir, "server.log"), secretFile: secretFile, extra: extra}
+	return p, p.pickPorts()
 }
+
+// pickPorts gives the server free ports for its API and --pprof.
+func (p *serverProc) pickPorts() error {
+	ports, err := freePorts(2)
+	if err != nil {
+		return err
+	}
+	p.setAddrs("127.0.0.1:"+strconv.Itoa(ports[0]), "127.0.0.1:"+strconv.Itoa(ports[1]))
+	return nil
+}
+
+// setAddrs sets the server's API and --pprof addresses.
+func (p *serverProc) setAddrs(api, debug string) {
+	p.api, p.debug = api, debug
+	p.args = append([]string{"server", "--listen", p.api, "--data", filepath.Join(p.dir, "data"), "--secret-file", p.secretFile,
+		"--pprof", p.debug, "--log-level", "warn"}, p.extra...)
+}
+
+// firstStart starts the server the first time: if another process took
+// one of its ports between freePorts and the server's listen (they were
+// free when picked), it picks others and tries again, a few times.
+func (p *serverProc) firstStart(ctx context.Context) error {
+	for try := 1; ; try++ {
+		err := p.start(ctx)
+		if !errors.Is(err, errPortTaken) || try == 3 {
+			return err
+		}
+		if err := p.pickPorts(); err != nil {
+			return err
+		}
+	}
+}
+
+// healthClient asks a starting server for /healthz; its timeout keeps a
+// process that took the server's port and does not answer from holding
+// the start.
+var healthClient = &http.Client{Timeout: 5 * time.Second}
+
+// errPortTaken: the server exited at start since its port was in use.
+var errPortTaken = errors.New("scale: a port picked for the server was taken before it listened")
 
 // start runs the server and waits until it answers /healthz. The child
 // dies with this process (PR_SET_PDEATHSIG).
@@ -56,6 +91,11 @@ func (p *serverProc) start(ctx context.Context) error {
 		return err
 	}
 	defer logf.Close()
+	fi, err := logf.Stat()
+	if err != nil {
+		return err
+	}
+	logStart := fi.Size() // this start's lines come after
 	fmt.Fprintf(logf, "=== %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(p.args, " "))
 	cmd := exec.Command(p.exe, p.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -73,7 +113,7 @@ func (p *serverProc) start(ctx context.Context) error {
 	p.mu.Unlock()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		resp, err := http.Get("http://" + p.api + "/healthz")
+		resp, err := healthClient.Get("http://" + p.api + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -82,6 +122,9 @@ func (p *serverProc) start(ctx context.Context) error {
 		}
 		select {
 		case <-exited:
+			if log, _ := os.ReadFile(p.logPath); bytes.Contains(log[min(logStart, int64(len(log))):], []byte("address already in use")) {
+				return fmt.Errorf("%w (see %s)", errPortTaken, p.logPath)
+			}
 			return fmt.Errorf("scale: the server exited at start (see %s)", p.logPath)
 		case <-ctx.Done():
 			return ctx.Err()
