@@ -5,10 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/braidhq/braid/internal/benchout"
 	"github.com/braidhq/braid/netem"
 )
 
@@ -36,7 +35,7 @@ func TestFairness(t *testing.T) {
 	if err := netem.Check(); err != nil {
 		t.Skipf("needs the WAN test bed: %v", err)
 	}
-	loadBefore := loadAverage(t)
+	loadBefore := benchout.LoadAvg()
 	out := t.TempDir()
 	runOnBed(t, "bench", "fair", "--rtt", "20ms", "--rate", "10M", "--queue", "100p", "--loss", "0",
 		"--sides", "sctp,sctp:reno:16", "--against", "cubic", "--pairs", "", "--duration", "15s", "--warmup", "5s", "--runs", "1", "--out", out)
@@ -68,7 +67,7 @@ func TestFairness(t *testing.T) {
 		}
 	}
 	if def := rec.Results[0]; def.Ratio > fairBound {
-		if load := max(loadBefore, loadAverage(t)); load > float64(runtime.NumCPU()) {
+		if load := max(loadBefore, benchout.LoadAvg()); load > float64(runtime.NumCPU()) {
 			t.Logf("the default sctp took %.2f× the CUBIC flow's rate, more than %.1f×, with the host busy (load average %.1f on %d CPUs): not judged",
 				def.Ratio, fairBound, load, runtime.NumCPU())
 		} else {
@@ -78,18 +77,4 @@ func TestFairness(t *testing.T) {
 	if unfair := rec.Results[1]; unfair.Ratio <= fairBound {
 		t.Errorf("sctp:reno:16 took %.2f× the CUBIC flow's rate, want more than %.1f×: the bound tells nothing apart", unfair.Ratio, fairBound)
 	}
-}
-
-// loadAverage is the host's load average over the last minute.
-func loadAverage(t *testing.T) float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, _, _ := strings.Cut(string(b), " ")
-	load, err := strconv.ParseFloat(f, 64)
-	if err != nil {
-		t.Fatalf("/proc/loadavg: %q: %v", b, err)
-	}
-	return load
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/braidhq/braid/bench/tperf"
+	"github.com/braidhq/braid/internal/benchout"
 	"github.com/braidhq/braid/netem"
 )
 
@@ -82,9 +80,9 @@ func runCase(ctx context.Context, cfg Config, p Pair, loss float64, run int) (Re
 		return res, err
 	}
 	defer nb.Close()
-	res.Started, res.Load[0] = time.Now(), loadAvg()
+	res.Started, res.Load[0] = time.Now(), benchout.LoadAvg()
 	series, cc, err := runSides(ctx, cfg, nb, p)
-	res.Load[1], res.CC = loadAvg(), cc
+	res.Load[1], res.CC = benchout.LoadAvg(), cc
 	if err != nil {
 		return res, err
 	}
@@ -194,15 +192,4 @@ func round2(xs []float64) []float64 {
 		xs[i] = float64(int64(x*100+0.5)) / 100
 	}
 	return xs
-}
-
-// loadAvg is the machine's one-minute load average (0 where unknown).
-func loadAvg() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	fs := strings.Fields(string(b))
-	if err != nil || len(fs) == 0 {
-		return 0
-	}
-	f, _ := strconv.ParseFloat(fs[0], 64)
-	return f
 }

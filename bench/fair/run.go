@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (Record, error) {
 			for _, p := range cases {
 				n++
 				fmt.Fprintf(cfg.Log, "fair: case %d of %d: %s against %d× %s, %v%% loss, run %d (load %.1f)\n",
-					n, total, p.Side, cfg.Flows, p.Against, loss, run, loadAvg())
+					n, total, p.Side, cfg.Flows, p.Against, loss, run, benchout.LoadAvg())
 				r, err := runCase(ctx, cfg, p, loss, run)
 				if ctx.Err() != nil {
 					return rec, ctx.Err()

@@ -1,12 +1,10 @@
 package sctp
 
 import (
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/braidhq/braid/internal/benchout"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/transporttest"
 )
@@ -81,12 +79,12 @@ func TestFlowsGrowUnderLoss(t *testing.T) {
 		t.Run(tc.spec, func(t *testing.T) {
 			transporttest.UpBed(t, tc.spec)
 			d, l := transporttest.AcrossBed(t, New(Config{CC: CCReno}), 47621)
-			loadBefore := loadAverage(t)
+			loadBefore := benchout.LoadAvg()
 			pa := d.(*Association).pa
 			var maxSRTT float64 // ms, the highest smoothed RTT sampled while sending
 			flows := func() int { maxSRTT = max(maxSRTT, pa.SRTT()); return d.(*Association).Flows() }
 			got := transporttest.SteadyCount(flows, func() { transporttest.SendBulk(t, d, l, tc.bytes) })
-			switch load := max(loadBefore, loadAverage(t)); {
+			switch load := max(loadBefore, benchout.LoadAvg()); {
 			case got >= tc.min && got <= tc.max:
 			case load > float64(runtime.NumCPU()):
 				// The tuner adds a flow only for an epoch the window held
@@ -140,18 +138,4 @@ func TestFlowsGrowUnderLoss(t *testing.T) {
 			}
 		})
 	}
-}
-
-// loadAverage is the host's load average over the last minute.
-func loadAverage(t *testing.T) float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, _, _ := strings.Cut(string(b), " ")
-	load, err := strconv.ParseFloat(f, 64)
-	if err != nil {
-		t.Fatalf("/proc/loadavg: %q: %v", b, err)
-	}
-	return load
 }
