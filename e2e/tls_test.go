@@ -166,18 +166,10 @@ func TestDataPlaneEncrypted(t *testing.T) {
 				dir := t.TempDir()
 				srv := start(t, "server", "--listen", "127.0.0.1:0", "--data", dir, "--data-plane-tls", mode)
 				c := connect(t, srv, dir)
-				listen := freeAddr(t)
-				r, err := relay.New(listen)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer r.Close()
 				var mu sync.Mutex
 				var seen bytes.Buffer
-				r.Tap(func(p []byte) { mu.Lock(); seen.Write(p); mu.Unlock() })
-				w := start(t, "worker", "--server", c.URL(), "--threads", "1", "--name", "w-"+tr, "--transport", tr,
-					"--listen", listen, "--advertise", r.Addr(), "--data-plane-tls", mode)
-				waitWorkersUp(t, c, 1)
+				w := startBehindRelay(t, c, func(p []byte) { mu.Lock(); seen.Write(p); mu.Unlock() },
+					"--threads", "1", "--name", "w-"+tr, "--transport", tr, "--data-plane-tls", mode)
 				id := strings.TrimSpace(cli(t, c, "put", input))
 				if code, _, stderr := cliExit(t, c, "submit", "--op", "noop", "--input", id, "--wait", "--timeout", "60s"); code != 0 {
 					t.Fatalf("submit: exit %d, %s\nworker log:\n%s", code, stderr, w.logText())
@@ -194,4 +186,49 @@ func TestDataPlaneEncrypted(t *testing.T) {
 			})
 		}
 	}
+}
+
+// startBehindRelay starts a worker that listens on a free loopback port
+// behind a relay whose traffic goes to tap, and waits until it is up.
+// Another process may bind the port between its pick and the worker's bind
+// (make test runs the packages side by side, some binding hundreds of UDP
+// ports): then the worker exits saying so, and it starts again on another.
+func startBehindRelay(t *testing.T, c *client.Client, tap func([]byte), args ...string) *proc {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		listen := freeAddr(t)
+		r, err := relay.New(listen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		r.Tap(tap)
+		w := start(t, append([]string{"worker", "--server", c.URL(), "--listen", listen, "--advertise", r.Addr()}, args...)...)
+		if upOrBindFailed(t, c, w) {
+			return w
+		}
+		if attempt == 3 {
+			t.Fatalf("the worker could not bind a free port in %d tries:\n%s", attempt, w.logText())
+		}
+		t.Logf("another process took %s before the worker bound it: trying another", listen)
+		r.Close()
+	}
+}
+
+// upOrBindFailed waits until a worker is up (true) or w has said that its
+// address is in use (false).
+func upOrBindFailed(t *testing.T, c *client.Client, w *proc) bool {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if ws, _ := c.Workers(context.Background()); upCount(ws) >= 1 {
+			return true
+		}
+		if strings.Contains(w.logText(), "address already in use") {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no worker up:\n%s", w.logText())
+	return false
 }
