@@ -107,15 +107,7 @@ func TestDTLSRequired(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			a, err := ln.Accept(context.Background())
-			if err != nil {
-				return
-			}
-			a.Close()
-		}
-	}()
+	keepAccepting(t, ln)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dc := transport.DialConfig{Secret: dtlsSecret, RecStreams: 1, MaxStreams: 1}
@@ -148,16 +140,40 @@ func TestDTLSRequired(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lnOff.Close()
-	go func() {
-		if a, err := lnOff.Accept(ctx); err == nil {
-			a.Close()
-		}
-	}()
+	keepAccepting(t, lnOff)
 	a, err = on.Dial(ctx, lnOff.Addr().String(), dc)
 	if err != nil {
 		t.Fatalf("a listener with TLS off refused a DTLS dialer: %v", err)
 	}
 	a.Close()
+}
+
+// keepAccepting accepts on ln until it closes and keeps each association
+// open until the test ends: closed at once, one could end before its
+// dialer opened its first stream, failing the dial ("association closed").
+func keepAccepting(t *testing.T, ln transport.Listener) {
+	var mu sync.Mutex
+	var accepted []transport.Association
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			a, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			accepted = append(accepted, a)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		for _, a := range accepted {
+			a.Close()
+		}
+	})
 }
 
 // TestDTLSSlowPath: over a path with 600 ms of round trip the DTLS, SCTP
