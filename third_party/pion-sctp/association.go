@@ -410,6 +410,9 @@ type Association struct {
 
 	closeWriteLoopOnce sync.Once
 
+	// Write rounds that readLoop runs itself (write_round.go).
+	rounds inlineRounds
+
 	// local error
 	silentError error
 
@@ -1248,6 +1251,8 @@ func (a *Association) readLoop() {
 	buffer := make([]byte, receiveMTU)
 
 	packetReader, _ := a.netConn.(packetReader)
+	inline := a.startInlineRounds()
+	defer a.endInlineRounds()
 	for {
 		var inbound []byte
 		if packetReader != nil {
@@ -1272,7 +1277,14 @@ func (a *Association) readLoop() {
 			inbound = append([]byte(nil), buffer[:n]...)
 		}
 		atomic.AddUint64(&a.bytesReceived, uint64(len(inbound)))
-		if err := a.handleInbound(inbound); err != nil {
+		if inline {
+			a.rounds.inbound.Store(true)
+		}
+		err := a.handleInbound(inbound)
+		if inline {
+			a.afterInbound()
+		}
+		if err != nil {
 			closeErr = err
 
 			break
@@ -1311,42 +1323,17 @@ func (a *Association) writeLoop() { // nolint:cyclop
 
 loop:
 	for {
+		if a.rounds.failed.Load() {
+			break // a round readLoop ran failed to write, and closed the conn
+		}
+		a.rounds.mu.Lock()
 		rawPackets, ok := a.gatherOutbound()
+		err := a.sendRound(ownedWriter, rawPackets)
+		a.rounds.mu.Unlock()
+		if err != nil {
+			a.log.Debugf("[%s] writeLoop ended", a.name)
 
-		for i, raw := range rawPackets {
-			isAbortPacket := len(raw) > int(commonHeaderSize) && raw[commonHeaderSize] == byte(ctAbort)
-			size := len(raw)
-			var err error
-			if ownedWriter != nil {
-				// The conn gives raw back to packetBuffers. (A conn's plain
-				// Write may, against io.Writer's contract, retain raw, as
-				// some test conns do, so raw is recycled only this way.)
-				_, err = ownedWriter.WriteOwned(raw, putPacketBuffer)
-				// The round's packets leave together; an ABORT at once, so
-				// that abortSentCh means sent.
-				if err == nil && (isAbortPacket || i == len(rawPackets)-1) {
-					err = ownedWriter.Flush()
-				}
-			} else {
-				_, err = a.netConn.Write(raw)
-			}
-			if isAbortPacket {
-				a.abortSentOnce.Do(func() { close(a.abortSentCh) })
-			}
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					a.log.Warnf("[%s] failed to write packets on netConn: %v", a.name, err)
-				}
-				a.log.Debugf("[%s] writeLoop ended", a.name)
-
-				// A write failure may be one-sided, leaving readLoop blocked in
-				// Read. Close the transport so association teardown can finish.
-				_ = a.closeNetConn()
-
-				break loop
-			}
-			atomic.AddUint64(&a.bytesSent, uint64(size)) //nolint:gosec // G115
-			a.stats.incPacketsSent()
+			break
 		}
 
 		if !ok {
@@ -1383,6 +1370,14 @@ loop:
 }
 
 func (a *Association) awakeWriteLoop() {
+	if a.deferWake() {
+		return
+	}
+	a.signalWriteLoop()
+}
+
+// signalWriteLoop wakes the write loop, unless a wakeup is pending.
+func (a *Association) signalWriteLoop() {
 	select {
 	case a.awakeWriteLoopCh <- struct{}{}:
 	default:
@@ -1867,6 +1862,11 @@ func (a *Association) gatherOutbound() ([][]byte, bool) {
 	a.lock.Lock()
 	defer a.lock.Unlock()
 
+	return a.gatherOutboundLocked()
+}
+
+// gatherOutboundLocked is gatherOutbound for a caller that holds the lock.
+func (a *Association) gatherOutboundLocked() ([][]byte, bool) {
 	rawPackets, ok, terminal := a.gatherOutboundPriorityPackets()
 	if terminal {
 		return rawPackets, ok
@@ -4491,8 +4491,14 @@ func (a *Association) sendPayloadData(ctx context.Context, chunks []*chunkPayloa
 		a.pendingQueue.push(c)
 	}
 
+	// A sender the pace holds sends new DATA when its pace timer fires,
+	// which wakes the write loop anyway: a round now would find no tokens
+	// for it (one wakeup less per write of a paced bulk sender).
+	wake := !a.paceArmed
 	a.lock.Unlock()
-	a.awakeWriteLoop()
+	if wake {
+		a.awakeWriteLoop()
+	}
 
 	return nil
 }

@@ -244,6 +244,10 @@ func (r *reader) next() (packet, error) {
 	return p, nil
 }
 
+// ready reports whether next has a packet at hand, without reading the
+// socket.
+func (r *reader) ready() bool { return len(r.rest) > 0 || r.i < r.n }
+
 // fill reads the next batch into fresh buffers. A socket that lingers
 // (coalesce.go) is disarmed meanwhile, so that the packets that come while
 // it lingers wake nobody.

@@ -120,6 +120,9 @@ func (c *pconn) next() (packet, error) {
 	}
 }
 
+// ready reports whether a datagram waits for next.
+func (c *pconn) ready() bool { return len(c.in) > 0 }
+
 // take is the reader's side of deliver.
 func (c *pconn) take(p packet) packet {
 	c.inB.Add(-int64(p.share()))
@@ -378,6 +381,9 @@ func (c *dconn) next() (packet, error) {
 		}
 	}
 }
+
+// ready reports whether next has a datagram at hand.
+func (c *dconn) ready() bool { return c.sock.rd.ready() }
 
 // checks is what admit checks c's packets with: nothing for DTLS records.
 func (c *dconn) checks() *checker {
