@@ -391,11 +391,16 @@ type Association struct {
 	rackTail *chunkPayloadData
 
 	// Unified timer for RACK and PTO driven by a single goroutine.
-	// Deadlines are protected with timerMu.
+	// Deadlines are protected with timerMu. timerArmedAt is when the
+	// goroutine's timer fires (zero: not armed): a deadline set no
+	// earlier than that, or cleared, needs no wakeup of the goroutine,
+	// which finds it when its timer fires (and fires nothing before a
+	// deadline).
 	timerMu       sync.Mutex
 	timerUpdateCh chan struct{}
 	rackDeadline  time.Time
 	ptoDeadline   time.Time
+	timerArmedAt  time.Time
 
 	// Chunks stored for retransmission
 	storedInit       *chunkInit
@@ -5033,18 +5038,30 @@ func (a *Association) startRackTimer(dur time.Duration) {
 	} else {
 		a.rackDeadline = time.Now().Add(dur)
 	}
+	poke := a.timerNeedsPokeLocked(a.rackDeadline)
 
 	a.timerMu.Unlock()
 
-	a.pokeTimerLoop()
+	if poke {
+		a.pokeTimerLoop()
+	}
 }
 
+// stopRackTimer clears the RACK deadline. The timer goroutine is not
+// woken: its timer, if set for this deadline, finds nothing due.
 func (a *Association) stopRackTimer() {
 	a.timerMu.Lock()
 	a.rackDeadline = time.Time{}
 	a.timerMu.Unlock()
+}
 
-	a.pokeTimerLoop()
+// timerNeedsPokeLocked reports whether the timer goroutine must be woken
+// for a deadline just set: only if it is earlier than the goroutine's
+// timer fires, or the timer is not armed. Every send and SACK moves the
+// PTO deadline later, and each wakeup of the goroutine readied it (a
+// thread's wakeup on an idle processor). The caller holds timerMu.
+func (a *Association) timerNeedsPokeLocked(deadline time.Time) bool {
+	return !deadline.IsZero() && (a.timerArmedAt.IsZero() || deadline.Before(a.timerArmedAt))
 }
 
 func (a *Association) startPTOTimer(dur time.Duration) {
@@ -5055,18 +5072,21 @@ func (a *Association) startPTOTimer(dur time.Duration) {
 	} else {
 		a.ptoDeadline = time.Now().Add(dur)
 	}
+	poke := a.timerNeedsPokeLocked(a.ptoDeadline)
 
 	a.timerMu.Unlock()
 
-	a.pokeTimerLoop()
+	if poke {
+		a.pokeTimerLoop()
+	}
 }
 
+// stopPTOTimer clears the PTO deadline, without waking the timer
+// goroutine (see stopRackTimer).
 func (a *Association) stopPTOTimer() {
 	a.timerMu.Lock()
 	a.ptoDeadline = time.Time{}
 	a.timerMu.Unlock()
-
-	a.pokeTimerLoop()
 }
 
 // drainTimer safely stops a timer and drains its channel if needed.
@@ -5092,7 +5112,6 @@ func (a *Association) timerLoop() { //nolint:gocognit,cyclop
 		a.timerMu.Lock()
 		rackDeadline := a.rackDeadline
 		ptoDeadline := a.ptoDeadline
-		a.timerMu.Unlock()
 
 		var next time.Time
 		switch {
@@ -5107,6 +5126,8 @@ func (a *Association) timerLoop() { //nolint:gocognit,cyclop
 				next = ptoDeadline
 			}
 		}
+		a.timerArmedAt = next
+		a.timerMu.Unlock()
 
 		if next.IsZero() {
 			if armed {
@@ -5147,6 +5168,7 @@ func (a *Association) timerLoop() { //nolint:gocognit,cyclop
 			var fireRack, firePTO bool
 
 			a.timerMu.Lock()
+			a.timerArmedAt = time.Time{}
 
 			if !a.rackDeadline.IsZero() && !currTime.Before(a.rackDeadline) {
 				fireRack = true

@@ -214,14 +214,32 @@ func stripInitParams(p []byte) int {
 // its fast path; over a conn without them they fall back to Read and
 // Write.
 // pion uses WriteOwned only on a conn that also has Flush (it ends each
-// round of writes with it), so both wrappers forward Flush too.
+// round of writes with it), so both wrappers forward Flush too; and
+// SetBeforeWait, with which pion's read loop runs write rounds itself
+// (dtls.go).
 type (
 	packetReader interface{ ReadPacket() ([]byte, error) }
 	ownedWriter  interface {
 		WriteOwned(p []byte, release func([]byte)) (int, error)
 		Flush() error
 	}
+	beforeWaiter interface{ SetBeforeWait(f func()) bool }
 )
+
+// setBeforeWait passes f to c's SetBeforeWait, if it has one, and reports
+// whether c takes it.
+func setBeforeWait(c net.Conn, f func()) bool {
+	if w, ok := c.(beforeWaiter); ok {
+		return w.SetBeforeWait(f)
+	}
+	return false
+}
+
+// SetBeforeWait forwards to the wrapped conn.
+func (c *portConn) SetBeforeWait(f func()) bool { return setBeforeWait(c.Conn, f) }
+
+// SetBeforeWait forwards to the wrapped conn.
+func (c kernelConn) SetBeforeWait(f func()) bool { return setBeforeWait(c.Conn, f) }
 
 // flush sends what c holds from WriteOwned, if it holds anything.
 func flush(c net.Conn) error {

@@ -132,11 +132,17 @@ type fastConn struct {
 	captureConn
 	in      [][]byte
 	flushes int
+	before  func()
 }
 
 func (c *fastConn) Flush() error {
 	c.flushes++
 	return nil
+}
+
+func (c *fastConn) SetBeforeWait(f func()) bool {
+	c.before = f
+	return true
 }
 
 func (c *fastConn) ReadPacket() ([]byte, error) {
@@ -151,8 +157,8 @@ func (c *fastConn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 	return len(p), nil
 }
 
-// TestFastPathsForwarded: the wrappers keep a conn's ReadPacket and
-// WriteOwned, with the same mending as Read and Write.
+// TestFastPathsForwarded: the wrappers keep a conn's ReadPacket,
+// WriteOwned and SetBeforeWait, with the same mending as Read and Write.
 func TestFastPathsForwarded(t *testing.T) {
 	fc := &fastConn{in: [][]byte{
 		sctpPacket(9899, 33000, []byte{chunkInitAck, 0, 0, 4}),
@@ -185,6 +191,17 @@ func TestFastPathsForwarded(t *testing.T) {
 	}
 	if err := w.Flush(); err != nil || fc.flushes != 1 {
 		t.Fatalf("Flush: %v, %d flushes reached the conn; want 1", err, fc.flushes)
+	}
+	hooked := false
+	if bw, ok := c.(beforeWaiter); !ok || !bw.SetBeforeWait(func() { hooked = true }) || fc.before == nil {
+		t.Fatal("kernelConn hides SetBeforeWait")
+	}
+	fc.before()
+	if !hooked {
+		t.Fatal("the conn has another hook than the one set")
+	}
+	if (kernelConn{Conn: &captureConn{}}).SetBeforeWait(func() {}) {
+		t.Fatal("a conn without SetBeforeWait took the hook")
 	}
 }
 
