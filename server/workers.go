@@ -414,20 +414,19 @@ func (d *dispatcher) retryLater(w *workerConn, delay time.Duration) {
 }
 
 // sender writes queued units (and, on stream 0, wants) on one stream until
-// the queue is closed.
+// the queue is closed. What is queued when it wakes goes out as one batch
+// (transport.SendBatch: one write on the TCP transports), so that units
+// placed on a worker together cost one system call, not one each.
 func (d *dispatcher) sender(a transport.Association, s int, q, wants chan []byte) {
+	var batch [][]byte
 	for {
-		var msg []byte
-		select {
-		case m, ok := <-q:
-			if !ok {
-				return
-			}
-			msg = m
-		case msg = <-wants:
+		var ok bool
+		if batch, ok = takeBatch(batch[:0], q, wants); !ok {
+			putBufs(batch)
+			return
 		}
-		err := a.Send(d.s.ctx, s, msg)
-		putBuf(msg)
+		err := transport.SendBatch(d.s.ctx, a, s, batch)
+		putBufs(batch)
 		if err != nil {
 			a.Abort(err)
 			for msg := range q { // drain until the loop closes q
@@ -435,6 +434,46 @@ func (d *dispatcher) sender(a transport.Association, s int, q, wants chan []byte
 			}
 			return
 		}
+	}
+}
+
+// maxSendBatch bounds the messages a sender takes from its queues at once.
+const maxSendBatch = 64
+
+// takeBatch waits for a message from q or wants and appends it, and then
+// every message queued behind it (up to maxSendBatch), to batch; ok is
+// false once q is closed.
+func takeBatch(batch [][]byte, q, wants chan []byte) (_ [][]byte, ok bool) {
+	select {
+	case m, ok := <-q:
+		if !ok {
+			return batch, false
+		}
+		batch = append(batch, m)
+	case m := <-wants:
+		batch = append(batch, m)
+	}
+	for len(batch) < maxSendBatch {
+		select {
+		case m, ok := <-q:
+			if !ok {
+				return batch, false
+			}
+			batch = append(batch, m)
+		case m := <-wants:
+			batch = append(batch, m)
+		default:
+			return batch, true
+		}
+	}
+	return batch, true
+}
+
+// putBufs gives every message of batch back to the pool.
+func putBufs(batch [][]byte) {
+	for i, m := range batch {
+		putBuf(m)
+		batch[i] = nil
 	}
 }
 

@@ -297,45 +297,77 @@ func (w *simWorker) serve(ctx context.Context, a transport.Association) {
 // answer runs the units of one stream: each is answered with its input as
 // output (a no-op), after the modelled compute time if there is one.
 // Stream 0 also carries the server's wants, which a lone server's worker
-// has no use for.
+// has no use for. Without a compute time the units already received are
+// answered together, their results sent as one batch
+// (transport.SendBatch), as a worker would that found them all queued.
 func (w *simWorker) answer(ctx context.Context, a transport.Association, s int) {
-	var buf []byte
-	lease := float64(a.Streams())
+	var msgs, results [][]byte
+	var bufs [][]byte // results' encodings, reused
+	var idxs []int    // the units of results
+	batch := maxAnswerBatch
+	if w.f.cfg.Compute > 0 {
+		batch = 1 // each result as its unit ends, as a worker thread sends it
+	}
 	for {
-		msg, err := a.Recv(ctx, s)
-		if err != nil {
+		var err error
+		if msgs, err = transport.RecvBatch(ctx, a, s, msgs[:0], batch); err != nil {
 			return
 		}
-		switch wire.KindOf(msg) {
-		case wire.KindWant:
-			if _, err := wire.ParseWant(msg); err != nil || s != 0 {
-				a.Abort(fmt.Errorf("scale: bad want on stream %d: %v", s, err))
+		results, idxs = results[:0], idxs[:0]
+		for _, msg := range msgs {
+			if len(bufs) == len(results) {
+				bufs = append(bufs, nil)
+			}
+			res, idx, ok := w.run(a, s, msg, bufs[len(results)][:0])
+			if !ok {
 				return
 			}
-			continue
-		case wire.KindUnit:
-		default:
-			a.Abort(fmt.Errorf("scale: %s message on stream %d", wire.KindOf(msg), s))
+			if res != nil {
+				bufs[len(results)] = res
+				results, idxs = append(results, res), append(idxs, idx)
+			}
+		}
+		if transport.SendBatch(ctx, a, s, results) != nil {
 			return
 		}
-		start := time.Now()
-		u, err := wire.ParseUnit(msg)
-		if err != nil {
-			a.Abort(err)
-			return
+		w.f.results.Add(int64(len(results)))
+		for _, i := range idxs {
+			w.f.answered.set(i)
 		}
-		if d := w.f.cfg.Compute; d > 0 {
-			time.Sleep(d)
-		}
-		res := wire.Result{ID: u.ID, Output: u.Input, Compute: max(time.Since(start), time.Microsecond)}
-		res.Rate = lease * float64(time.Second) / float64(res.Compute)
-		buf = wire.AppendResult(buf[:0], &res)
-		if a.Send(ctx, s, buf) != nil {
-			return
-		}
-		w.f.results.Add(1)
-		w.f.answered.set(u.Index)
 	}
+}
+
+// maxAnswerBatch bounds the units a simulated worker answers together.
+const maxAnswerBatch = 64
+
+// run runs the unit msg and appends its result to buf; a want gives no
+// result (res nil). A message that is neither aborts the association and
+// returns !ok.
+func (w *simWorker) run(a transport.Association, s int, msg, buf []byte) (res []byte, idx int, ok bool) {
+	switch wire.KindOf(msg) {
+	case wire.KindWant:
+		if _, err := wire.ParseWant(msg); err != nil || s != 0 {
+			a.Abort(fmt.Errorf("scale: bad want on stream %d: %v", s, err))
+			return nil, 0, false
+		}
+		return nil, 0, true
+	case wire.KindUnit:
+	default:
+		a.Abort(fmt.Errorf("scale: %s message on stream %d", wire.KindOf(msg), s))
+		return nil, 0, false
+	}
+	start := time.Now()
+	u, err := wire.ParseUnit(msg)
+	if err != nil {
+		a.Abort(err)
+		return nil, 0, false
+	}
+	if d := w.f.cfg.Compute; d > 0 {
+		time.Sleep(d)
+	}
+	r := wire.Result{ID: u.ID, Output: u.Input, Compute: max(time.Since(start), time.Microsecond)}
+	r.Rate = float64(a.Streams()) * float64(time.Second) / float64(r.Compute)
+	return wire.AppendResult(buf, &r), int(u.Index), true
 }
 
 // bitset is a set of unit indexes safe for concurrent use.

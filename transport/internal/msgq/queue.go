@@ -99,6 +99,12 @@ func (q *Queue) Pop(ctx context.Context, stop <-chan struct{}) ([]byte, error) {
 	}
 }
 
+// TryPop returns the next message if one is queued, without waiting.
+func (q *Queue) TryPop() ([]byte, bool) {
+	p, ok, _ := q.take()
+	return p, ok
+}
+
 // take pops a message if there is one; err is End's error when drained.
 func (q *Queue) take() (p []byte, ok bool, err error) {
 	q.mu.Lock()

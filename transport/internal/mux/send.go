@@ -47,12 +47,17 @@ func (l *link) write(ctx context.Context, h frame.Header, payload []byte) (int64
 		// arrived an error.
 		l.bufs = l.iov[:1]
 	}
+	return l.writeBufs(ctx, &l.bufs)
+}
+
+// writeBufs writes bufs (consuming it) as write does one frame.
+func (l *link) writeBufs(ctx context.Context, bufs *net.Buffers) (int64, error) {
 	if ctx.Done() == nil {
-		return l.bufs.WriteTo(l.conn)
+		return bufs.WriteTo(l.conn)
 	}
 	gen := l.arm()
 	stop := context.AfterFunc(ctx, func() { l.interrupt(gen) })
-	n, err := l.bufs.WriteTo(l.conn)
+	n, err := bufs.WriteTo(l.conn)
 	if !l.disarm() || !stop() {
 		l.conn.SetWriteDeadline(time.Time{})
 	}
@@ -124,6 +129,12 @@ func (a *Assoc) Send(ctx context.Context, s int, p []byte) error {
 		return err
 	}
 	defer func() { <-a.ssem[s] }()
+	return a.sendLocked(ctx, s, p)
+}
+
+// sendLocked sends p as one message on stream s, whose send semaphore the
+// caller holds.
+func (a *Assoc) sendLocked(ctx context.Context, s int, p []byte) error {
 	release, err := a.reserveSend(ctx, len(p))
 	if err != nil {
 		return err
@@ -152,6 +163,12 @@ func (a *Assoc) Send(ctx context.Context, s int, p []byte) error {
 // writeFrame writes one frame of a message; mid tells that earlier frames of
 // the message are on the wire already.
 func (a *Assoc) writeFrame(ctx context.Context, l *link, h frame.Header, payload []byte, mid bool) error {
+	return a.writeOn(ctx, l, mid, func() (int64, error) { return l.write(ctx, h, payload) })
+}
+
+// writeOn runs write, which writes whole frames on l, holding l's write
+// semaphore, and maps its failure as writeFrame says.
+func (a *Assoc) writeOn(ctx context.Context, l *link, mid bool, write func() (int64, error)) error {
 	if err := a.acquire(ctx, l.wsem); err != nil {
 		if mid {
 			a.abortCancelled(ctx)
@@ -162,7 +179,7 @@ func (a *Assoc) writeFrame(ctx context.Context, l *link, h frame.Header, payload
 		<-l.wsem
 		return err
 	}
-	n, err := l.write(ctx, h, payload)
+	n, err := write()
 	<-l.wsem
 	if err == nil {
 		l.clock.sent.Store(int64(a.lv.now()))
