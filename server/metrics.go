@@ -23,6 +23,7 @@ type serverMetrics struct {
 	traffic *metrics.Traffic
 
 	unitsSent        prometheus.Counter
+	sendBatches      prometheus.Counter
 	unitsDone        prometheus.Counter
 	unitsFailed      prometheus.Counter
 	requeuedDown     prometheus.Counter
@@ -38,6 +39,8 @@ func newServerMetrics(s *Server) *serverMetrics {
 	m := &serverMetrics{reg: metrics.NewRegistry(), traffic: metrics.NewTraffic(slices.Sorted(maps.Keys(s.cfg.Transports))...)}
 	m.unitsSent = prometheus.NewCounter(prometheus.CounterOpts{Name: "braid_units_sent_total",
 		Help: "Copies of units sent to workers: first attempts, retries and speculative duplicates."})
+	m.sendBatches = prometheus.NewCounter(prometheus.CounterOpts{Name: "braid_send_batches_total",
+		Help: "Batches of messages (units, wants) a stream's sender handed to the data plane at once, each one write on the TCP transports: braid_units_sent_total over it is about the mean batch."})
 	finished := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "braid_units_finished_total",
 		Help: "Unit results accepted for their job, by outcome (done, failed)."}, []string{"outcome"})
 	m.unitsDone, m.unitsFailed = finished.WithLabelValues("done"), finished.WithLabelValues("failed")
@@ -55,7 +58,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 	m.queued = hist("braid_unit_queued_seconds", "Time accepted units waited in a worker's queue before a thread ran them, as the worker measured it.")
 	m.compute = hist("braid_unit_compute_seconds", "Time a worker thread spent running accepted units, as the worker measured it.")
 	m.transit = hist("braid_unit_transit_seconds", "Round trip of accepted units less the worker's queued and compute time: the send queue, both transfers and the result's wait for the dispatch loop.")
-	m.reg.MustRegister(m.traffic, m.unitsSent, finished, requeued, liveness, m.queued, m.compute, m.transit,
+	m.reg.MustRegister(m.traffic, m.unitsSent, m.sendBatches, finished, requeued, liveness, m.queued, m.compute, m.transit,
 		newStateCollector(s), s.limiter.refused, s.limiter.open)
 	return m
 }

@@ -427,6 +427,7 @@ func (d *dispatcher) sender(a transport.Association, s int, q, wants chan []byte
 		}
 		err := transport.SendBatch(d.s.ctx, a, s, batch)
 		putBufs(batch)
+		d.s.metrics.sendBatches.Inc()
 		if err != nil {
 			a.Abort(err)
 			for msg := range q { // drain until the loop closes q

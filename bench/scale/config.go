@@ -35,6 +35,12 @@ type Config struct {
 	// Restart kills the server with SIGKILL once this fraction of the job's
 	// units is done (0: never) and starts it again on the same data.
 	Restart float64
+	// ServerNice is the server process's nice value (priority.go): 0
+	// runs it as this process, below zero gives it the CPU before the
+	// simulated fleet (which needs the privilege to raise a priority).
+	// Zero values do not mean a default here: callers pass
+	// DefaultServerNice for it.
+	ServerNice int
 	// ServerArgs are added to the server's command line.
 	ServerArgs []string
 	// DataDir is the server's data directory (default: a temporary one,
@@ -87,6 +93,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("scale: %d threads per worker: at most %d", c.Threads, transport.MaxStreams)
 	case c.Restart < 0 || c.Restart >= 1:
 		return fmt.Errorf("scale: restart at %v of the job: want a fraction in (0, 1), or 0 for none", c.Restart)
+	case c.ServerNice < -20 || c.ServerNice > 19:
+		return fmt.Errorf("scale: server nice %d: want -20 to 19", c.ServerNice)
 	case c.Compute < 0:
 		return errors.New("scale: negative compute time")
 	}

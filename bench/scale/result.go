@@ -18,6 +18,9 @@ type Result struct {
 	ComputeMS  float64              `json:"compute_ms"`
 	Transport  string               `json:"transport"`
 	LivenessMS float64              `json:"liveness_ms,omitempty"`
+	// ServerNice is the server's nice value; the bench and its simulated
+	// workers run at 0 (priority.go).
+	ServerNice int `json:"server_nice"`
 	// FileLimit is the RLIMIT_NOFILE the bench raised itself (and the
 	// server) to.
 	FileLimit uint64 `json:"file_limit"`

@@ -40,7 +40,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	r := Result{Workers: cfg.Workers, Threads: cfg.Threads, Units: cfg.Units, UnitBytes: cfg.UnitBytes,
 		ComputeMS: float64(cfg.Compute) / float64(time.Millisecond), Transport: cfg.Transport, LoadAvg: benchout.LoadAvg(),
-		LivenessMS: float64(cfg.Liveness) / float64(time.Millisecond)}
+		LivenessMS: float64(cfg.Liveness) / float64(time.Millisecond), ServerNice: cfg.ServerNice}
 	limit, err := raiseFileLimit(filesNeeded(cfg.Workers, cfg.Threads))
 	if err != nil {
 		return r, err
@@ -96,7 +96,7 @@ func newEnv(ctx context.Context, cfg Config, dir string) (*env, error) {
 	if cfg.Liveness > 0 {
 		args = append([]string{"--liveness", cfg.Liveness.String()}, args...)
 	}
-	sp, err := newServerProc(cfg.Exe, dir, secret, args)
+	sp, err := newServerProc(cfg.Exe, dir, secret, args, cfg.ServerNice)
 	if err != nil {
 		return nil, err
 	}

@@ -1,13 +1,17 @@
 package scale
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,7 +107,7 @@ func TestRestartResumes(t *testing.T) {
 // first start pick other ports, not fail the run.
 func TestPortTakenAtStart(t *testing.T) {
 	dir := t.TempDir()
-	p, err := newServerProc(braidBin, dir, "secret", nil)
+	p, err := newServerProc(braidBin, dir, "secret", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,4 +126,60 @@ func TestPortTakenAtStart(t *testing.T) {
 	if p.api == taken.Addr().String() {
 		t.Fatalf("the server answers at %s, the port the test holds", p.api)
 	}
+}
+
+// TestServerNice starts the server at a nice value below the bench's: every
+// thread of the server runs at it, those its runtime started after the
+// fork included, and the bench's threads keep theirs.
+func TestServerNice(t *testing.T) {
+	const nice = -3
+	p, err := newServerProc(braidBin, t.TempDir(), "secret", nil, nice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.firstStart(ctx); errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+		t.Skipf("no privilege to raise a priority: %v", err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	defer p.stop(10 * time.Second)
+	for _, tid := range threads(t, p.pid()) {
+		if got := threadNice(t, p.pid(), tid); got != nice {
+			t.Errorf("server thread %s at nice %d, want %d", tid, got, nice)
+		}
+	}
+	for _, tid := range threads(t, os.Getpid()) {
+		if got := threadNice(t, os.Getpid(), tid); got != 0 {
+			t.Errorf("bench thread %s at nice %d, want 0", tid, got)
+		}
+	}
+}
+
+// threads lists the thread ids of process pid.
+func threads(t *testing.T, pid int) []string {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range ents {
+		ids = append(ids, e.Name())
+	}
+	return ids
+}
+
+// threadNice is thread tid's nice value (field 19 of its stat).
+func threadNice(t *testing.T, pid int, tid string) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])) // after the command's name
+	n, err := strconv.Atoi(f[16])                                  // field 19: the fields after the name start at field 3
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -25,6 +25,7 @@ type serverProc struct {
 	exe, dir, logPath string
 	secretFile        string
 	extra             []string // more flags for the server
+	nice              int      // the server's nice value (priority.go)
 	args              []string
 	api, debug        string // host:port of the API and of --pprof
 
@@ -33,13 +34,13 @@ type serverProc struct {
 	exited chan struct{} // closed when cmd has exited
 }
 
-func newServerProc(exe, dir, secret string, extra []string) (*serverProc, error) {
+func newServerProc(exe, dir, secret string, extra []string, nice int) (*serverProc, error) {
 	// The server refuses a secret on its command line, where anyone can read it.
 	secretFile := filepath.Join(dir, "secret")
 	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("scale: %w", err)
 	}
-	p := &serverProc{exe: exe, dir: dir, logPath: filepath.Join(dir, "server.log"), secretFile: secretFile, extra: extra}
+	p := &serverProc{exe: exe, dir: dir, logPath: filepath.Join(dir, "server.log"), secretFile: secretFile, extra: extra, nice: nice}
 	return p, p.pickPorts()
 }
 
@@ -100,7 +101,7 @@ func (p *serverProc) start(ctx context.Context) error {
 	cmd := exec.Command(p.exe, p.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := startNiced(cmd, p.nice); err != nil {
 		return fmt.Errorf("scale: start server: %w", err)
 	}
 	exited := make(chan struct{})

@@ -109,3 +109,34 @@ func (a *countedAssoc) Recv(ctx context.Context, s int) ([]byte, error) {
 	}
 	return p, err
 }
+
+var (
+	_ transport.BatchSender   = (*countedAssoc)(nil)
+	_ transport.BatchReceiver = (*countedAssoc)(nil)
+)
+
+// SendBatch sends msgs as the association counted does (transport.SendBatch)
+// and counts them once all are sent: a batch that fails counts none, though
+// some may have gone (the association is failing then).
+func (a *countedAssoc) SendBatch(ctx context.Context, s int, msgs [][]byte) error {
+	err := transport.SendBatch(ctx, a.Association, s, msgs)
+	if err == nil {
+		a.c.sentMsgs.Add(uint64(len(msgs)))
+		for _, p := range msgs {
+			a.c.sentBytes.Add(uint64(len(p)))
+		}
+	}
+	return err
+}
+
+// RecvBatch receives as the association counted does (transport.RecvBatch)
+// and counts what it appended.
+func (a *countedAssoc) RecvBatch(ctx context.Context, s int, msgs [][]byte, max int) ([][]byte, error) {
+	n := len(msgs)
+	msgs, err := transport.RecvBatch(ctx, a.Association, s, msgs, max)
+	a.c.recvMsgs.Add(uint64(len(msgs) - n))
+	for _, p := range msgs[n:] {
+		a.c.recvBytes.Add(uint64(len(p)))
+	}
+	return msgs, err
+}

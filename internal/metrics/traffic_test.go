@@ -85,3 +85,42 @@ func BenchmarkTrafficSend(b *testing.B) {
 		_ = a.Send(ctx, 0, p)
 	}
 }
+
+// batchAssoc is a fakeAssoc that sends batches, counting its calls.
+type batchAssoc struct {
+	fakeAssoc
+	batches int
+}
+
+func (b *batchAssoc) SendBatch(_ context.Context, _ int, msgs [][]byte) error {
+	b.batches++
+	return nil
+}
+
+// TestTrafficBatch: a counted association keeps the batches of the one it
+// counts (a server's units to one worker in one write), and counts every
+// message of a batch.
+func TestTrafficBatch(t *testing.T) {
+	tr := NewTraffic("tcp")
+	inner := &batchAssoc{fakeAssoc: fakeAssoc{send: func([]byte) error {
+		t.Error("a message of a batch sent alone")
+		return nil
+	}}}
+	a := tr.Wrap(inner, "tcp")
+	msgs := [][]byte{make([]byte, 10), make([]byte, 20), make([]byte, 30)}
+	if err := transport.SendBatch(context.Background(), a, 0, msgs); err != nil {
+		t.Fatal(err)
+	}
+	if inner.batches != 1 {
+		t.Errorf("3 messages went out in %d batches, want 1", inner.batches)
+	}
+	want := `
+# HELP braid_transport_messages_total Data-plane messages sent or received on associations, by transport.
+# TYPE braid_transport_messages_total counter
+braid_transport_messages_total{direction="received",transport="tcp"} 0
+braid_transport_messages_total{direction="sent",transport="tcp"} 3
+`
+	if err := testutil.CollectAndCompare(tr, strings.NewReader(want), "braid_transport_messages_total"); err != nil {
+		t.Fatal(err)
+	}
+}
