@@ -26,5 +26,10 @@
 // The figures are trusted for the server's cost as the number of workers
 // and units grows. The simulated workers share the machine's cores with the
 // server, so units/s on a two-core machine is a floor for what the server
-// does alone; the bench says how much CPU it took itself.
+// does alone; the bench says how much CPU it took itself. By default the
+// server runs at nice -10 (Config.ServerNice, priority.go), so that it has
+// the CPU before the fleet, as it would with the workers on other machines.
+// A simulated worker answers the units it has received together and sends
+// their results as one batch (transport.SendBatch), as the server sends a
+// worker the units it places on it together.
 package scale

@@ -23,22 +23,25 @@ import (
 const DefaultServerNice = -10
 
 // startNiced starts cmd at nice value nice, which its threads inherit: the
-// child is forked by a thread that took that value for the purpose and
-// ends with the call. nice 0 is a plain Start.
+// child is forked by a thread that takes that value for the fork and goes
+// back to 0 after it. The thread must live on: the server's
+// PR_SET_PDEATHSIG is tied to the thread that forked it, not to this
+// process. nice 0 is a plain Start.
 func startNiced(cmd *exec.Cmd, nice int) error {
 	if nice == 0 {
 		return cmd.Start()
 	}
-	errc := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread, its nice changed, exits with this
-		// goroutine rather than run other goroutines.
-		runtime.LockOSThread()
-		if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, nice); err != nil {
-			errc <- fmt.Errorf("scale: server at nice %d (--server-nice 0 runs it as the bench): %w", nice, err)
-			return
-		}
-		errc <- cmd.Start()
-	}()
-	return <-errc
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, nice); err != nil {
+		return fmt.Errorf("scale: server at nice %d (--server-nice 0 runs it as the bench): %w", nice, err)
+	}
+	err := cmd.Start()
+	if rerr := syscall.Setpriority(syscall.PRIO_PROCESS, 0, 0); rerr != nil && err == nil {
+		// The fleet's goroutines would run on this thread at the
+		// server's priority: refuse the run rather than measure that.
+		_ = cmd.Process.Kill()
+		return fmt.Errorf("scale: this thread's priority back to 0: %w", rerr)
+	}
+	return err
 }
