@@ -2,7 +2,9 @@
 # One server against thousands of simulated workers (docs/scale.md), in four runs:
 #   1. the sweep: 10, 100, 1,000 and 10,000 workers, a 100,000-unit no-op job each
 #      → sweep.json and the plots (throughput, register, api, memory, idle .svg);
-#   2. the issue's headline run: 10,000 workers, a 1,000,000-unit job → results.json;
+#   2. the issue's headline run: 10,000 workers, a 1,000,000-unit job → results.json, the
+#      server at the bench's default nice -10, and the same with the server at the fleet's
+#      priority (--server-nice 0) → results-nice0.json;
 #   3. ten million units on 10,000 workers, the server killed (SIGKILL) and started
 #      again at half the job → 10m.json (about 6 minutes here);
 #   4. idle cost of 10,000 workers with the associations' liveness bound at 12 s, not 3 s
@@ -25,7 +27,10 @@ for r in "${runs[@]}"; do
 	echo "=== $r $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 	case $r in
 	sweep) "$tmp/braid" bench scale --sweep 10,100,1000,10000 --units 100000 --json-out "$OUT/sweep.json" --plot "$OUT" ;;
-	1m) "$tmp/braid" bench scale --workers 10000 --units 1000000 --json-out "$OUT/results.json" ;;
+	1m)
+		"$tmp/braid" bench scale --workers 10000 --units 1000000 --json-out "$OUT/results.json"
+		"$tmp/braid" bench scale --workers 10000 --units 1000000 --server-nice 0 --json-out "$OUT/results-nice0.json"
+		;;
 	10m) "$tmp/braid" bench scale --workers 10000 --units 10000000 --restart-at 0.5 --timeout 30m --json-out "$OUT/10m.json" ;;
 	liveness) "$tmp/braid" bench scale --workers 10000 --units 10000 --liveness 12s --json-out "$OUT/liveness.json" ;;
 	api) "$tmp/braid" bench scale --workers 10000 --units 300000 --json-out "$OUT/api.json" ;;
