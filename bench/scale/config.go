@@ -29,15 +29,16 @@ type Config struct {
 	Transport string
 	// Liveness is the associations' liveness bound, offered by the server
 	// and the workers alike (default: the transport's, 3 s). Each idle
-	// association is pinged every quarter of it both ways: with 10,000
-	// workers at 3 s that is 27,000 pings a second.
+	// association is pinged every half of it both ways: with 10,000
+	// workers at 3 s that is about 13,300 pings a second.
 	Liveness time.Duration
 	// Restart kills the server with SIGKILL once this fraction of the job's
 	// units is done (0: never) and starts it again on the same data.
 	Restart float64
 	// ServerNice is the server process's nice value (priority.go): 0
 	// runs it as this process, below zero gives it the CPU before the
-	// simulated fleet (which needs the privilege to raise a priority).
+	// simulated fleet (which needs the privilege to raise a priority;
+	// without it the server runs at 0 and the run says so).
 	// Zero values do not mean a default here: callers pass
 	// DefaultServerNice for it.
 	ServerNice int

@@ -2,6 +2,7 @@ package scale
 
 import (
 	"fmt"
+	"io"
 	"os/exec"
 	"runtime"
 	"syscall"
@@ -21,6 +22,27 @@ import (
 // says otherwise: CFS gives a thread at -10 about nine times the CPU of
 // one at 0 when both want it.
 const DefaultServerNice = -10
+
+// serverNice is the nice value the server can run at: want, or 0 (the
+// bench's own) when this process may not raise a priority, which it says
+// on log: a user without CAP_SYS_NICE or room in RLIMIT_NICE still gets a
+// run, and its result says at which priority.
+func serverNice(want int, log io.Writer) int {
+	if want >= 0 {
+		return want
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, want); err != nil {
+		fmt.Fprintf(log, "scale: the server runs at the bench's priority, not at nice %d: %v (raising a priority needs CAP_SYS_NICE or RLIMIT_NICE)\n", want, err)
+		return 0
+	}
+	if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, 0); err != nil {
+		fmt.Fprintf(log, "scale: the server runs at the bench's priority: this thread's back to 0: %v\n", err)
+		return 0
+	}
+	return want
+}
 
 // startNiced starts cmd at nice value nice, which its threads inherit: the
 // child is forked by a thread that takes that value for the fork and goes

@@ -38,6 +38,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := cfg.validate(); err != nil {
 		return Result{}, err
 	}
+	cfg.ServerNice = serverNice(cfg.ServerNice, cfg.Log)
 	r := Result{Workers: cfg.Workers, Threads: cfg.Threads, Units: cfg.Units, UnitBytes: cfg.UnitBytes,
 		ComputeMS: float64(cfg.Compute) / float64(time.Millisecond), Transport: cfg.Transport, LoadAvg: benchout.LoadAvg(),
 		LivenessMS: float64(cfg.Liveness) / float64(time.Millisecond), ServerNice: cfg.ServerNice}
