@@ -28,7 +28,9 @@ import "time"
 // loss would, bbrCutRounds round trips after the last cut at the soonest.
 // Beside CUBIC the association so carries about what a CUBIC flow does;
 // on a lossy path it has to itself the queue stays near empty and BBR runs
-// unbounded.
+// unbounded: a bound that queues of the association's own set (Startup's,
+// which Drain empties; ProbeBW's probe held up by a host's scheduling
+// delay) is lifted at the next loss that meets no queue.
 //
 // The bound never goes below what the estimated bottleneck rate needs at
 // the base RTT (BBR's model with a gain of 1), so that a cut that a random
@@ -152,12 +154,41 @@ func (q *bbrBound) queueStands() bool {
 }
 
 // onLoss cuts the bound, or sets it, at a congestive loss that begins a
-// Fast Recovery in ProbeBW.
+// Fast Recovery in ProbeBW, and lifts it at a random one: a loss that
+// begins a Fast Recovery in ProbeBW while no queue stands, this round
+// trip and the last.
+//
+// Startup fills the bottleneck's queue and Drain empties it, which the
+// rules read as a loss-based flow backing off, and on the bed ProbeBW's
+// probe plus a host's scheduling delay holds a queue above the threshold
+// for a round trip or two: on a lossy path the association has to itself,
+// the bound is set on almost every start and now and then after. Left in
+// place it keeps cwnd at its floor, one estimated bandwidth-delay product,
+// which RTT noise and the lost chunks still counted in flight leave short
+// of the link (5-10% on the bed). Beside a loss-based flow on a clean path
+// the association loses packets only where the queue overflows, so the
+// bound stays; with random loss there too, such a flow holds little queue
+// and the association may take more, as the fairness goal allows.
 func (q *bbrBound) onLoss(e LossEvent, mode bbrMode) {
-	if q == nil || !e.First || mode != bbrProbeBW || !q.queueStands() {
+	if q == nil || !e.First || mode != bbrProbeBW {
 		return
 	}
-	q.cut(e.Inflight, e.MTU)
+	switch {
+	case q.queueStands():
+		q.cut(e.Inflight, e.MTU)
+	case q.queueEmpty():
+		q.on, q.wasFull = false, false
+	}
+}
+
+// queueEmpty reports whether the last round trip's RTTs and this one's so
+// far all stood below the threshold above the base RTT (or near it).
+func (q *bbrBound) queueEmpty() bool {
+	if q.lastMin == 0 || q.baseRTT == 0 {
+		return false
+	}
+
+	return max(q.lastMin, q.roundMin)-q.baseRTT <= max(q.baseRTT/bbrQueueShare, bbrQueueFloor)
 }
 
 // onRTO: a bound in place meets a timeout as CUBIC does.

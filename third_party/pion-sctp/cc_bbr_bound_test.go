@@ -140,3 +140,57 @@ func TestBBRCubicRandomLoss(t *testing.T) {
 	assert.Greater(t, s.goodput(2*time.Second, 12*time.Second)*8/1e6, 90.0, "bbr-cubic at 1%% loss, Mbit/s")
 	assert.Equal(t, CCBBRCubic, b.Name())
 }
+
+// TestBBRBoundLiftsAtRandomLoss: a loss that begins a Fast Recovery in
+// ProbeBW while no queue stands (this round trip and the last within a
+// quarter of the base RTT of it) lifts a bound in place; one while the
+// queue is between, in Startup, or within a Fast Recovery does not.
+func TestBBRBoundLiftsAtRandomLoss(t *testing.T) {
+	const flight = 600 * simMTU
+	now := time.Unix(1000, 0)
+	q := &bbrBound{}
+	now = boundRounds(q, now, 3, 50*time.Millisecond, bbrProbeBW, flight)
+	now = boundRounds(q, now, 2, 80*time.Millisecond, bbrProbeBW, flight)
+	require.True(t, q.on, "a full queue in ProbeBW did not set the bound")
+	loss := LossEvent{Now: now, Bytes: simMTU, Inflight: flight, First: true, MTU: simMTU}
+
+	now = boundRounds(q, now, 1, 55*time.Millisecond, bbrProbeBW, flight) // the last at 80 ms, this one at 5 ms above
+	q.onLoss(loss, bbrProbeBW)
+	assert.True(t, q.on, "a loss as the queue fell lifted the bound")
+	now = boundRounds(q, now, 1, 55*time.Millisecond, bbrProbeBW, flight)
+	q.onLoss(loss, bbrStartup)
+	assert.True(t, q.on, "a loss in Startup lifted the bound")
+	q.onLoss(LossEvent{Now: now, Bytes: simMTU, Inflight: flight, MTU: simMTU}, bbrProbeBW)
+	assert.True(t, q.on, "a loss within a Fast Recovery lifted the bound")
+	q.onLoss(loss, bbrProbeBW)
+	assert.False(t, q.on, "a loss with no queue standing did not lift the bound")
+	assert.Equal(t, uint32(5000), q.limit(5000, 100), "a lifted bound limits cwnd")
+}
+
+// TestBBRCubicRandomLossLiftsBound: on a path of its own with 1%
+// random loss, at 50 and 100 ms, bbr-cubic's bound is on for at most
+// 1.5 s of the 10 s after the first 2 (the start's, at 100 ms), and off at
+// the end. Startup fills the bottleneck's
+// queue and Drain empties it, which the bound reads as a loss-based flow
+// backing off, and the losses at that queue as congestive: it is set on
+// almost every start. Left in place, it kept cwnd at its floor, one
+// estimated bandwidth-delay product, which on the bed (RTT noise, lost
+// chunks still counted in flight) fell 5-10% short of bbr's rate.
+func TestBBRCubicRandomLossLiftsBound(t *testing.T) {
+	for _, rtt := range []time.Duration{50 * time.Millisecond, 100 * time.Millisecond} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			b := newTestBBRCubic()
+			s := newCCSim(b, 100, rtt, 0.01, seed)
+			s.run(2 * time.Second)
+			on := 0
+			for range 100 {
+				s.run(100 * time.Millisecond)
+				if b.bound.on {
+					on++
+				}
+			}
+			assert.LessOrEqual(t, on, 15, "rtt %v seed %d: the bound was on for %d of 100 intervals of 100 ms on a lossy path of its own", rtt, seed, on)
+			assert.False(t, b.bound.on, "rtt %v seed %d: the bound was on at the end", rtt, seed)
+		}
+	}
+}
