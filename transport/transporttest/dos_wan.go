@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -124,24 +125,33 @@ func AttackAcrossBed(t *testing.T, tr transport.Transport, attack Attack, n int,
 	start := time.Now()
 	p := startAttacker(t, addr, n)
 	t.Logf("attacker (%d) under way after %v", n, time.Since(start).Round(time.Millisecond))
+	var took []time.Duration
 	for i := range dosDials {
 		if i > 0 {
 			time.Sleep(dosDialGap)
 		}
 		t0 := time.Now()
 		d, l, err := dialAccept(ln, dial, dialCfg(2, 2))
-		took := time.Since(t0)
+		took = append(took, time.Since(t0))
 		if err != nil {
-			t.Errorf("dial %d during the attack failed after %v: %v", i, took.Round(time.Millisecond), err)
+			t.Errorf("dial %d during the attack failed after %v: %v", i, took[i].Round(time.Millisecond), err)
 			continue
 		}
 		echoOnce(t, d, l, 1)
 		d.Abort(errTestDone)
 		l.Abort(errTestDone)
-		t.Logf("dial %d during the attack associated in %v", i, took.Round(time.Millisecond))
-		if took > bound {
-			t.Errorf("dial %d during the attack took %v, more than %v (%d round trips, or twice an unattacked dial)", i, took.Round(time.Millisecond), bound.Round(time.Millisecond), wanDialRTTs)
+		t.Logf("dial %d during the attack associated in %v", i, took[i].Round(time.Millisecond))
+		if took[i] > 2*bound {
+			t.Errorf("dial %d during the attack took %v, more than twice %v (%d round trips, or twice an unattacked dial)", i, took[i].Round(time.Millisecond), bound.Round(time.Millisecond), wanDialRTTs)
 		}
+	}
+	// The median is held to the bound, each dial to twice it: with both
+	// cores busy one dial of three took 2.26 s against a 2.1 s bound while
+	// the others took 1.5 s; the lockout this guards against kept every
+	// dial out for 15 s.
+	slices.Sort(took)
+	if m := took[len(took)/2]; m > bound {
+		t.Errorf("the median dial during the attack took %v, more than %v (%d round trips, or twice an unattacked dial)", m.Round(time.Millisecond), bound.Round(time.Millisecond), wanDialRTTs)
 	}
 	after := bed.Stats()[0].BA
 	p.stop(t)
