@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 )
@@ -69,15 +68,14 @@ func (p *poller) once(ctx context.Context) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-// latencies returns the latencies so far, sorted, in milliseconds, and the
-// count of failed polls.
-func (p *poller) latencies() ([]float64, int) {
+// taken returns the latencies so far in milliseconds, in the order
+// taken, and the count of failed polls.
+func (p *poller) taken() ([]float64, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]float64, len(p.lat))
 	for i, d := range p.lat {
 		out[i] = float64(d) / float64(time.Millisecond)
 	}
-	slices.Sort(out)
 	return out, p.errs
 }

@@ -11,7 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -226,25 +226,20 @@ func (e *env) job(ctx context.Context, r *Result) error {
 	}
 	jctx, stop := context.WithCancel(ctx)
 	defer stop()
-	polls := []*poller{
-		newPoller(e.hc, e.base, "/v1/workers?limit="+strconv.Itoa(e.cfg.PageSize), e.token, e.cfg.PollEvery),
-		newPoller(e.hc, e.base, "/v1/jobs?limit="+strconv.Itoa(e.cfg.PageSize), e.token, e.cfg.PollEvery),
-		// The baseline: a handler that does nothing, through the same
-		// client, processes and cores as the two lists.
-		newPoller(e.hc, e.base, "/healthz", e.token, e.cfg.PollEvery),
+	polls, err := startPollProc(e.cfg.Exe, PollSpec{Base: e.base, Token: e.token, Page: e.cfg.PageSize, Every: e.cfg.PollEvery}, e.cfg.ServerNice)
+	if err != nil {
+		return err
 	}
 	smp := &sampler{sp: e.sp}
 	probe := &liveProbe{e: e}
 	var wg sync.WaitGroup
-	for _, p := range polls {
-		wg.Go(func() { p.run(jctx) })
-	}
 	wg.Go(func() { smp.run(jctx) })
 	start := time.Now()
 	j, err := e.admin.Submit(ctx, api.JobSpec{Op: "noop", Input: obj.ID, Repeat: e.cfg.Units})
 	if err != nil {
 		stop()
 		wg.Wait()
+		_, _ = polls.finish()
 		return fmt.Errorf("scale: submit: %w", err)
 	}
 	fmt.Fprintf(e.cfg.Log, "scale: job %s of %d units submitted in %v\n", j.ID, e.cfg.Units, time.Since(start).Round(time.Millisecond))
@@ -257,11 +252,15 @@ func (e *env) job(ctx context.Context, r *Result) error {
 	cpu1, serr := e.sp.stats()
 	stop()
 	wg.Wait()
+	rep, perr := polls.finish()
 	if err != nil {
 		return err
 	}
 	if serr != nil {
 		return serr
+	}
+	if perr != nil {
+		return perr
 	}
 	// The server forgets a finished job's scheduling state at its next
 	// housekeeping tick (100 ms); what it keeps after that is what it
@@ -285,7 +284,7 @@ func (e *env) job(ctx context.Context, r *Result) error {
 	if fi, err := os.Stat(filepath.Join(e.sp.dir, "data", "state.db")); err == nil {
 		r.StateDBBytes = fi.Size()
 	}
-	e.latencies(r, polls)
+	latencies(r, rep)
 	r.Answered, r.Results = e.f.answered.count(e.cfg.Units), int(e.f.results.Load())
 	r.Done = final.Progress.Done
 	for _, n := range final.UnitsPerWorker {
@@ -299,25 +298,16 @@ func (e *env) job(ctx context.Context, r *Result) error {
 	return nil
 }
 
-// latencies fills in the API figures from the pollers (workers, jobs,
-// the baseline).
-func (e *env) latencies(r *Result, polls []*poller) {
-	var all []float64
-	for i, p := range polls {
-		lat, errs := p.latencies()
-		r.APIPollErrors += errs
-		q := benchout.Quantile(lat, 0.99)
-		switch i {
-		case 0:
-			r.WorkersP99MS = q
-		case 1:
-			r.JobsP99MS = q
-		default:
-			r.BaselineP99MS = q
-			continue
-		}
-		all = append(all, lat...)
-	}
+// latencies fills in the API figures from the pollers' report.
+func latencies(r *Result, rep pollReport) {
+	workers, jobs, base := rep.Workers.MS, rep.Jobs.MS, rep.Healthz.MS
+	sortFloats(workers)
+	sortFloats(jobs)
+	sortFloats(base)
+	r.APIPollErrors = rep.Workers.Errors + rep.Jobs.Errors + rep.Healthz.Errors
+	r.WorkersP99MS, r.JobsP99MS = benchout.Quantile(workers, 0.99), benchout.Quantile(jobs, 0.99)
+	r.BaselineP99MS = benchout.Quantile(base, 0.99)
+	all := append(slices.Clone(workers), jobs...)
 	sortFloats(all)
 	r.APIPolls = len(all)
 	r.APIP99MS, r.APIP50MS = benchout.Quantile(all, 0.99), benchout.Quantile(all, 0.5)

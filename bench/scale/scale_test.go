@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -182,4 +185,74 @@ func threadNice(t *testing.T, pid int, tid string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestPollProc runs the API's pollers in their own process at a nice value
+// below the bench's, as Run does with the server's: the child's threads run
+// at it, it polls the three paths with the token, and its latencies come
+// back once it is told to stop.
+func TestPollProc(t *testing.T) {
+	const nice, token = -3, "tok"
+	var mu sync.Mutex
+	hits := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, "no token", http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		if r.URL.Path != "/healthz" && r.URL.Query().Get("limit") != "7" {
+			http.Error(w, "want limit=7", http.StatusBadRequest)
+			return
+		}
+		w.Write([]byte("[]"))
+	}))
+	defer srv.Close()
+	p, err := startPollProc(braidBin, PollSpec{Base: srv.URL, Token: token, Page: 7, Every: 10 * time.Millisecond}, nice)
+	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+		t.Skipf("no privilege to raise a priority: %v", err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	const want = 3
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		n := min(hits["/v1/workers"], hits["/v1/jobs"], hits["/healthz"])
+		mu.Unlock()
+		if n >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			p.finish()
+			t.Fatalf("after a minute the pollers' process made %v requests; want %d of each path", hits, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, tid := range threads(t, p.cmd.Process.Pid) {
+		if got := threadNice(t, p.cmd.Process.Pid, tid); got != nice {
+			t.Errorf("poller thread %s at nice %d, want %d", tid, got, nice)
+		}
+	}
+	rep, err := p.finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, s := range map[string]pollSeries{"workers": rep.Workers, "jobs": rep.Jobs, "healthz": rep.Healthz} {
+		if len(s.MS) < want || s.Errors != 0 {
+			t.Errorf("%s: %d latencies, %d errors; want at least %d and none", what, len(s.MS), s.Errors, want)
+		}
+		for _, ms := range s.MS {
+			if ms <= 0 {
+				t.Errorf("%s: latency %v ms", what, ms)
+			}
+		}
+	}
+	var r Result
+	latencies(&r, rep)
+	if r.APIPolls != len(rep.Workers.MS)+len(rep.Jobs.MS) || r.APIP99MS <= 0 || r.BaselineP99MS <= 0 {
+		t.Errorf("figures from the report: %d polls, p99 %v ms, baseline p99 %v ms", r.APIPolls, r.APIP99MS, r.BaselineP99MS)
+	}
 }

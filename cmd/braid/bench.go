@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/braidhq/braid/bench/scale"
 )
 
 // benchCommands are the `braid bench` subcommands.
@@ -24,6 +26,9 @@ func runBench(ctx context.Context, args []string, e *env) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		benchUsage(e.stdout)
 		return nil
+	}
+	if args[0] == scale.PollCommand { // hidden: the child `bench scale` starts
+		return runBenchScalePoll(ctx, args[1:], e)
 	}
 	cmd, ok := benchCommands[args[0]]
 	if !ok {

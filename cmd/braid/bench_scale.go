@@ -74,3 +74,19 @@ func runBenchScale(ctx context.Context, args []string, e *env) error {
 	}
 	return err
 }
+
+// runBenchScalePoll is the hidden `braid bench scale-poll`: the process in
+// which `braid bench scale` polls the server's API while its job runs, at
+// the server's priority (bench/scale's pollproc.go). It polls until its
+// stdin ends, then writes the latencies to its stdout as JSON.
+func runBenchScalePoll(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("bench "+scale.PollCommand, "--base URL [--page N] [--every D] (the token in $"+scale.PollTokenEnv+")", e)
+	spec := scale.PollSpec{Token: e.getenv(scale.PollTokenEnv)}
+	fs.StringVar(&spec.Base, "base", "", "the server's API, e.g. http://127.0.0.1:8080")
+	fs.IntVar(&spec.Page, "page", 100, "page size of the lists")
+	fs.DurationVar(&spec.Every, "every", 100*time.Millisecond, "pause between polls of each path")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	return scale.Poll(ctx, spec, e.stdin, e.stdout)
+}
