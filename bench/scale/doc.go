@@ -17,7 +17,8 @@
 //
 // Once every worker's association is up, Run submits one repeat job of
 // Config.Units units of Config.UnitBytes each, polls the paged worker and
-// job lists while it runs (their latency is the API figure), samples the
+// job lists while it runs (their latency is the API figure) from a process
+// of its own at the server's nice (pollproc.go), samples the
 // server's heap (its /debug/vars), and reports what Result lists. With
 // Config.Restart it kills the server with SIGKILL part-way through the job,
 // starts it again on the same data directory and checks that the job

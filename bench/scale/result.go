@@ -63,8 +63,9 @@ type Result struct {
 	HeapBeforeBytes      uint64  `json:"heap_before_bytes"`
 	HeapPeakBytes        uint64  `json:"heap_peak_bytes"`
 	// APIP99MS and APIP50MS are over every poll of the first pages of GET
-	// /v1/workers and GET /v1/jobs while the job ran; the next two split
-	// them.
+	// /v1/workers and GET /v1/jobs while the job ran, asked by a process of
+	// their own at the server's nice (pollproc.go), not by the bench behind
+	// it; the next two split them.
 	APIP99MS     float64 `json:"api_p99_ms"`
 	APIP50MS     float64 `json:"api_p50_ms"`
 	WorkersP99MS float64 `json:"workers_page_p99_ms"`
