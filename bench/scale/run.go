@@ -83,7 +83,7 @@ type env struct {
 	sp     *serverProc
 	base   string
 	token  string
-	hc     *http.Client // the bench's own calls: submit, pollers, wait
+	hc     *http.Client // the bench's own calls: submit, wait (the pollers run in a child: pollproc.go)
 	admin  *client.Client
 	f      *fleet
 	cancel context.CancelFunc // stops the fleet
