@@ -30,9 +30,13 @@ func TestBraidRACKLostRetransmission(t *testing.T) {
 			assoc.lock.Unlock()
 			assoc.onRackTimeout()
 		} else {
+			assoc.lock.Lock()
 			assoc.onRackAfterSACK(true, later.since, 101, &chunkSelectiveAck{})
+			assoc.lock.Unlock()
 		}
+		assoc.lock.Lock()
 		assert.True(t, resent.retransmit, "timer %v: a lost retransmission is marked for sending again", byTimer)
+		assoc.lock.Unlock()
 	}
 
 	// A retransmission sent after the delivered chunk may still be on
@@ -41,6 +45,12 @@ func TestBraidRACKLostRetransmission(t *testing.T) {
 	resent := mkChunk(101, now.Add(-1*time.Millisecond))
 	resent.nSent = 2
 	assoc := newRackPair(t, delivered, resent)
+	// The SACK pass arms the PTO timer, whose goroutine marks the newest
+	// chunk in flight for a probe once it fires: the pass and the look
+	// at the chunk hold the lock, as the association's own callers do, so
+	// that the look sees what the pass did and not the probe.
+	assoc.lock.Lock()
+	defer assoc.lock.Unlock()
 	assoc.onRackAfterSACK(true, delivered.since, 100, &chunkSelectiveAck{})
 	assert.False(t, resent.retransmit, "a retransmission newer than what was delivered is not lost")
 }
