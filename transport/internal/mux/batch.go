@@ -33,7 +33,7 @@ var (
 // frames of consecutive messages of up to one frame each go out in one
 // write. Striped, it is a Send of each.
 func (a *Assoc) SendBatch(ctx context.Context, s int, msgs [][]byte) error {
-	if err := a.checkBatch(s, msgs); err != nil {
+	if err := a.checkSend(s, msgs); err != nil {
 		return err
 	}
 	if err := a.acquire(ctx, a.ssem[s]); err != nil {
@@ -55,9 +55,9 @@ func (a *Assoc) SendBatch(ctx context.Context, s int, msgs [][]byte) error {
 	return nil
 }
 
-// checkBatch fails a batch that Send would refuse a message of, before any
-// is sent.
-func (a *Assoc) checkBatch(s int, msgs [][]byte) error {
+// checkSend fails a Send of one message, or a batch any of whose messages
+// Send would refuse, before any is sent.
+func (a *Assoc) checkSend(s int, msgs [][]byte) error {
 	if err := a.checkStream(s); err != nil {
 		return err
 	}

@@ -113,17 +113,8 @@ func (a *Assoc) acquire(ctx context.Context, sem chan struct{}) error {
 // Send sends p as one message on stream s, cut into frames that may
 // interleave with other streams' frames on the same link.
 func (a *Assoc) Send(ctx context.Context, s int, p []byte) error {
-	if err := a.checkStream(s); err != nil {
+	if err := a.checkSend(s, [][]byte{p}); err != nil {
 		return err
-	}
-	if len(p) > transport.MaxMessageSize {
-		return fmt.Errorf("%w: %d bytes", transport.ErrMessageTooLarge, len(p))
-	}
-	if err := a.sendErr(); err != nil {
-		return err
-	}
-	if a.closeStarted.Load() {
-		return transport.ErrClosed
 	}
 	if err := a.acquire(ctx, a.ssem[s]); err != nil {
 		return err
