@@ -231,12 +231,7 @@ func TestOlderPeerClosesOneLinkThenDies(t *testing.T) {
 // idle side pings (the peer's pings keep the association up).
 func TestBusyLinkSendsNoPings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mine, raw := memPair()
-		a := New([]Conn{mine}, Config{Streams: 1, QueueBytes: 1 << 20, CloseTimeout: time.Second, Liveness: testLiveness})
-		defer a.Abort(nil)
-		stop := make(chan struct{})
-		go pingEvery(raw, testLiveness/5, stop)
-		defer close(stop)
+		a, raw := pingedAssoc(t)
 		frames := make(chan frame.Type, 1000)
 		go func() {
 			defer close(frames)
@@ -279,18 +274,28 @@ func TestBusyLinkSendsNoPings(t *testing.T) {
 	})
 }
 
+// pingedAssoc is an association of one link whose peer, raw, pings it every
+// fifth of the bound and reads nothing until the caller does; both end
+// with the test.
+func pingedAssoc(t *testing.T) (*Assoc, *memConn) {
+	mine, raw := memPair()
+	a := New([]Conn{mine}, Config{Streams: 1, QueueBytes: 1 << 20, CloseTimeout: time.Second, Liveness: testLiveness})
+	stop := make(chan struct{})
+	go pingEvery(raw, testLiveness/5, stop)
+	t.Cleanup(func() {
+		close(stop)
+		a.Abort(nil)
+	})
+	return a, raw
+}
+
 // TestIdleLinkPingsEveryHalf: an idle link carries one ping a half bound
 // from each side, no more: with 10,000 idle workers the server's pings
 // are most of what it does. The old loop pinged every quarter (here, on
 // the bubble's exact clock; every three eighths on a real one).
 func TestIdleLinkPingsEveryHalf(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mine, raw := memPair()
-		a := New([]Conn{mine}, Config{Streams: 1, QueueBytes: 1 << 20, CloseTimeout: time.Second, Liveness: testLiveness})
-		defer a.Abort(nil)
-		stop := make(chan struct{})
-		go pingEvery(raw, testLiveness/5, stop)
-		defer close(stop)
+		a, raw := pingedAssoc(t)
 		var pings atomic.Int64
 		go func() {
 			r := frame.NewReader(raw, 1)
