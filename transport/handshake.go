@@ -66,6 +66,13 @@ type HandshakeResult struct {
 	// its own. An older peer pings one, so with it silence is judged over
 	// the association as a whole.
 	PeerPingsEach bool
+	// IdleLiveness is the negotiated idle bound, zero if either side
+	// offered no idle factor: an association that has carried nothing for
+	// the liveness bound may say so in its pings and then stay silent for
+	// this long (transport/internal/mux/liveness.go). Both sides arrive at
+	// the same value: the smaller idle factor times the negotiated
+	// liveness, at most MaxLiveness.
+	IdleLiveness time.Duration
 }
 
 // negotiated is the liveness bound both sides arrive at. A peer older
@@ -76,6 +83,23 @@ func negotiated(mine, theirs Offer) time.Duration {
 		return theirs.Liveness
 	}
 	return NegotiateLiveness(mine.Liveness, theirs.Liveness)
+}
+
+// negotiatedIdle is the idle bound both sides arrive at for liveness (the
+// negotiated one), or zero.
+func negotiatedIdle(mine, theirs Offer, liveness time.Duration) time.Duration {
+	f := min(mine.IdleFactor, theirs.IdleFactor)
+	if f == 0 || !theirs.PingsEach {
+		return 0
+	}
+	return min(time.Duration(f)*liveness, MaxLiveness)
+}
+
+// result is what a handshake agreed on, once the streams are known.
+func result(streams int, mine, theirs Offer) HandshakeResult {
+	live := negotiated(mine, theirs)
+	return HandshakeResult{Streams: streams, Peer: peerInfo(theirs), Liveness: live,
+		PeerPingsEach: theirs.PingsEach, IdleLiveness: negotiatedIdle(mine, theirs, live)}
 }
 
 func checkSecret(secret []byte) error {
@@ -103,7 +127,7 @@ func DialHandshake(ctx context.Context, c HandshakeConn, cfg DialConfig) (Handsh
 	if err := checkSecret(cfg.Secret); err != nil {
 		return res, err
 	}
-	mine, err := normOffer(cfg.RecStreams, cfg.MaxStreams, cfg.Name, cfg.ID, cfg.Epoch, cfg.Liveness)
+	mine, err := normOffer(cfg.RecStreams, cfg.MaxStreams, cfg.Name, cfg.ID, cfg.Epoch, cfg.Liveness, cfg.IdleFactor)
 	if err != nil {
 		return res, err
 	}
@@ -156,8 +180,7 @@ func DialHandshake(ctx context.Context, c HandshakeConn, cfg DialConfig) (Handsh
 	if granted < 1 || granted > n {
 		return res, fmt.Errorf("%w: peer granted %d streams, negotiated %d", ErrProtocol, granted, n)
 	}
-	return HandshakeResult{Streams: granted, Peer: peerInfo(theirs), Liveness: negotiated(mine, theirs),
-		PeerPingsEach: theirs.PingsEach}, nil
+	return result(granted, mine, theirs), nil
 }
 
 // ListenHandshake runs the listener's side. On success the caller owns
@@ -180,7 +203,7 @@ func ListenHandshake(ctx context.Context, c HandshakeConn, cfg ListenConfig) (Ha
 	if len(rest) != 0 {
 		return res, noop, fmt.Errorf("%w: %d trailing bytes after hello", ErrProtocol, len(rest))
 	}
-	mine, err := normOffer(cfg.RecStreams, cfg.MaxStreams, cfg.Name, cfg.ID, cfg.Epoch, cfg.Liveness)
+	mine, err := normOffer(cfg.RecStreams, cfg.MaxStreams, cfg.Name, cfg.ID, cfg.Epoch, cfg.Liveness, cfg.IdleFactor)
 	if err != nil {
 		return res, noop, err
 	}
@@ -235,6 +258,5 @@ func ListenHandshake(ctx context.Context, c HandshakeConn, cfg ListenConfig) (Ha
 		release()
 		return res, noop, fmt.Errorf("send accept: %w", err)
 	}
-	return HandshakeResult{Streams: granted, Peer: peer, Liveness: negotiated(mine, theirs),
-		PeerPingsEach: theirs.PingsEach}, release, nil
+	return result(granted, mine, theirs), release, nil
 }

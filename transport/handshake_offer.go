@@ -18,7 +18,10 @@ import (
 // for part of a very long liveness offer, clamped to MaxLiveness and so
 // never the smaller one: it keeps its own bound, and a side that sees no
 // flags keeps the peer's too. flagPingsEach says that the side pings each
-// idle connection of an association (see HandshakeResult.PeerPingsEach).
+// idle connection of an association (see HandshakeResult.PeerPingsEach);
+// the top nibble is the side's idle factor (0: none; see
+// HandshakeResult.IdleLiveness), which a peer older than it ignores, as it
+// ignores every flag it does not know.
 //
 // followed, in the challenge, by the listener's 32-byte mac. Auth is
 // {magic, type, mac}; accept is {magic, type, streams u16}; reject is {magic,
@@ -28,6 +31,7 @@ const (
 	hsMagicV1 = "BRD1"
 
 	flagPingsEach = 0x01 // in the top byte of liveness_ms
+	idleShift     = 28   // the idle factor: the top nibble of liveness_ms
 )
 
 // Offer is one side's half of the negotiation, as sent in a hello or a
@@ -43,6 +47,8 @@ type Offer struct {
 	ID       string
 	// PingsEach is flagPingsEach: every side of this version sets it.
 	PingsEach bool
+	// IdleFactor is the offered idle factor, 0 or 2..MaxIdleFactor.
+	IdleFactor int
 }
 
 // offerFixedLen is the length of an offer's fixed-size fields.
@@ -50,7 +56,7 @@ const offerFixedLen = hsNonceLen + 2 + 2 + 4 + 8
 
 // normOffer builds this side's offer from its configuration with a fresh
 // nonce. Only an oversize ID is an error; other values are normalised.
-func normOffer(rec, maxS int, name, id string, epoch uint64, liveness time.Duration) (Offer, error) {
+func normOffer(rec, maxS int, name, id string, epoch uint64, liveness time.Duration, idle int) (Offer, error) {
 	var o Offer
 	if len(id) > MaxIDLen {
 		return o, fmt.Errorf("transport: ID of %d bytes, at most %d", len(id), MaxIDLen)
@@ -66,6 +72,7 @@ func normOffer(rec, maxS int, name, id string, epoch uint64, liveness time.Durat
 	}
 	o.Rec, o.Max, o.Name = min(rec, maxS), maxS, name
 	o.ID, o.Epoch, o.Liveness, o.PingsEach = id, epoch, NormLiveness(liveness), true
+	o.IdleFactor = normIdleFactor(idle)
 	_, err := rand.Read(o.Nonce[:])
 	return o, err
 }
@@ -81,6 +88,7 @@ func appendOffer(b []byte, typ byte, o Offer) []byte {
 	if o.PingsEach {
 		ms |= flagPingsEach << 24
 	}
+	ms |= uint32(o.IdleFactor) << idleShift
 	b = binary.BigEndian.AppendUint32(b, ms)
 	b = binary.BigEndian.AppendUint64(b, o.Epoch)
 	b = append(b, byte(len(o.Name)))
@@ -130,6 +138,7 @@ func parseOffer(p []byte, typ byte) (o Offer, rest []byte, err error) {
 	o.Max = int(binary.BigEndian.Uint16(body[2:]))
 	ms := binary.BigEndian.Uint32(body[4:])
 	o.PingsEach = ms>>24&flagPingsEach != 0
+	o.IdleFactor = normIdleFactor(int(ms >> idleShift))
 	ms &= 1<<24 - 1 // the other flags are for later versions
 	o.Epoch = binary.BigEndian.Uint64(body[8:])
 	body = body[16:]

@@ -139,7 +139,7 @@ func TestHandshakePingsEach(t *testing.T) {
 	if !o.dres.PeerPingsEach || !o.lres.PeerPingsEach {
 		t.Errorf("PeerPingsEach %v / %v, want true on both ends", o.dres.PeerPingsEach, o.lres.PeerPingsEach)
 	}
-	mine, err := normOffer(1, 1, "n", "", 0, 2*time.Second)
+	mine, err := normOffer(1, 1, "n", "", 0, 2*time.Second, DefaultIdleFactor)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +161,51 @@ func TestHandshakePingsEach(t *testing.T) {
 	}
 }
 
+// TestHandshakeIdle: both ends arrive at the same idle bound, the smaller
+// idle factor times the negotiated liveness (at most MaxLiveness), and at
+// none if either side offers none, as a peer older than idle factors
+// does; and such a peer still parses our offer's liveness and flag.
+func TestHandshakeIdle(t *testing.T) {
+	for _, tc := range []struct {
+		dl, ll       time.Duration
+		dIdle, lIdle int
+		want         time.Duration
+	}{
+		{0, 0, DefaultIdleFactor, DefaultIdleFactor, 30 * time.Second},
+		{2 * time.Second, 3 * time.Second, DefaultIdleFactor, 4, 8 * time.Second},
+		{0, 0, DefaultIdleFactor, 0, 0},
+		{0, 0, 0, DefaultIdleFactor, 0},
+		{0, 0, 1, DefaultIdleFactor, 0},
+		{0, 0, 99, 99, 45 * time.Second},
+		{time.Minute, time.Minute, MaxIdleFactor, MaxIdleFactor, MaxLiveness},
+	} {
+		o := runHandshake(DialConfig{Secret: []byte("s"), Liveness: tc.dl, IdleFactor: tc.dIdle},
+			ListenConfig{Secret: []byte("s"), Liveness: tc.ll, IdleFactor: tc.lIdle})
+		if o.derr != nil || o.lerr != nil {
+			t.Fatalf("errors %v / %v", o.derr, o.lerr)
+		}
+		if o.dres.IdleLiveness != tc.want || o.lres.IdleLiveness != tc.want {
+			t.Errorf("liveness %v/%v, idle factors %d/%d: idle bound %v / %v, want %v on both ends",
+				tc.dl, tc.ll, tc.dIdle, tc.lIdle, o.dres.IdleLiveness, o.lres.IdleLiveness, tc.want)
+		}
+	}
+	mine, err := normOffer(1, 1, "n", "", 0, 2*time.Second, DefaultIdleFactor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A peer of the version before idle factors masks the top byte but
+	// for flagPingsEach.
+	b := appendOffer(nil, hsHello, mine)
+	ms := binary.BigEndian.Uint32(b[len(hsMagic)+1+hsNonceLen+4:])
+	if ms>>24&flagPingsEach == 0 || time.Duration(ms&(1<<24-1))*time.Millisecond != 2*time.Second {
+		t.Errorf("liveness_ms %#x: an older peer would not read 2s and the pings-each flag", ms)
+	}
+	older := Offer{Liveness: 3 * time.Second, PingsEach: true}
+	if got := negotiatedIdle(mine, older, negotiated(mine, older)); got != 0 {
+		t.Errorf("idle bound with a peer that offers none: %v, want 0", got)
+	}
+}
+
 func TestHandshakeIDTooLong(t *testing.T) {
 	long := strings.Repeat("x", MaxIDLen+1)
 	if _, err := DialHandshake(context.Background(), chanConn{}, DialConfig{Secret: []byte("s"), ID: long}); err == nil {
@@ -175,7 +220,7 @@ func TestHandshakeIDTooLong(t *testing.T) {
 // TestHandshakeV1Peer checks that a peer speaking the first handshake
 // version is told apart from garbage.
 func TestHandshakeV1Peer(t *testing.T) {
-	o, _ := normOffer(1, 1, "old", "", 0, 0)
+	o, _ := normOffer(1, 1, "old", "", 0, 0, 0)
 	v1 := appendOffer(nil, hsHello, o)
 	copy(v1, hsMagicV1)
 	_, _, err := ListenHandshake(context.Background(), &scriptConn{msgs: [][]byte{v1}}, ListenConfig{Secret: []byte("s")})
@@ -210,7 +255,7 @@ func TestHandshakeMacCoversOffers(t *testing.T) {
 	dc := DialConfig{Secret: []byte("s"), Name: "srv", ID: "server-a", Epoch: 9, Liveness: time.Second, RecStreams: 2, MaxStreams: 4}
 	lc := ListenConfig{Secret: []byte("s"), Name: "wrk", ID: "worker-b", Epoch: 3, Liveness: 2 * time.Second, RecStreams: 2, MaxStreams: 4,
 		Admit: func(_ PeerInfo, n int) (int, func(), error) { return n, nil, nil }}
-	o, _ := normOffer(2, 4, "srv", "server-a", 9, time.Second)
+	o, _ := normOffer(2, 4, "srv", "server-a", 9, time.Second, 0)
 	helloLen := len(appendOffer(nil, hsHello, o))
 	for _, side := range []string{"hello", "challenge"} {
 		for off := len(hsMagic) + 1 + hsNonceLen; off < helloLen; off++ {
@@ -340,7 +385,7 @@ func splitMsgs(data []byte) [][]byte {
 }
 
 func FuzzHandshake(f *testing.F) {
-	o, _ := normOffer(2, 4, "seed", "id-seed", 7, time.Second)
+	o, _ := normOffer(2, 4, "seed", "id-seed", 7, time.Second, DefaultIdleFactor)
 	hello := appendOffer(nil, hsHello, o)
 	chal := appendOffer(nil, hsChallenge, o)
 	chal = append(chal, make([]byte, hsMacLen)...)
@@ -379,7 +424,8 @@ func checkOffer(t *testing.T, o Offer, data, rest []byte, typ byte) {
 	ms := binary.BigEndian.Uint32(data[len(hsMagic)+1+hsNonceLen+4:])
 	flags := ms >> 24
 	ms &= 1<<24 - 1
-	if (flags == 0 || flags == flagPingsEach) && ms >= uint32(MinLiveness/time.Millisecond) && ms <= uint32(MaxLiveness/time.Millisecond) &&
+	known := flags&^(flagPingsEach|0xf0) == 0 && flags>>4 != 1 // an idle factor of 1 is read as none
+	if known && ms >= uint32(MinLiveness/time.Millisecond) && ms <= uint32(MaxLiveness/time.Millisecond) &&
 		!bytes.Equal(append(enc, rest...), data) {
 		t.Fatalf("offer %+v re-encodes to %x, came from %x", o, enc, data)
 	}

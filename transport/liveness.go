@@ -26,6 +26,48 @@ const (
 	MaxLiveness     = 10 * time.Minute
 )
 
+// An association's idle bound, on the transports that implement it (the
+// TCP ones), is its liveness bound times an idle factor that each side
+// offers in the handshake (the smaller one wins; 0 from either side, or a
+// peer older than idle factors, means none). A side whose association has
+// carried nothing for the liveness bound, and has no work under way for
+// the peer (see Busy), says so in its pings and then pings every half idle
+// bound; its peer takes it for lost after the idle bound of silence, and
+// after the liveness bound again as soon as it sends it anything.
+const (
+	DefaultIdleFactor = 10
+	MaxIdleFactor     = 15
+)
+
+// normIdleFactor is the idle factor offered for a configured one: 0 for 0
+// or less, or 1 (an idle bound no longer than the liveness bound is no
+// idle bound), otherwise at most MaxIdleFactor.
+func normIdleFactor(f int) int {
+	if f < 2 {
+		return 0
+	}
+	return min(f, MaxIdleFactor)
+}
+
+// Busier is implemented by the associations that watch a quiet peer with
+// the idle bound. Busy says that the caller has work under way for the
+// peer, such as a unit it is running, whose loss the peer must notice
+// within the liveness bound and not the idle bound: until release is
+// called, this side announces no idle, and leaves idle at once if it had.
+// Release may be called more than once; only the first counts.
+type Busier interface {
+	Busy() (release func())
+}
+
+// Busy holds a busy if it is a Busier, and returns its release; for other
+// associations, which have no idle bound, release does nothing.
+func Busy(a Association) (release func()) {
+	if b, ok := a.(Busier); ok {
+		return b.Busy()
+	}
+	return func() {}
+}
+
 // ErrPeerLost is wrapped, together with ErrPeerClosed, by the error of an
 // association that ended because the peer showed no sign of life for the
 // liveness bound. Callers that only test for ErrPeerClosed keep working.

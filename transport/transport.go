@@ -175,6 +175,11 @@ type DialConfig struct {
 	// Liveness is this side's offer for the liveness bound (see
 	// NegotiateLiveness). Zero means DefaultLiveness.
 	Liveness time.Duration
+	// IdleFactor is this side's offer for the idle bound, in liveness
+	// bounds (see DefaultIdleFactor); zero offers none. A transport that
+	// implements idle pings sets it from its own Config before the
+	// handshake; callers leave it zero.
+	IdleFactor int
 	// Routes are other hosts (addresses or names, no port) at which the
 	// listener takes connections on the dialed port, one per further
 	// network path. A transport that spreads an association over
@@ -194,10 +199,11 @@ type ListenConfig struct {
 	Name string
 	// RecStreams and MaxStreams as in DialConfig.
 	RecStreams, MaxStreams int
-	// ID, Epoch and Liveness as in DialConfig.
-	ID       string
-	Epoch    uint64
-	Liveness time.Duration
+	// ID, Epoch, Liveness and IdleFactor as in DialConfig.
+	ID         string
+	Epoch      uint64
+	Liveness   time.Duration
+	IdleFactor int
 	// Admit is called after the peer authenticated, with what it said
 	// about itself (name, ID, epoch) and the negotiated stream count n. It returns how many streams to grant (1..n), and a release
 	// func the transport calls exactly once when the association ends. An

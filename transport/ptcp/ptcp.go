@@ -120,6 +120,13 @@ type Config struct {
 	// TLS says when connections use TLS 1.3 keyed to the cluster secret:
 	// the zero value, transport.TLSAuto, between hosts, not on loopback.
 	TLS transport.TLSMode
+	// IdleFactor is this side's offer for the idle bound, in liveness
+	// bounds (transport.DefaultIdleFactor, transport/internal/mux's
+	// liveness.go): a quiet association's peer may then stay silent that
+	// many liveness bounds. Zero means transport.DefaultIdleFactor; a
+	// negative value offers none, and the association keeps the liveness
+	// bound while quiet.
+	IdleFactor int
 
 	auto bool // RecStripes was StripesAuto
 }
@@ -213,6 +220,7 @@ func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux
 		CloseTimeout: t.cfg.CloseTimeout,
 		Liveness:     res.Liveness,
 		WatchEach:    res.PeerPingsEach,
+		IdleLiveness: res.IdleLiveness,
 	}
 }
 
@@ -314,6 +322,7 @@ func (t *Transport) route(addr string, routes []string, i int) (string, error) {
 // Dial connects to addr, runs the handshake on the first connection, agrees
 // on N with the listener and opens the other N-1 connections.
 func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
+	cfg.IdleFactor = mux.IdleOffer(t.cfg.IdleFactor)
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
 	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP, CC: t.cfg.CC}
@@ -334,6 +343,7 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 
 // Listen binds addr and accepts ptcp associations.
 func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
+	cfg.IdleFactor = mux.IdleOffer(t.cfg.IdleFactor)
 	count := func(hc frame.HandshakeConn, _ transport.HandshakeResult) (int, error) {
 		if err := hc.WriteMsg(t.appendOffer(nil, hc.C.RemoteAddr())); err != nil {
 			return 0, err

@@ -14,7 +14,11 @@
 // negotiated liveness, and ends the association with a
 // transport.PeerLostError once its reader has waited the whole liveness with
 // nothing arriving. A wait for the local application to take messages off a
-// full stream queue does not count (see transport/internal/mux).
+// full stream queue does not count (see transport/internal/mux). A
+// connection that has carried no message for the liveness bound, on a side
+// with no work under way (transport.Busy), may go idle: its pings say so,
+// and it is pinged and watched with the idle bound (Config.IdleFactor)
+// until a message goes either way.
 package tcp
 
 import (
@@ -55,6 +59,13 @@ type Config struct {
 	// (transport/internal/clustertls): the zero value, transport.TLSAuto,
 	// between hosts, not on loopback.
 	TLS transport.TLSMode
+	// IdleFactor is this side's offer for the idle bound, in liveness
+	// bounds (transport.DefaultIdleFactor, transport/internal/mux's
+	// liveness.go): a quiet association's peer may then stay silent that
+	// many liveness bounds. Zero means transport.DefaultIdleFactor; a
+	// negative value offers none, and the association keeps the liveness
+	// bound while quiet.
+	IdleFactor int
 }
 
 func (c Config) withDefaults() Config {
@@ -96,6 +107,7 @@ func (t *Transport) Capabilities() transport.Capabilities {
 
 // Dial connects to addr and runs the handshake as the dialer.
 func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
+	cfg.IdleFactor = mux.IdleOffer(t.cfg.IdleFactor)
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
 	c, err := tcpconn.Dial(ctx, addr, tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP, CC: t.cfg.CC})
@@ -119,11 +131,13 @@ func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux
 		CloseTimeout: t.cfg.CloseTimeout,
 		Liveness:     res.Liveness,
 		WatchEach:    res.PeerPingsEach,
+		IdleLiveness: res.IdleLiveness,
 	}
 }
 
 // Listen binds addr and accepts tcp associations.
 func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
+	cfg.IdleFactor = mux.IdleOffer(t.cfg.IdleFactor)
 	setup := func(ctx context.Context, c tcpconn.Conn, slot *preauth.Slot) (transport.Association, error) {
 		stop := tcpconn.InterruptOn(ctx, c)
 		res, release, err := transport.ListenHandshake(ctx, slot.Conn(frame.HandshakeConn{C: c}), slot.Config(cfg, nil))

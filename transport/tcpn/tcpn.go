@@ -17,7 +17,10 @@
 // transport.PeerLostError, so that one connection cut off alone is noticed
 // too. A reader waiting for the local application to drain a full stream
 // queue is not waiting on the peer, and that wait does not count (see
-// transport/internal/mux).
+// transport/internal/mux). A connection that has carried no message for the
+// liveness bound, on a side with no work under way (transport.Busy), may go
+// idle: its pings say so, and it is pinged and watched with the idle bound
+// (Config.IdleFactor) until a message goes either way.
 package tcpn
 
 import (
@@ -57,6 +60,13 @@ type Config struct {
 	// (transport/internal/clustertls): the zero value, transport.TLSAuto,
 	// between hosts, not on loopback.
 	TLS transport.TLSMode
+	// IdleFactor is this side's offer for the idle bound, in liveness
+	// bounds (transport.DefaultIdleFactor, transport/internal/mux's
+	// liveness.go): a quiet association's peer may then stay silent that
+	// many liveness bounds. Zero means transport.DefaultIdleFactor; a
+	// negative value offers none, and the association keeps the liveness
+	// bound while quiet.
+	IdleFactor int
 }
 
 func (c Config) withDefaults() Config {
@@ -107,6 +117,7 @@ func (t *Transport) muxConfig(res transport.HandshakeResult, release func()) mux
 		CloseTimeout: t.cfg.CloseTimeout,
 		Liveness:     res.Liveness,
 		WatchEach:    res.PeerPingsEach,
+		IdleLiveness: res.IdleLiveness,
 	}
 }
 
@@ -118,6 +129,7 @@ func perStream(_ frame.HandshakeConn, res transport.HandshakeResult) (int, error
 // Dial connects to addr, runs the handshake on the first connection and
 // opens one more connection per extra stream.
 func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialConfig) (transport.Association, error) {
+	cfg.IdleFactor = mux.IdleOffer(t.cfg.IdleFactor)
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
 	defer cancel()
 	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP, CC: t.cfg.CC}
@@ -130,6 +142,7 @@ func (t *Transport) Dial(ctx context.Context, addr string, cfg transport.DialCon
 
 // Listen binds addr and accepts tcpn associations.
 func (t *Transport) Listen(addr string, cfg transport.ListenConfig) (transport.Listener, error) {
+	cfg.IdleFactor = mux.IdleOffer(t.cfg.IdleFactor)
 	sec := tcpconn.Options{Secret: cfg.Secret, Mode: t.cfg.TLS, MPTCP: t.cfg.MPTCP, CC: t.cfg.CC}
 	l, err := connset.Listen("tcpn", addr, t.cfg.HandshakeTimeout, sec, joinLabel, cfg, perStream, t.muxConfig)
 	if err != nil {

@@ -68,6 +68,9 @@ func TestParseRejects(t *testing.T) {
 		{Type: Ping, Len: 1},
 		{Type: Ping, Stream: 1},
 		{Type: Ping, Flags: FlagEnd},
+		{Type: Ping, Flags: FlagIdle | FlagEnd},
+		{Type: Close, Flags: FlagIdle},
+		{Type: Data, Len: 1, MsgLen: 1, Flags: FlagIdle},
 		{Type: Ping, MsgLen: 4},
 		{Type: Data, Stream: 4, Len: 1, MsgLen: 1, Flags: FlagEnd},
 		{Type: Data, Len: 1, MsgLen: 1, Flags: 0x80},
@@ -82,6 +85,10 @@ func TestParseRejects(t *testing.T) {
 			t.Errorf("%+v: %v, want ErrProtocol", h, err)
 		}
 	}
+	idle := Header{Type: Ping, Flags: FlagIdle}
+	if got, err := Parse(idle.Append(nil), 4); err != nil || got != idle {
+		t.Errorf("idle ping: %+v, %v", got, err)
+	}
 	h := Header{Type: Data, Len: 1, MsgLen: transport.MaxMessageSize + 1}
 	if _, err := Parse(h.Append(nil), 4); !errors.Is(err, transport.ErrMessageTooLarge) {
 		t.Errorf("oversize message: %v", err)
@@ -92,6 +99,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(Header{Type: Data, Stream: 1, Len: 5, MsgLen: 5, Flags: FlagEnd}.Append(nil))
 	f.Add(Header{Type: Abort, Len: 3}.Append(nil))
 	f.Add(Header{Type: Ping}.Append(nil))
+	f.Add(Header{Type: Ping, Flags: FlagIdle}.Append(nil))
 	f.Add(Header{Type: Block, Stream: 2, Len: 5, MsgLen: 9, Seq: 7}.Append(nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := Parse(data, 8)

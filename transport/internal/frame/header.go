@@ -13,6 +13,10 @@
 // sender will send nothing more; Abort carries a reason text. Ping (no
 // payload, stream 0) is a keep-alive: a sign of life that a side sends when
 // it has sent nothing else for a while, and that the receiver only notes.
+// A ping with FlagIdle says the sender has gone idle: the receiver may
+// wait the association's idle bound, not its liveness bound, for the next
+// sign of life (a flag only sent to a peer that offered idle pings in the
+// handshake; transport/internal/mux/liveness.go).
 //
 // Block is a Data frame for a striped association ("ptcp"), whose messages
 // are cut into blocks spread over several connections: it carries four more
@@ -58,6 +62,10 @@ func (t Type) String() string {
 
 // FlagEnd marks the last frame of a message.
 const FlagEnd uint8 = 1
+
+// FlagIdle marks a ping that announces the idle bound (see the package
+// comment). It is the only flag a ping may carry.
+const FlagIdle uint8 = 2
 
 const (
 	// HeaderLen is the size of an encoded header.
@@ -128,7 +136,7 @@ func (h Header) validate(streams int) error {
 	case Data, Block:
 		return h.validateData(streams)
 	case Close, Ping:
-		if h.Flags != 0 || h.Stream != 0 || h.Len != 0 || h.MsgLen != 0 {
+		if h.Flags&^h.Type.flags() != 0 || h.Stream != 0 || h.Len != 0 || h.MsgLen != 0 {
 			return fmt.Errorf("%w: malformed %s frame", transport.ErrProtocol, h.Type)
 		}
 	case Abort:
@@ -139,6 +147,14 @@ func (h Header) validate(streams int) error {
 		return fmt.Errorf("%w: unknown frame type %d", transport.ErrProtocol, h.Type)
 	}
 	return nil
+}
+
+// flags are the flags a frame of type t may carry, Data and Block aside.
+func (t Type) flags() uint8 {
+	if t == Ping {
+		return FlagIdle
+	}
+	return 0
 }
 
 func (h Header) validateData(streams int) error {

@@ -12,7 +12,8 @@
 //
 // A keep-alive loop per association sends ping frames on idle links and
 // ends the association with a *transport.PeerLostError once a link's
-// reader has waited for the negotiated liveness with nothing arriving;
+// reader has waited for the negotiated liveness (or, on a link whose peer
+// announced idle, the idle bound) with nothing arriving;
 // liveness.go explains why each link is watched, and how the loop avoids
 // taking a stalled local reader for a dead peer.
 package mux
@@ -71,6 +72,10 @@ type Config struct {
 	// Liveness; without it, only when all are (a peer older than the
 	// pinging of each link: transport.HandshakeResult.PeerPingsEach).
 	WatchEach bool
+	// IdleLiveness is the negotiated idle bound (liveness.go,
+	// transport.HandshakeResult.IdleLiveness); zero: none, a link is
+	// always watched with Liveness. It needs WatchEach.
+	IdleLiveness time.Duration
 	// PartialBytes bounds the messages under way (budget.go). Zero means
 	// frame.MaxPartialBytes, which the transports use: both ends must
 	// agree, so only tests set it.
@@ -113,7 +118,10 @@ type Assoc struct {
 	localClosed bool
 }
 
-var _ transport.Association = (*Assoc)(nil)
+var (
+	_ transport.Association = (*Assoc)(nil)
+	_ transport.Busier      = (*Assoc)(nil)
+)
 
 // New starts an association over conns (1, or one per stream, or any number
 // striped), its receive goroutines and its keep-alive loop. Cancelling is by
@@ -136,6 +144,9 @@ func New(conns []Conn, cfg Config) *Assoc {
 		a.links = append(a.links, &link{conn: c, wsem: make(chan struct{}, 1)})
 	}
 	shared := len(conns) == 1 && cfg.Streams > 1 || cfg.Striped
+	if !cfg.WatchEach {
+		a.cfg.IdleLiveness = 0 // an older peer: it sends no idle pings
+	}
 	if cfg.PartialBytes <= 0 {
 		cfg.PartialBytes = frame.MaxPartialBytes
 		a.cfg.PartialBytes = cfg.PartialBytes

@@ -52,22 +52,35 @@ func (a *Assoc) demux(i int) error {
 		if h.Type == frame.Data && a.cfg.Striped || h.Type == frame.Block && !a.cfg.Striped {
 			return fmt.Errorf("%w: %s frame on a %s association", transport.ErrProtocol, h.Type, a.kind())
 		}
+		if h.Type != frame.Ping {
+			l.clock.peerIdle.Store(false)
+		}
 		switch h.Type {
 		case frame.Data:
+			a.dataRead(l)
 			if err := a.deliver(i, h, msg); err != nil {
 				return err
 			}
+			a.dataRead(l) // the quiet starts once it is delivered
 		case frame.Block:
+			a.dataRead(l)
 			if err := a.deliverBlock(h, msg); err != nil {
 				return a.readErr(err) // a local close while waiting for room is no failure
 			}
+			a.dataRead(l)
 		case frame.Close:
 			a.peerClosed(i)
 			return nil
 		case frame.Abort:
 			return fmt.Errorf("%w: peer aborted: %q", transport.ErrPeerClosed, msg)
 		case frame.Ping:
-			// A sign of life, like every read (liveness.go).
+			// A sign of life, like every read, which may announce
+			// idle (liveness.go).
+			idle := h.Flags&frame.FlagIdle != 0
+			if idle && a.cfg.IdleLiveness <= 0 {
+				return fmt.Errorf("%w: idle ping on an association without idle bounds", transport.ErrProtocol)
+			}
+			l.clock.peerIdle.Store(idle)
 		}
 	}
 }

@@ -170,12 +170,16 @@ func (a *Assoc) writeOn(ctx context.Context, l *link, mid bool, write func() (in
 		<-l.wsem
 		return err
 	}
+	a.dataWritten(l, a.lv.now())
 	n, err := write()
-	<-l.wsem
 	if err == nil {
-		l.clock.sent.Store(int64(a.lv.now()))
+		now := a.lv.now()
+		l.clock.sent.Store(int64(now))
+		a.dataWritten(l, now)
+		<-l.wsem
 		return nil
 	}
+	<-l.wsem
 	if cerr := ctx.Err(); cerr != nil && isTimeout(err) {
 		if n > 0 || mid {
 			a.abortCancelled(ctx)
