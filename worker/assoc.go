@@ -22,6 +22,9 @@ type task struct {
 	unit   wire.Unit
 	stream int
 	queued time.Time
+	// release ends the unit's hold on the association (transport.Busy)
+	// once its result or its hand-back is sent.
+	release func()
 }
 
 // session is one association's state: its queue, its loan of threads and
@@ -56,15 +59,21 @@ type session struct {
 	// each result carries.
 	ewmaNS atomic.Int64
 	canRun map[string]bool
+	// busier is the association unwrapped: each unit holds it busy while
+	// it is here, so that the server notices our loss within the liveness
+	// bound, not the idle bound (transport.Busy).
+	busier transport.Association
 }
 
 // serveAssoc runs one association until it ends or ctx does (then it is
 // closed gracefully: results already being sent are delivered).
 func (w *Worker) serveAssoc(ctx context.Context, a transport.Association) {
+	raw := a
 	a = w.metrics.traffic.Wrap(a, w.cfg.Transport.Name())
 	n := a.Streams()
 	s := &session{w: w, a: a, loan: w.lender.add(n), queue: make(chan task, 4*n),
 		returns: make(chan task, 4*n), sweep: make(chan struct{}, 1), owed: -1, canRun: map[string]bool{}}
+	s.busier = raw
 	w.track(s, true)
 	defer w.track(s, false)
 	for _, op := range w.cfg.Ops {
@@ -140,7 +149,7 @@ func (s *session) take(ctx context.Context, stream int, msg []byte) error {
 	if err != nil {
 		return err
 	}
-	t := task{unit: u, stream: stream, queued: time.Now()}
+	t := task{unit: u, stream: stream, queued: time.Now(), release: transport.Busy(s.busier)}
 	if s.w.debug {
 		s.w.log.Debug("unit received", "server", s.a.Peer().Name, "job", u.Job, "unit", u.Index, "attempt", u.Attempt,
 			"op", u.Op, "stream", stream, "bytes", len(u.Input))
@@ -241,6 +250,7 @@ func (s *session) runAndSend(ctx context.Context, t task, buf *[]byte) bool {
 		s.giveBack(ctx, t)
 		return ctx.Err() == nil
 	}
+	defer t.release()
 	res, ok := s.runOnThread(ctx, t)
 	if !ok {
 		return false
@@ -284,6 +294,7 @@ func (s *session) control(ctx context.Context) {
 		}
 		for len(back) > 0 {
 			ok := s.handBack(ctx, back[0])
+			back[0].release()
 			s.busy.Add(-1)
 			back = back[1:]
 			if !ok {
