@@ -293,6 +293,9 @@ func registerTransportFlags(fs *flag.FlagSet, o *transports.Options) {
 		o.TCPCC = v
 		return nil
 	})
+	fs.IntVar(&o.IdleFactor, "idle-factor", 0, fmt.Sprintf("tcp, tcpn and ptcp: an association that has carried nothing for the liveness bound, with no unit under way,\n"+
+		"is watched with this many liveness bounds (the smaller of the two sides' offers, at most %d) and pinged every half of that;\n"+
+		"0: %d; -1: none (pinged every half liveness bound while idle, as before)", transport.MaxIdleFactor, transport.DefaultIdleFactor))
 	fs.BoolVar(&o.MPTCP, "mptcp", false, "run tcp, tcpn and ptcp over Multipath TCP (Linux) where both ends' kernels take it, plain TCP otherwise;\nthe kernel's path manager ('ip mptcp') decides which paths its subflows take")
 	fs.Func("sctp-cc", fmt.Sprintf("sctp (userspace stack): congestion control towards peers on other hosts: reno (RFC 9260's, standing for --sctp-flows reno flows),\n"+
 		"cubic (RFC 9438), bbr (BBRv1, as Linux's), bbr-cubic (bbr bounded by a CUBIC window where a queue stands: it shares a path with CUBIC flows)\n"+

@@ -53,7 +53,7 @@ func TestTransportFlags(t *testing.T) {
 	for _, want := range []transports.Options{
 		{SCTPStack: transports.StackAuto, DataPlaneTLS: transport.TLSAuto, SCTPCC: "auto", PTCP: ptcp.Config{Driver: ptcp.DriverPollAll}},
 		{SCTPStack: transports.StackAuto, DataPlaneTLS: transport.TLSAuto, SCTPCC: "cubic", PTCP: ptcp.Config{Driver: ptcp.DriverPollAll}},
-		{SCTPStack: "user", DataPlaneTLS: transport.TLSOff, SCTPCC: "reno", SCTPFlows: 3, SCTPUnpaced: true, SCTPNoHyStart: true, MPTCP: true, TCPCC: "cubic",
+		{SCTPStack: "user", DataPlaneTLS: transport.TLSOff, SCTPCC: "reno", SCTPFlows: 3, SCTPUnpaced: true, SCTPNoHyStart: true, MPTCP: true, TCPCC: "cubic", IdleFactor: -1,
 			PTCP: ptcp.Config{RecStripes: 4, Driver: ptcp.DriverRR}},
 	} {
 		got, err := parseTransportFlags(want.Args()...)

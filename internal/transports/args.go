@@ -17,7 +17,7 @@ func (o Options) Args() []string {
 		"--ptcp-stripes", countArg(o.PTCP.RecStripes), "--ptcp-driver", o.PTCP.Driver,
 		"--sctp-flows", countArg(o.SCTPFlows), "--sctp-pacing", onOff(!o.SCTPUnpaced),
 		"--sctp-hystart", onOff(!o.SCTPNoHyStart), "--mptcp=" + strconv.FormatBool(o.MPTCP),
-		"--tcp-cc=" + o.TCPCC, "--sctp-cc", ccArg(o.SCTPCC)}
+		"--tcp-cc=" + o.TCPCC, "--sctp-cc", ccArg(o.SCTPCC), "--idle-factor=" + strconv.Itoa(o.IdleFactor)}
 }
 
 // ccArg is --sctp-cc for name ("": auto).

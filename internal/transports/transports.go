@@ -77,6 +77,10 @@ type Options struct {
 	// SCTPNoHyStart turns the userspace SCTP stack's HyStart++ off
 	// (sctp.Config.NoHyStart).
 	SCTPNoHyStart bool
+	// IdleFactor is tcp's, tcpn's and ptcp's offer for the idle bound, in
+	// liveness bounds (their Config.IdleFactor): 0 means
+	// transport.DefaultIdleFactor, a negative value offers none.
+	IdleFactor int
 	// PTCP tunes ptcp's striping: its RecStripes, Driver and Routes are
 	// used (TLS comes from DataPlaneTLS).
 	PTCP ptcp.Config
@@ -88,14 +92,14 @@ func New(name string, opts Options) (transport.Transport, error) {
 	case "sctp":
 		return newSCTP(opts)
 	case "tcp":
-		return tcp.New(tcp.Config{TLS: opts.DataPlaneTLS, MPTCP: opts.MPTCP, CC: opts.TCPCC}), nil
+		return tcp.New(tcp.Config{TLS: opts.DataPlaneTLS, MPTCP: opts.MPTCP, CC: opts.TCPCC, IdleFactor: opts.IdleFactor}), nil
 	case "tcpn":
-		return tcpn.New(tcpn.Config{TLS: opts.DataPlaneTLS, MPTCP: opts.MPTCP, CC: opts.TCPCC}), nil
+		return tcpn.New(tcpn.Config{TLS: opts.DataPlaneTLS, MPTCP: opts.MPTCP, CC: opts.TCPCC, IdleFactor: opts.IdleFactor}), nil
 	case "quic":
 		return quic.New(quic.Config{}), nil
 	case "ptcp":
 		return ptcp.New(ptcp.Config{RecStripes: opts.PTCP.RecStripes, Driver: opts.PTCP.Driver, Routes: opts.PTCP.Routes, TLS: opts.DataPlaneTLS, MPTCP: opts.MPTCP,
-			CC: opts.TCPCC})
+			CC: opts.TCPCC, IdleFactor: opts.IdleFactor})
 	}
 	return nil, fmt.Errorf("unknown transport %q; available: %s", name, strings.Join(Names, ", "))
 }
