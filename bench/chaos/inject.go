@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/transport"
 )
 
 // outcome is what one fault did.
@@ -17,7 +18,8 @@ type outcome struct {
 	stuck      bool          // a graceful stop that did not end within its bound
 	detected   time.Duration // fault start to the server seeing the worker go; 0 if it did not
 	recovered  time.Duration // fault end to the worker (or every worker) up again, once its loss was noticed
-	unnoticed  bool          // lasted well past the liveness bound, and never noticed
+	unnoticed  bool          // lasted well past the bound that applied (see bound), and never noticed
+	bound      time.Duration // that bound
 	unrecovery bool          // not up again within the recovery bound
 	// overtaken: a server fault began before the server noticed this worker
 	// fault, so what it saw was the server going, not the worker
@@ -70,6 +72,7 @@ func (in *injector) apply(ctx context.Context, f Fault) {
 func (in *injector) workerFault(ctx context.Context, f Fault) outcome {
 	res := outcome{fault: f}
 	name, w := in.c.names[f.Worker], in.c.workers[f.Worker]
+	bound := in.bound(name)
 	start := time.Now()
 	switch f.Kind {
 	case KillWorker:
@@ -115,7 +118,8 @@ func (in *injector) workerFault(ctx context.Context, f Fault) outcome {
 		res.detected = 0
 		return res // the server fault measures its own recovery
 	}
-	res.unnoticed = res.detected == 0 && f.For > in.cfg.Liveness+2*time.Second
+	res.bound = bound
+	res.unnoticed = res.detected == 0 && f.For > bound+2*time.Second
 	if res.detected == 0 {
 		return res // nothing to recover from
 	}
@@ -127,6 +131,24 @@ func (in *injector) workerFault(ctx context.Context, f Fault) outcome {
 		res.unrecovery = ctx.Err() == nil
 	}
 	return res
+}
+
+// bound is how long the server may take to notice that worker name went
+// silent now: the liveness bound while it holds units, and the idle bound
+// (transport.DefaultIdleFactor liveness bounds, on the TCP transports)
+// while it may hold none, since an association with nothing under way is
+// watched with that (transport/internal/mux/liveness.go). Its heartbeats
+// may notice sooner.
+func (in *injector) bound(name string) time.Duration {
+	switch in.cfg.Transport {
+	case "tcp", "tcpn", "ptcp":
+	default:
+		return in.cfg.Liveness
+	}
+	if in.o.busy(name) {
+		return in.cfg.Liveness
+	}
+	return transport.DefaultIdleFactor * in.cfg.Liveness
 }
 
 // serverFault kills the server (or stops it gracefully, and waits for it

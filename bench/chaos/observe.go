@@ -69,6 +69,13 @@ func (o *observer) waitFor(ctx context.Context, ok func(view map[string]api.Work
 	}
 }
 
+// busy reports whether worker name held units in the latest view.
+func (o *observer) busy(name string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.view[name].InFlightUnits > 0
+}
+
 // up reports whether worker name is up in view.
 func up(view map[string]api.Worker, name string) bool {
 	return view[name].State == api.WorkerUp

@@ -119,7 +119,7 @@ func verify(ctx context.Context, cfg *Config, c *cluster, o *observer, cl *clien
 	rep.Violations = append(rep.Violations, checkThreads(ctx, cfg, c, o, cl, want)...)
 	for _, res := range rep.Outcomes {
 		if res.unnoticed {
-			rep.Violations = append(rep.Violations, fmt.Sprintf("%v: the server never noticed (liveness bound %v)", res.fault, cfg.Liveness))
+			rep.Violations = append(rep.Violations, fmt.Sprintf("%v: the server never noticed (bound %v)", res.fault, res.bound))
 		}
 		if res.unrecovery {
 			rep.Violations = append(rep.Violations, fmt.Sprintf("%v: not up again within %v", res.fault, recoverWithin))
