@@ -22,7 +22,7 @@ func runBenchScale(ctx context.Context, args []string, e *env) error {
 	unitBytes := fs.Int("unit-bytes", 1<<10, "input bytes per unit (the no-op's output is as large)")
 	fs.DurationVar(&cfg.Compute, "compute", 0, "modelled compute time of a unit on a worker thread (0: answered at once)")
 	fs.StringVar(&cfg.Transport, "transport", "tcpn", "the data plane's transport: tcpn, tcp, sctp, quic or ptcp")
-	fs.DurationVar(&cfg.Liveness, "liveness", 0, "the associations' liveness bound, the server's and the workers' (0: the transport's, 3s);\nidle associations are pinged every half of it both ways")
+	fs.DurationVar(&cfg.Liveness, "liveness", 0, "the associations' liveness bound, the server's and the workers' (0: the transport's, 3s);\nan association quiet for it is pinged every half of the idle bound (10 times it) both ways, one carrying units every half of it")
 	fs.Float64Var(&cfg.Restart, "restart-at", 0, "kill the server (SIGKILL) once this fraction of the job is done, e.g. 0.5, start it again\nand check the job resumes with every unit counted once (0: no restart)")
 	fs.StringVar(&cfg.DataDir, "data", "", "the server's data directory, kept afterwards (default: a temporary one, removed)")
 	fs.IntVar(&cfg.ServerNice, "server-nice", scale.DefaultServerNice, "the server's nice value: below 0 it gets the CPU before the simulated workers, which share its cores\n(in a deployment they run on other machines); 0 runs it as the bench")
