@@ -248,6 +248,20 @@ func (r *reader) next() (packet, error) {
 // socket.
 func (r *reader) ready() bool { return len(r.rest) > 0 || r.i < r.n }
 
+// peekFrom returns the sender of the packet next has at hand (the zero
+// address on a connected socket), and whether it has one.
+func (r *reader) peekFrom() (netip.AddrPort, bool) {
+	switch {
+	case len(r.rest) > 0:
+		return r.from, true
+	case r.i >= r.n:
+		return netip.AddrPort{}, false
+	case r.names == nil:
+		return netip.AddrPort{}, true
+	}
+	return getAddr(&r.names[r.i], r.ms[r.i].hdr.Namelen), true
+}
+
 // fill reads the next batch into fresh buffers. A socket that lingers
 // (coalesce.go) is disarmed meanwhile, so that the packets that come while
 // it lingers wake nobody.

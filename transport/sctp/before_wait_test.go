@@ -26,7 +26,7 @@ func TestSealedBeforeWait(t *testing.T) {
 	// Read what the listener seals through a conn of the dialer's kind
 	// over a queue of its own (a second reader of d's conn would race
 	// pion's).
-	raw := newPconn(nil, netip.MustParseAddrPort("192.0.2.1:9"))
+	raw := newPconn(&mux{lender: newLender()}, netip.MustParseAddrPort("192.0.2.1:9"))
 	c := &sealedConn{raw: raw, mux: newRecordMux(raw), rec: dc.rec, fwd: make(chan struct{})}
 	c.mux.fast.Store(true)
 	hooks := 0

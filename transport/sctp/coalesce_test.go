@@ -298,7 +298,13 @@ func TestLingerOnLongPath(t *testing.T) {
 		if dc, ok := raw.(*dconn); ok {
 			sock = dc.sock
 		} else {
-			sock = raw.(*pconn).m.sock
+			pc := raw.(*pconn)
+			sock = pc.m.sock
+			// The listener's sole association, its peer on another
+			// host, reads the socket itself (solo.go).
+			if !pc.borrowed.Load() {
+				t.Errorf("%s: the listener's sole association does not read its socket", a.LocalAddr())
+			}
 		}
 		// The path's delay counted, and no resent flight (pion waits 1 s).
 		rtt := c.handshakeRTT()

@@ -1,6 +1,7 @@
 package sctp
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -59,6 +60,12 @@ type pconn struct {
 	// -1 until it has one; the mux applies the smallest of its
 	// associations' to the shared socket.
 	linger atomic.Int64
+	// borrowed: c's reader has the listener's socket (solo.go); granted
+	// is where the mux's loop answers its borrow; local caches whether
+	// the peer is on this host (0: not known yet, 1: no, 2: yes).
+	borrowed atomic.Bool
+	granted  chan bool
+	local    atomic.Int32
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -70,6 +77,7 @@ func newPconn(m *mux, raddr netip.AddrPort) *pconn {
 	c.hook.set(func(error) { _ = c.Close() })
 	c.life.Start()
 	c.linger.Store(-1)
+	c.granted = make(chan bool, 1)
 	return c
 }
 
@@ -91,9 +99,7 @@ const maxQueued = 16 << 20
 
 // deliver hands a packet to the reader, dropping it when the queue is full.
 func (c *pconn) deliver(p packet) {
-	if c.snap != nil && len(p.p) > sctpCommonHeader && p.p[sctpCommonHeader] == chunkCookieEcho {
-		c.m.cookieAckAgain(c, p.p) // the peer has not had our COOKIE-ACK
-	}
+	c.cookieAckAgain(p)
 	n := int64(p.share())
 	if c.inB.Add(n) > maxQueued {
 		c.inB.Add(-n)
@@ -108,20 +114,60 @@ func (c *pconn) deliver(p packet) {
 	}
 }
 
-// next returns the next datagram the mux routed to c, as it came.
-func (c *pconn) next() (packet, error) {
-	select {
-	case pk := <-c.in:
-		return c.take(pk), nil
-	case <-c.closed:
-		return packet{}, net.ErrClosed
-	case <-c.rd.Done():
-		return packet{}, os.ErrDeadlineExceeded
+// cookieAckAgain answers a COOKIE ECHO from a plaintext peer that has
+// not had our COOKIE-ACK.
+func (c *pconn) cookieAckAgain(p packet) {
+	if c.snap != nil && len(p.p) > sctpCommonHeader && p.p[sctpCommonHeader] == chunkCookieEcho {
+		c.m.cookieAckAgain(c, p.p)
 	}
 }
 
-// ready reports whether a datagram waits for next.
-func (c *pconn) ready() bool { return len(c.in) > 0 }
+// next returns c's next datagram, as it came: one the mux routed to c,
+// or, while c is the listener's sole association, one c's reader read
+// from the socket itself (solo.go). One goroutine at a time may call it.
+func (c *pconn) next() (packet, error) {
+	for {
+		if c.borrowed.Load() {
+			if pk, ok := c.queued(); ok {
+				return pk, nil
+			}
+			if pk, err := c.readBorrowed(); !errors.Is(err, errGivenBack) {
+				return pk, err
+			}
+		}
+		if pk, ok := c.queued(); ok {
+			return pk, nil
+		}
+		if c.borrow() {
+			c.borrowed.Store(true)
+			continue
+		}
+		select {
+		case pk := <-c.in:
+			return c.take(pk), nil
+		case <-c.closed:
+			return packet{}, net.ErrClosed
+		case <-c.rd.Done():
+			return packet{}, os.ErrDeadlineExceeded
+		}
+	}
+}
+
+// queued returns a datagram the mux routed to c, if one waits.
+func (c *pconn) queued() (packet, bool) {
+	select {
+	case pk := <-c.in:
+		return c.take(pk), true
+	default:
+		return packet{}, false
+	}
+}
+
+// ready reports whether a datagram of c's is at hand for next; c's reader
+// only.
+func (c *pconn) ready() bool {
+	return len(c.in) > 0 || (c.borrowed.Load() && c.readyBorrowed())
+}
 
 // take is the reader's side of deliver.
 func (c *pconn) take(p packet) packet {
@@ -133,15 +179,12 @@ func (c *pconn) take(p packet) packet {
 // the hook (which aborts the association) and skipped.
 func (c *pconn) Read(p []byte) (int, error) {
 	for {
-		select {
-		case pk := <-c.in:
-			if q, ok := admit(c.take(pk), p, c.checks()); ok {
-				return len(q), nil
-			}
-		case <-c.closed:
-			return 0, net.ErrClosed
-		case <-c.rd.Done():
-			return 0, os.ErrDeadlineExceeded
+		pk, err := c.next()
+		if err != nil {
+			return 0, err
+		}
+		if q, ok := admit(pk, p, c.checks()); ok {
+			return len(q), nil
 		}
 	}
 }
@@ -202,15 +245,12 @@ func (c *pconn) holdRound() { c.tx.held.Store(true) }
 // uses it to save a copy.
 func (c *pconn) ReadPacket() ([]byte, error) {
 	for {
-		select {
-		case pk := <-c.in:
-			if p, ok := admit(c.take(pk), nil, c.checks()); ok {
-				return p, nil
-			}
-		case <-c.closed:
-			return nil, net.ErrClosed
-		case <-c.rd.Done():
-			return nil, os.ErrDeadlineExceeded
+		pk, err := c.next()
+		if err != nil {
+			return nil, err
+		}
+		if p, ok := admit(pk, nil, c.checks()); ok {
+			return p, nil
 		}
 	}
 }
@@ -259,16 +299,21 @@ func (c *pconn) Close() error {
 	c.closeOnce.Do(func() {
 		_ = c.tx.close(c.m.sock, &c.serr)
 		close(c.closed)
+		c.closeBorrowed()
 		c.m.remove(c)
 	})
 	return nil
 }
 
-func (c *pconn) LocalAddr() net.Addr               { return c.m.sock.localAddr() }
-func (c *pconn) RemoteAddr() net.Addr              { return c.ua }
-func (c *pconn) SetDeadline(t time.Time) error     { c.rd.Set(t); return nil }
-func (c *pconn) SetReadDeadline(t time.Time) error { c.rd.Set(t); return nil }
-func (c *pconn) SetWriteDeadline(time.Time) error  { return nil }
+func (c *pconn) LocalAddr() net.Addr           { return c.m.sock.localAddr() }
+func (c *pconn) RemoteAddr() net.Addr          { return c.ua }
+func (c *pconn) SetDeadline(t time.Time) error { return c.SetReadDeadline(t) }
+func (c *pconn) SetReadDeadline(t time.Time) error {
+	c.rd.Set(t)
+	c.setBorrowedDeadline()
+	return nil
+}
+func (c *pconn) SetWriteDeadline(time.Time) error { return nil }
 
 // dconn is the dialer's connected UDP socket, read and written in batches
 // (batch.go), with the same packet check.

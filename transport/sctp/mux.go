@@ -3,9 +3,12 @@ package sctp
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/braidhq/braid/transport/internal/preauth"
@@ -44,6 +47,11 @@ type mux struct {
 	mu      sync.Mutex // guards conns, closing
 	conns   map[netip.AddrPort]*pconn
 	closing bool
+	// solo is the listener's only association (nil with none or more
+	// than one), set under mu; lender lends it the socket's reader
+	// (solo.go).
+	solo   atomic.Pointer[pconn]
+	lender *lender
 }
 
 // newMux takes pc's socket over (pc is closed: see quietFD).
@@ -53,8 +61,8 @@ func newMux(pc *net.UDPConn, maxHalf int, inits initTemplate, onNew func(*pconn)
 		return nil, err
 	}
 	return &mux{sock: sock, onNew: onNew, log: log, jar: newCookieJar(), inits: inits,
-		conns: map[netip.AddrPort]*pconn{},
-		gate:  preauth.Gate{MaxTotal: maxHalf, MaxPerSource: max(1, maxHalf/maxHalfPerSourceDiv), Quiet: proofWait}}, nil
+		conns: map[netip.AddrPort]*pconn{}, lender: newLender(),
+		gate: preauth.Gate{MaxTotal: maxHalf, MaxPerSource: max(1, maxHalf/maxHalfPerSourceDiv), Quiet: proofWait}}, nil
 }
 
 const (
@@ -71,10 +79,16 @@ const (
 // start starts routing datagrams.
 func (m *mux) start() { go m.readLoop() }
 
-// readLoop routes packets until the socket is closed.
+// readLoop routes packets until the socket is closed, and lends the
+// socket to a sole association's reader that asks for it (solo.go).
 func (m *mux) readLoop() {
+	defer m.endLending()
 	for {
 		p, err := m.sock.rd.next()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			m.lend()
+			continue
+		}
 		if err != nil {
 			return
 		}
@@ -210,6 +224,7 @@ func (m *mux) open(from netip.AddrPort, setup func(*pconn), p packet) bool {
 		return false
 	}
 	m.conns[from] = c
+	m.setSoloLocked()
 	m.onNew(c) // under mu, so that no new association starts after close
 	m.mu.Unlock()
 	p.rb.retain()
@@ -224,6 +239,7 @@ func (m *mux) remove(c *pconn) {
 	m.mu.Lock()
 	if m.conns[c.raddr] == c {
 		delete(m.conns, c.raddr)
+		m.setSoloLocked()
 	}
 	last := m.closing && len(m.conns) == 0
 	m.relingerLocked()
@@ -231,6 +247,18 @@ func (m *mux) remove(c *pconn) {
 	if last {
 		_ = m.sock.close()
 	}
+}
+
+// setSoloLocked records the listener's only association, if it has one.
+// The caller holds mu.
+func (m *mux) setSoloLocked() {
+	var solo *pconn
+	if len(m.conns) == 1 {
+		for _, c := range m.conns {
+			solo = c
+		}
+	}
+	m.solo.Store(solo)
 }
 
 // relinger applies the smallest receive coalescing delay the socket's
