@@ -2139,12 +2139,13 @@ func (a *Association) Pacing() bool { return atomic.LoadUint32(&a.pacing) == 1 }
 // Pacing constants: the gains over cwnd/minRTT in
 // slow start and after, the least burst in time, and the divisor of a
 // burst that gives what a held sender waits for before the timer wakes
-// it (a quarter of a burst).
+// it (half a burst: 2 ms of data at least, some twenty packets a round at
+// 100 Mbit/s).
 const (
 	paceGainSS   = 2
 	paceGainCA   = 1.25
 	paceMinBurst = 4 * time.Millisecond
-	paceWakeDiv  = 4
+	paceWakeDiv  = 2
 )
 
 // paceRefill returns the pacing rate (bytes a second, 0 when not paced)
@@ -2196,6 +2197,16 @@ func (a *Association) checkPaceStall(now time.Time, slack float64) {
 		a.stats.incPaceStalls()
 	}
 	a.paceDue = time.Time{}
+}
+
+// paceWaitsForTimer reports whether a round leaves new DATA to the pace
+// timer: the timer is set and the tokens have not reached the share of
+// burst it waits for. So a round that a SACK or a write runs in between
+// does not send the few packets the tokens have earned since the last:
+// one send, and one wakeup of the receiver, a timer's round, not two. The
+// caller should hold the lock.
+func (a *Association) paceWaitsForTimer(burst float64) bool {
+	return a.paceArmed && a.paceTokens < burst/paceWakeDiv
 }
 
 // paceStallDiv: a wakeup later than a quarter of the minimum RTT (or the
@@ -4275,6 +4286,7 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 	}
 
 	paceRate, paceBurst := a.paceRefill()
+	paceWait := a.paceWaitsForTimer(paceBurst)
 	if a.pendingQueue.size() > 0 { //nolint:nestif
 		// RFC 4960 sec 6.1.  Transmission of DATA Chunks
 		//   A) At any given time, the data sender MUST NOT transmit new data to
@@ -4325,7 +4337,8 @@ func (a *Association) popPendingDataChunksToSend( //nolint:cyclop,gocognit
 			// Paced, the chunk waits for its bytes' time
 			// (heldByCwnd stays as cwnd last left it: the tuner asks
 			// whether the window, not the pace, holds the sender back).
-			if paceRate > 0 && a.paceTokens < float64(chunkBytes) && a.inflightQueue.size() > 0 {
+			// A round the timer waits for (paceWait) sends none.
+			if paceRate > 0 && (paceWait || a.paceTokens < float64(chunkBytes)) && a.inflightQueue.size() > 0 {
 				need := max(float64(chunkBytes), paceBurst/paceWakeDiv) - a.paceTokens
 				a.armPaceTimer(time.Duration(need / paceRate * float64(time.Second)))
 

@@ -15,7 +15,8 @@ import (
 
 // TestBraidPacing: paced, a sender whose window is open
 // sends a burst's worth of new data, then what the rate gives as time
-// passes, never more than a burst after a pause; the rate is higher in
+// passes (while the pace timer is set, in shares of half a burst), never
+// more than a burst after a pause; the rate is higher in
 // slow start; the pace timer alone, with no SACK, sends the rest; unpaced,
 // the window alone decides. The path is made slow (a minimum RTT of 4 s)
 // so that the real time the test takes gives the pace almost nothing.
@@ -66,8 +67,17 @@ func TestBraidPacing(t *testing.T) {
 	assert.InDelta(t, burst, pop(), 1, "one burst")
 	assert.True(t, a0.paceArmed, "a held sender's wakeup is set")
 	assert.Equal(t, 0, pop(), "no time has passed: nothing more")
+	// While the timer is set, a round (a SACK's, a write's) leaves
+	// the tokens to it until they make half a burst (7812.5 bytes).
 	a0.paceAt = a0.paceAt.Add(-80 * time.Millisecond)
-	assert.InDelta(t, 5000/chunk, pop(), 1, "80 ms of the rate")
+	assert.Equal(t, 0, pop(), "80 ms of the rate, 5000 bytes: left to the timer")
+	a0.paceAt = a0.paceAt.Add(-80 * time.Millisecond)
+	assert.InDelta(t, 10000/chunk, pop(), 1, "160 ms of the rate, 10000 bytes")
+	// The timer's own round (it has fired) sends what the tokens allow.
+	a0.paceArmed = false
+	a0.paceAt = a0.paceAt.Add(-80 * time.Millisecond)
+	assert.InDelta(t, 5000/chunk, pop(), 1, "80 ms of the rate, the timer fired")
+	assert.True(t, a0.paceArmed, "held again, the wakeup is set again")
 	a0.paceAt = a0.paceAt.Add(-10 * time.Second)
 	assert.InDelta(t, burst, pop(), 1, "after a pause, one burst only")
 
