@@ -40,6 +40,10 @@ type dispatcher struct {
 	nextCounts time.Time
 	nextID     uint64
 	nextGen    int // association generations, unique across all workers
+	// admit bounds the units sent and not yet answered (admission.go);
+	// nextAdjust is when the bound moves next.
+	admit      *admission
+	nextAdjust time.Time
 	// assembling counts jobs whose result is being built off the loop.
 	assembling int
 	// draining: the server is stopping; no unit goes out (drain.go).
@@ -62,6 +66,7 @@ type flight struct {
 	gen     int
 	sent    time.Time
 	unsent  bool // never left the server (it could not be sent)
+	parked  bool // placed but held back by the admission bound (admission.go)
 }
 
 // resultMsg is a result read (and its output stored) by a stream reader, or
@@ -94,6 +99,7 @@ func newDispatcher(s *Server) *dispatcher {
 		roster:     newRoster(s.cfg.HeartbeatInterval, s.cfg.HeartbeatTimeout, s.cfg.HeartbeatRate),
 		views:      &views{},
 		nextID:     uint64(time.Now().UnixNano()),
+		admit:      newAdmission(s.cfg.SchedTarget),
 	}
 	d.views.running.Store(&map[string]int{})
 	return d
@@ -185,6 +191,7 @@ func (d *dispatcher) run(ctx context.Context) {
 			d.shutdown()
 			return
 		}
+		d.releaseParked()
 		d.checkDrained()
 		d.publishTouched()
 		if tailC == nil && d.core.Speculating() {
@@ -312,6 +319,7 @@ func (d *dispatcher) onTick(now time.Time) {
 	d.apply(d.core.Tick(now))
 	d.forgetEnded()
 	d.publishCounts(now)
+	d.adjustAdmission(now)
 	if (len(d.jobs) > 0 || d.wantsStale) && !now.Before(d.nextWants) {
 		d.wantsStale = len(d.jobs) > 0 // once more after the last job goes: its wants fall to 0
 		d.nextWants = now.Add(max(tickEvery, time.Duration(len(d.workers))*time.Second/wantsPerSecond))

@@ -82,9 +82,10 @@ func (d *dispatcher) unitsOf(j *jobRun) []scheduler.Unit {
 	return units
 }
 
-// send encodes an assignment and queues it on the worker's stream. A unit
-// that cannot be encoded or is too big for a message fails (the job with
-// it) rather than holding its window slot for ever.
+// send encodes an assignment and queues it on the worker's stream, or
+// parks it while the admission bound holds units back (admission.go). A
+// unit that cannot be encoded or is too big for a message fails (the job
+// with it) rather than holding its window slot for ever.
 func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
 	if d.draining {
 		d.holdBack(a)
@@ -97,13 +98,36 @@ func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
 	}
 	d.nextID++
 	id := d.nextID
-	input, err := d.s.unitInput(j, a.Unit)
-	if err != nil {
-		d.unsendable(j, a, w.gen, err)
-		return j
+	f := flight{job: j, index: a.Unit, attempt: a.Attempt, worker: a.Worker, stream: a.Stream, gen: w.gen}
+	if d.admit.full(d.unanswered()) {
+		f.parked = true
+		d.admit.park(id)
+	} else {
+		msg, err := d.encodeUnit(id, f)
+		if err != nil {
+			d.unsendable(j, a, w.gen, err)
+			return j
+		}
+		if !d.enqueue(w, a.Stream, msg) {
+			return nil
+		}
 	}
-	d.core.SetSize(j.id, a.Unit, int64(len(input))) // if it was unknown
-	u := wire.Unit{ID: id, Job: j.id, Index: a.Unit, Attempt: a.Attempt, Op: j.spec.Op,
+	f.sent = time.Now()
+	w.flights = append(w.flights, id)
+	d.inflight[id] = f
+	d.markSent(j)
+	return j
+}
+
+// encodeUnit is the message of unit id, the flight f.
+func (d *dispatcher) encodeUnit(id uint64, f flight) ([]byte, error) {
+	j := f.job
+	input, err := d.s.unitInput(j, f.index)
+	if err != nil {
+		return nil, err
+	}
+	d.core.SetSize(j.id, f.index, int64(len(input))) // if it was unknown
+	u := wire.Unit{ID: id, Job: j.id, Index: f.index, Attempt: f.attempt, Op: j.spec.Op,
 		Digest: j.digest, Params: j.params, Input: input}
 	msg, err := wire.AppendUnit(getBuf(len(u.Input)+512), &u)
 	if err == nil && len(msg) > transport.MaxMessageSize {
@@ -111,27 +135,13 @@ func (d *dispatcher) send(a scheduler.Assignment) *jobRun {
 	}
 	if err != nil {
 		putBuf(msg)
-		d.unsendable(j, a, w.gen, err)
-		return j
+		return nil, err
 	}
-	select {
-	case w.queues[a.Stream] <- msg:
-	default:
-		putBuf(msg)
-		w.assoc.Abort(fmt.Errorf("server: send queue of stream %d overflowed", a.Stream))
-		return nil
-	}
-	d.s.metrics.unitsSent.Inc()
-	now := time.Now()
-	w.flights = append(w.flights, id)
-	d.inflight[id] = flight{job: j, index: a.Unit, attempt: a.Attempt, worker: a.Worker,
-		stream: a.Stream, gen: w.gen, sent: now}
-	d.markSent(j)
 	if d.log.Enabled(context.Background(), slog.LevelDebug) {
-		d.log.Debug("unit sent", "job", j.id, "unit", a.Unit, "attempt", a.Attempt, "worker", a.Worker,
-			"stream", a.Stream, "bytes", len(u.Input))
+		d.log.Debug("unit sent", "job", j.id, "unit", f.index, "attempt", f.attempt, "worker", f.worker,
+			"stream", f.stream, "bytes", len(u.Input))
 	}
-	return j
+	return msg, nil
 }
 
 // markSent records a job's first unit going out.

@@ -83,6 +83,7 @@ type stateCollector struct {
 	workerDone, workerInFlight, workerLease                 *prometheus.Desc
 	workerBytes, workerBudget, workerFlows                  *prometheus.Desc
 	workerBytesOld                                          *prometheus.Desc // workerBytes' deprecated name
+	held, bound                                             *prometheus.Desc
 }
 
 func newStateCollector(s *Server) *stateCollector {
@@ -103,6 +104,8 @@ func newStateCollector(s *Server) *stateCollector {
 		workerBytes:    d("braid_worker_in_flight_input_bytes", "Input bytes of the units sent to a worker and not yet answered (where their size is known).", "worker"),
 		workerBytesOld: d("braid_worker_input_bytes_in_flight", "Deprecated: braid_worker_in_flight_input_bytes, under its old name; removed in the next release.", "worker"),
 		workerBudget:   d("braid_worker_byte_budget_bytes", "Input bytes a worker may have in flight: its measured work over the byte horizon, capped by what it says it can hold (0: no limit).", "worker"),
+		held:           d("braid_units_held", "Units placed on workers but held in the server by the admission bound, to be sent as results come back (docs/scale.md)."),
+		bound:          d("braid_units_out_bound", "The admission bound: units sent and not yet answered at most while the server's goroutines wait longer than --sched-target to run (0: no bound now)."),
 		workerFlows:    d("braid_worker_sctp_flows", "Reno flows the congestion control of the server's userspace SCTP association to a worker stands for (--sctp-flows; tuned by default).", "worker"),
 	}
 }
@@ -110,7 +113,7 @@ func newStateCollector(s *Server) *stateCollector {
 // Describe implements prometheus.Collector.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.jobs, c.units, c.workers, c.assocs, c.streams, c.objects, c.storeBy,
-		c.workerDone, c.workerInFlight, c.workerLease, c.workerBytes, c.workerBytesOld, c.workerBudget, c.workerFlows} {
+		c.workerDone, c.workerInFlight, c.workerLease, c.workerBytes, c.workerBytesOld, c.workerBudget, c.workerFlows, c.held, c.bound} {
 		ch <- d
 	}
 }
@@ -167,10 +170,12 @@ type workerFigures struct {
 // that does not answer within a second (a stopping server) leaves them out.
 func (c *stateCollector) collectWorkers(ch chan<- prometheus.Metric, gauge func(*prometheus.Desc, float64, ...string)) {
 	var figs []workerFigures
+	var held, bound int
 	d := c.s.disp
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	err := d.do(ctx, func() {
+		held, bound = d.admit.live, d.admit.limit
 		for name, w := range d.workers {
 			f := workerFigures{name: name, state: w.state, done: w.unitsDone, inFlight: d.core.InFlight(name)}
 			f.bytes, f.budget = d.core.Bytes(name)
@@ -184,6 +189,11 @@ func (c *stateCollector) collectWorkers(ch chan<- prometheus.Metric, gauge func(
 	if err != nil {
 		return
 	}
+	if bound == noLimit {
+		bound = 0
+	}
+	gauge(c.held, float64(held))
+	gauge(c.bound, float64(bound))
 	states := map[string]int{api.WorkerConnecting: 0, api.WorkerUp: 0, api.WorkerDown: 0}
 	assocs, streams := map[string]int{}, map[string]int{}
 	for name := range c.s.cfg.Transports {

@@ -108,6 +108,11 @@ type Config struct {
 	// Liveness is how long a worker may stay silent on its association
 	// before the server takes it for dead (default: the transport's, 3 s).
 	Liveness time.Duration
+	// SchedTarget is the wait of the server's goroutines to run (p99)
+	// above which the server sends fewer units at once (admission.go): a
+	// request to the API waits about as long. 0: DefaultSchedTarget;
+	// negative: no bound.
+	SchedTarget time.Duration
 	// RetainFor is how long a finished job (done, failed or cancelled) is
 	// kept, with its unit statistics (default 7 days; negative: no age
 	// limit). RetainJobs is how many finished jobs are kept at most, the
@@ -174,6 +179,9 @@ func (c *Config) validate() error {
 	}
 	if c.HeartbeatRate <= 0 {
 		c.HeartbeatRate = DefaultHeartbeatRate
+	}
+	if c.SchedTarget == 0 {
+		c.SchedTarget = DefaultSchedTarget
 	}
 	if c.UploadIdleTimeout <= 0 {
 		c.UploadIdleTimeout = 30 * time.Second

@@ -388,6 +388,9 @@ func (d *dispatcher) workerDown(w *workerConn, reason error) {
 	}
 	n := len(w.flights)
 	for _, id := range w.flights {
+		if d.inflight[id].parked {
+			d.admit.live--
+		}
 		delete(d.inflight, id)
 	}
 	w.flights = nil

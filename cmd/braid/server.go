@@ -34,6 +34,8 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	var tf serverTLSFlags
 	tf.register(fs)
 	liveness := fs.Duration("liveness", 3*time.Second, "a worker silent this long on its association is taken for dead and its units go elsewhere (the smaller of the two ends' values applies)")
+	schedTarget := fs.Duration("sched-target", server.DefaultSchedTarget, "while the server's goroutines wait longer than this to run (p99), send fewer units at once, so that the API is answered\n"+
+		"within about as long on a saturated server (0: send every unit at once)")
 	maxConns := fs.Int("max-conns", 0, "control API connections open at once (0: half the open-file limit, at most 65536); past it the oldest idle one is closed, or the newcomer told 503")
 	maxConnsPerSource := fs.Int("max-conns-per-source", server.DefaultMaxConnsPerSource, "control API connections open at once from one IP address (-1: only --max-conns)")
 	var sec secretFlags
@@ -88,7 +90,7 @@ func runServer(ctx context.Context, args []string, e *env) error {
 	cfg := server.Config{Listen: *listen, DataDir: *data, Secret: secret, Name: *name, Auth: *auth, TLS: tlsCfg,
 		Transports: ts, MaxObjectSize: *maxObj, UploadIdleTimeout: *uploadIdle, HeartbeatTimeout: *hbTimeout, Window: *window, ByteHorizon: byteHorizonConfig(*byteHorizon),
 		RetainFor: *retainFor, RetainJobs: *retainJobs, GCGrace: *gcGrace, DrainTimeout: *drainTimeout, Liveness: *liveness, ForgetWorkersAfter: *forgetWorkers, Logger: log,
-		MaxConns: *maxConns, MaxConnsPerSource: *maxConnsPerSource}
+		MaxConns: *maxConns, MaxConnsPerSource: *maxConnsPerSource, SchedTarget: schedTargetConfig(*schedTarget)}
 	if err := stf.apply(&cfg, log); err != nil {
 		return err
 	}
@@ -132,6 +134,15 @@ func checkRetention(retainFor time.Duration, retainJobs int, gcGrace time.Durati
 // byteHorizonConfig is server.Config.ByteHorizon for --byte-horizon d,
 // where 0 (or less) turns rate-based byte budgets off.
 func byteHorizonConfig(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
+// schedTargetConfig maps --sched-target to Config.SchedTarget: 0 (or less)
+// turns the bound off.
+func schedTargetConfig(d time.Duration) time.Duration {
 	if d <= 0 {
 		return -1
 	}

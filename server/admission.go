@@ -1,0 +1,170 @@
+package server
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/braidhq/braid/scheduler"
+)
+
+// Admission. A unit the server has sent is, until its result is read,
+// either on a worker or, once answered, a result waiting for the server.
+// While the server is the bottleneck (a fleet of fast units) most of them
+// wait in the server: each association with a result to read has a
+// runnable goroutine, and Go's scheduler runs goroutines first come first
+// served, without priorities. A control request (a page of the API, a
+// heartbeat) queues behind all of them, for as long as the server takes to
+// turn that many units around: 10,000 one-unit workers at 40,000 units/s
+// is a quarter of a second. More units in flight than the server turns
+// around in a few milliseconds add nothing to its rate then; they only
+// lengthen that queue.
+//
+// So the loop bounds the units sent and not yet answered (limit) by the
+// goroutines' wait to run, read from the runtime every adjustEvery: when
+// the wait's p99 passes target the bound falls by a quarter (to below the
+// units out), and while the bound holds units back and the wait is below
+// target it rises by an eighth. A unit the core places beyond the bound is
+// parked, and encoded and sent in placement order as results come
+// back; to the core it is in flight. A unit's round trip is measured from
+// when it is sent, not placed, so that its wait here does not pass for a
+// slow path and grow the worker's window. With nothing in flight the
+// bound is lifted. A server that keeps up (units that take time, or
+// fewer workers) never reaches the target and never parks a unit.
+
+// admission is the bound and the parked units; the dispatch loop owns it.
+type admission struct {
+	target time.Duration // the goroutines' p99 wait above which the bound falls; 0: no bound
+	limit  int           // units sent and unanswered at most (noLimit: none)
+	floor  int           // the bound never falls below it (minLimit; tests set less)
+	parked []uint64      // flights placed and not yet sent, oldest first from head; one no longer in flight is skipped
+	head   int
+	live   int // parked units whose flights are still parked in d.inflight
+	// latency is the goroutines' p99 wait since its previous call and
+	// how many waits that was (schedLatency; tests set their own).
+	latency func() (time.Duration, uint64)
+}
+
+const (
+	noLimit = math.MaxInt
+	// minLimit is the fewest units the bound lets out: enough that the
+	// server's round trip, not the bound, sets the rate.
+	minLimit = 1000
+	// adjustEvery is how often the bound is adjusted.
+	adjustEvery = 100 * time.Millisecond
+	// DefaultSchedTarget is Config.SchedTarget's default.
+	DefaultSchedTarget = 20 * time.Millisecond
+)
+
+func newAdmission(target time.Duration) *admission {
+	a := &admission{target: target, limit: noLimit, floor: minLimit}
+	if target > 0 {
+		l := newSchedLatency()
+		a.latency = func() (time.Duration, uint64) { return l.quantile(0.99) }
+	}
+	return a
+}
+
+// full reports whether a unit must be parked with out units sent and
+// unanswered: the bound is reached, or units are parked already (they
+// go first).
+func (a *admission) full(out int) bool {
+	return a.live > 0 || out >= a.limit
+}
+
+// park queues flight id to be sent once the bound allows.
+func (a *admission) park(id uint64) {
+	a.parked = append(a.parked, id)
+	a.live++
+}
+
+// next takes the oldest parked flight, or reports false.
+func (a *admission) next() (uint64, bool) {
+	if a.head == len(a.parked) {
+		return 0, false
+	}
+	p := a.parked[a.head]
+	a.head++
+	if a.head == len(a.parked) || a.head > 1024 && a.head*2 > len(a.parked) {
+		a.parked = a.parked[:copy(a.parked, a.parked[a.head:])]
+		a.head = 0
+	}
+	return p, true
+}
+
+// adjust moves the bound by the goroutines' wait since the last call,
+// with out units sent and unanswered; it reports whether it read a wait.
+func (a *admission) adjust(out int) bool {
+	if a.latency == nil {
+		return false
+	}
+	wait, n := a.latency()
+	switch {
+	case n == 0:
+		return false
+	case wait > a.target:
+		a.limit = max(min(a.limit, out)*3/4, a.floor)
+	case a.live > 0:
+		a.limit += max(a.limit/8, 1)
+	}
+	return true
+}
+
+// unanswered is how many units are sent and not yet answered.
+func (d *dispatcher) unanswered() int { return len(d.inflight) - d.admit.live }
+
+// enqueue hands an encoded unit to its stream's sender. A full queue (a
+// bug: queues hold the most units the core places on a stream) ends the
+// association.
+func (d *dispatcher) enqueue(w *workerConn, stream int, msg []byte) bool {
+	select {
+	case w.queues[stream] <- msg:
+		d.s.metrics.unitsSent.Inc()
+		return true
+	default:
+		putBuf(msg)
+		w.assoc.Abort(fmt.Errorf("server: send queue of stream %d overflowed", stream))
+		return false
+	}
+}
+
+// releaseParked sends parked units, oldest first, while the bound allows.
+// The loop calls it after every event.
+func (d *dispatcher) releaseParked() {
+	for d.admit.live > 0 && d.unanswered() < d.admit.limit {
+		id, _ := d.admit.next()
+		f, ok := d.inflight[id]
+		if !ok || !f.parked { // its worker went down (workerDown counted it)
+			continue
+		}
+		d.admit.live--
+		w := d.workers[f.worker]
+		msg, err := d.encodeUnit(id, f)
+		if err != nil {
+			delete(d.inflight, id)
+			w.flights = slices.DeleteFunc(w.flights, func(x uint64) bool { return x == id })
+			d.unsendable(f.job, scheduler.Assignment{Job: f.job.id, Unit: f.index, Attempt: f.attempt,
+				Worker: f.worker, Stream: f.stream}, f.gen, err)
+			continue
+		}
+		f.parked, f.sent = false, time.Now()
+		d.inflight[id] = f
+		d.enqueue(w, f.stream, msg)
+	}
+}
+
+// adjustAdmission moves the bound every adjustEvery, and lifts it when
+// nothing is in flight.
+func (d *dispatcher) adjustAdmission(now time.Time) {
+	if len(d.inflight) == 0 {
+		d.admit.limit = noLimit
+	}
+	if now.Before(d.nextAdjust) {
+		return
+	}
+	d.nextAdjust = now.Add(adjustEvery)
+	if old := d.admit.limit; d.admit.adjust(d.unanswered()) && old != d.admit.limit {
+		d.log.Debug("admission bound", "units", d.admit.limit, "was", old, "out", d.unanswered(), "held", d.admit.live)
+	}
+}
