@@ -290,3 +290,56 @@ func TestIdlePingUnnegotiated(t *testing.T) {
 		}
 	})
 }
+
+// TestLeaveIdleRightAfterIdlePing: a side that reads a message, or takes
+// a Busy, a moment after its idle ping went out pings at once (within the
+// keep-alive's wakeup), not half a liveness bound later: until then the
+// peer, whose last frame from it was the idle ping, waits the idle bound.
+func TestLeaveIdleRightAfterIdlePing(t *testing.T) {
+	for _, how := range []string{"message", "busy"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mine, raw := memPair()
+				a := New([]Conn{mine}, idleConfig(1))
+				defer a.Abort(nil)
+				frames := make(chan frame.Header, 100)
+				go func() {
+					r := frame.NewReader(raw, 1)
+					for {
+						h, _, err := r.Next()
+						if err != nil {
+							return
+						}
+						frames <- h
+					}
+				}()
+				stop := make(chan struct{})
+				defer close(stop)
+				go pingEvery(raw, testLiveness/5, stop)
+				for h := range frames { // the idle ping, a liveness bound in
+					if h.Type == frame.Ping && h.Flags == frame.FlagIdle {
+						break
+					}
+				}
+				if how == "busy" {
+					defer a.Busy()()
+				} else {
+					msg := []byte("unit")
+					data := append(frame.Header{Type: frame.Data, Len: uint32(len(msg)), MsgLen: uint32(len(msg)), Flags: frame.FlagEnd}.Append(nil), msg...)
+					if _, err := raw.Write(data); err != nil {
+						t.Fatal(err)
+					}
+				}
+				left := time.Now()
+				select {
+				case h := <-frames:
+					if h.Type != frame.Ping || h.Flags != 0 || time.Since(left) > testLiveness/8 {
+						t.Errorf("after leaving idle: %+v %v later, want a ping at once", h, time.Since(left))
+					}
+				case <-time.After(testLiveness):
+					t.Error("no frame within the liveness bound of leaving idle")
+				}
+			})
+		})
+	}
+}

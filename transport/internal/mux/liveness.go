@@ -58,7 +58,8 @@ import (
 //   - Leaving idle: a side that writes or reads a Data or Block frame on
 //     an idle link, or whose application takes a Busy, pings on the
 //     liveness schedule again at once (a read or a Busy: a ping at once,
-//     as its last frame is old; a write: the frame is the sign of life).
+//     even if its idle ping went out a moment before, so that the peer
+//     leaves the idle bound; a write: the frame is the sign of life).
 //   - Sending to an idle peer: a Data or Block frame written since the
 //     peer's last frame arrived, or less than Liveness before, is answered
 //     by a peer that leaves idle when it reads it; so, besides the idle
@@ -368,10 +369,14 @@ func (a *Assoc) goIdle(l *link, now time.Duration) bool {
 }
 
 // leaveIdle returns l to the liveness schedule if it announced idle, and
-// wakes the keep-alive loop to reschedule. The caller stamped what made it
-// leave first (see goIdle).
-func (a *Assoc) leaveIdle(l *link) {
+// wakes the keep-alive loop to reschedule; with pingNow, the loop pings l
+// at once (its last frame, the idle ping, told the peer to wait the idle
+// bound). The caller stamped what made it leave first (see goIdle).
+func (a *Assoc) leaveIdle(l *link, pingNow bool) {
 	if l.clock.idleOut.CompareAndSwap(true, false) {
+		if pingNow {
+			l.clock.sent.Store(0)
+		}
 		a.lookAgain()
 	}
 }
@@ -379,7 +384,7 @@ func (a *Assoc) leaveIdle(l *link) {
 // dataRead records a Data or Block frame read on l.
 func (a *Assoc) dataRead(l *link) {
 	l.clock.dataIn.Store(a.lv.stamp())
-	a.leaveIdle(l)
+	a.leaveIdle(l, true)
 }
 
 // dataWritten records a Data or Block frame's write on l at now, as it
@@ -389,7 +394,7 @@ func (a *Assoc) dataRead(l *link) {
 // idle peer is judged by linkBound in time.
 func (a *Assoc) dataWritten(l *link, now time.Duration) {
 	l.clock.dataOut.Store(int64(now) + 1)
-	a.leaveIdle(l)
+	a.leaveIdle(l, false)
 }
 
 // lookAgain has the keep-alive loop look at the links again now.
@@ -406,7 +411,7 @@ func (a *Assoc) lookAgain() {
 func (a *Assoc) Busy() (release func()) {
 	a.lv.busy.Add(1)
 	for _, l := range a.links {
-		a.leaveIdle(l)
+		a.leaveIdle(l, true)
 	}
 	var once sync.Once
 	return func() { once.Do(func() { a.lv.busy.Add(-1) }) }
