@@ -99,14 +99,7 @@ func TestIdleAssociationPingsRarely(t *testing.T) {
 						t.Errorf("link %d: %d pings and %d idle pings in %d liveness bounds, want 1 and 8", i, n, idle, bounds)
 					}
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				if err := a.Send(ctx, 1, []byte("still here")); err != nil {
-					t.Fatal(err)
-				}
-				if m, err := b.Recv(ctx, 1); err != nil || string(m) != "still here" {
-					t.Fatalf("Recv = %q, %v", m, err)
-				}
+				wantCarries(t, a, b)
 			})
 		})
 	}
@@ -175,6 +168,29 @@ func TestSendToIdlePeer(t *testing.T) {
 	}
 }
 
+// frameHeaders reads frames from c until it fails, and hands on their
+// headers.
+func frameHeaders(c Conn) <-chan frame.Header {
+	frames := make(chan frame.Header, 100)
+	go func() {
+		r := frame.NewReader(c, 1)
+		for {
+			h, _, err := r.Next()
+			if err != nil {
+				return
+			}
+			frames <- h
+		}
+	}()
+	return frames
+}
+
+// dataFrame is msg as one Data frame on stream 0.
+func dataFrame(msg []byte) []byte {
+	h := frame.Header{Type: frame.Data, Len: uint32(len(msg)), MsgLen: uint32(len(msg)), Flags: frame.FlagEnd}
+	return append(h.Append(nil), msg...)
+}
+
 // drain reads c until it fails.
 func drain(c Conn) {
 	buf := make([]byte, 4096)
@@ -193,17 +209,7 @@ func TestDataLeavesIdle(t *testing.T) {
 		mine, raw := memPair()
 		a := New([]Conn{mine}, idleConfig(1))
 		defer a.Abort(nil)
-		frames := make(chan frame.Header, 100)
-		go func() {
-			r := frame.NewReader(raw, 1)
-			for {
-				h, _, err := r.Next()
-				if err != nil {
-					return
-				}
-				frames <- h
-			}
-		}()
+		frames := frameHeaders(raw)
 		stop := make(chan struct{})
 		defer close(stop)
 		go pingEvery(raw, testLiveness/5, stop)
@@ -216,9 +222,7 @@ func TestDataLeavesIdle(t *testing.T) {
 		if last.Type != frame.Ping || last.Flags != frame.FlagIdle {
 			t.Fatalf("after 3 quiet liveness bounds the last frame was %+v, want an idle ping", last)
 		}
-		msg := []byte("unit")
-		data := append(frame.Header{Type: frame.Data, Len: uint32(len(msg)), MsgLen: uint32(len(msg)), Flags: frame.FlagEnd}.Append(nil), msg...)
-		if _, err := raw.Write(data); err != nil {
+		if _, err := raw.Write(dataFrame([]byte("unit"))); err != nil {
 			t.Fatal(err)
 		}
 		got := time.Now()
@@ -302,17 +306,7 @@ func TestLeaveIdleRightAfterIdlePing(t *testing.T) {
 				mine, raw := memPair()
 				a := New([]Conn{mine}, idleConfig(1))
 				defer a.Abort(nil)
-				frames := make(chan frame.Header, 100)
-				go func() {
-					r := frame.NewReader(raw, 1)
-					for {
-						h, _, err := r.Next()
-						if err != nil {
-							return
-						}
-						frames <- h
-					}
-				}()
+				frames := frameHeaders(raw)
 				stop := make(chan struct{})
 				defer close(stop)
 				go pingEvery(raw, testLiveness/5, stop)
@@ -324,9 +318,7 @@ func TestLeaveIdleRightAfterIdlePing(t *testing.T) {
 				if how == "busy" {
 					defer a.Busy()()
 				} else {
-					msg := []byte("unit")
-					data := append(frame.Header{Type: frame.Data, Len: uint32(len(msg)), MsgLen: uint32(len(msg)), Flags: frame.FlagEnd}.Append(nil), msg...)
-					if _, err := raw.Write(data); err != nil {
+					if _, err := raw.Write(dataFrame([]byte("unit"))); err != nil {
 						t.Fatal(err)
 					}
 				}

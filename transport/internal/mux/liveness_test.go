@@ -90,6 +90,19 @@ func wantAlive(t *testing.T, as ...*Assoc) {
 	}
 }
 
+// wantCarries checks that a message still goes from a to b on stream 1.
+func wantCarries(t *testing.T, a, b *Assoc) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.Send(ctx, 1, []byte("still here")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := b.Recv(ctx, 1); err != nil || string(m) != "still here" {
+		t.Fatalf("Recv = %q, %v", m, err)
+	}
+}
+
 // TestIdleAssociationStaysUp: two idle ends ping each other on every link
 // and stay up for many liveness periods: with one link, a link per stream,
 // and three links striped.
@@ -100,14 +113,7 @@ func TestIdleAssociationStaysUp(t *testing.T) {
 				a, b := livePair(t, 2, tc.links, tc.striped)
 				time.Sleep(20 * testLiveness)
 				wantAlive(t, a, b)
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				if err := a.Send(ctx, 1, []byte("still here")); err != nil {
-					t.Fatal(err)
-				}
-				if m, err := b.Recv(ctx, 1); err != nil || string(m) != "still here" {
-					t.Fatalf("Recv = %q, %v", m, err)
-				}
+				wantCarries(t, a, b)
 			})
 		})
 	}
