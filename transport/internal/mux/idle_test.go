@@ -185,6 +185,22 @@ func frameHeaders(c Conn) <-chan frame.Header {
 	return frames
 }
 
+// wantPingAtOnce checks that the next frame is a ping on the liveness
+// schedule, and comes at once: within the keep-alive's next look, an
+// eighth of the liveness bound.
+func wantPingAtOnce(t *testing.T, frames <-chan frame.Header) {
+	t.Helper()
+	left := time.Now()
+	select {
+	case h := <-frames:
+		if h.Type != frame.Ping || h.Flags != 0 || time.Since(left) > testLiveness/8 {
+			t.Errorf("after leaving idle: %+v %v later, want a ping at once", h, time.Since(left))
+		}
+	case <-time.After(testLiveness):
+		t.Error("no frame within the liveness bound of leaving idle")
+	}
+}
+
 // dataFrame is msg as one Data frame on stream 0.
 func dataFrame(msg []byte) []byte {
 	h := frame.Header{Type: frame.Data, Len: uint32(len(msg)), MsgLen: uint32(len(msg)), Flags: frame.FlagEnd}
@@ -225,15 +241,7 @@ func TestDataLeavesIdle(t *testing.T) {
 		if _, err := raw.Write(dataFrame([]byte("unit"))); err != nil {
 			t.Fatal(err)
 		}
-		got := time.Now()
-		select {
-		case h := <-frames:
-			if h.Type != frame.Ping || h.Flags != 0 || time.Since(got) > testLiveness/2 {
-				t.Errorf("after the message: %+v %v later, want a ping on the liveness schedule", h, time.Since(got))
-			}
-		case <-time.After(testLiveness):
-			t.Error("no frame within the liveness bound of a message to an idle side")
-		}
+		wantPingAtOnce(t, frames)
 	})
 }
 
@@ -322,15 +330,7 @@ func TestLeaveIdleRightAfterIdlePing(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				left := time.Now()
-				select {
-				case h := <-frames:
-					if h.Type != frame.Ping || h.Flags != 0 || time.Since(left) > testLiveness/8 {
-						t.Errorf("after leaving idle: %+v %v later, want a ping at once", h, time.Since(left))
-					}
-				case <-time.After(testLiveness):
-					t.Error("no frame within the liveness bound of leaving idle")
-				}
+				wantPingAtOnce(t, frames)
 			})
 		})
 	}
