@@ -34,14 +34,20 @@ type lender struct {
 	// on its granted channel.
 	want *pconn
 	// holder is the reader that has the socket, nil while the mux's loop
-	// has it; reading says whether the holder is inside next (else a
-	// closing conn gives the socket back for it).
+	// has it; reading says whether the holder's reader is inside
+	// readBorrowed, between enterBorrowed and giving the socket back or
+	// leaveBorrowed. While it is, a closing conn wakes it and it gives the
+	// socket back as it leaves; else the closing conn gives the socket
+	// back itself, for the reader may never read again.
 	holder  *pconn
 	reading bool
 	// done: the mux's loop has ended (the socket is closed); no one may
 	// borrow.
 	done bool
 	back chan struct{} // the holder gives the socket back to the mux's loop
+	// ownRead, nil but in tests, is called when the holder's reader has
+	// read a packet of its own, before it leaves readBorrowed.
+	ownRead func()
 }
 
 func newLender() *lender { return &lender{back: make(chan struct{}, 1)} }
@@ -58,7 +64,7 @@ func (m *mux) lend() {
 	l.mu.Lock()
 	c := l.want
 	l.want = nil
-	if c == nil || m.solo.Load() != c {
+	if c == nil || m.solo.Load() != c || c.isClosed() {
 		_ = m.sock.setReadDeadline(time.Time{})
 		l.mu.Unlock()
 		if c != nil {
@@ -66,7 +72,7 @@ func (m *mux) lend() {
 		}
 		return
 	}
-	l.holder, l.reading = c, true
+	l.holder, l.reading = c, false // until its reader enters readBorrowed
 	t, _ := c.rd.Deadline()
 	_ = m.sock.setReadDeadline(t)
 	l.mu.Unlock()
@@ -152,6 +158,9 @@ func (c *pconn) readBorrowed() (packet, error) {
 		case !p.from.IsValid():
 			p.rb.release()
 		case p.from == c.raddr:
+			if m.lender.ownRead != nil {
+				m.lender.ownRead()
+			}
 			c.leaveBorrowed()
 			c.cookieAckAgain(p)
 			return p, nil
@@ -181,12 +190,22 @@ func (c *pconn) enterBorrowed() bool {
 	return true
 }
 
-// leaveBorrowed marks c's reader as out of next, holding the socket.
+// leaveBorrowed marks c's reader as out of readBorrowed, holding the
+// socket, or gives the socket back if c has closed meanwhile: Close, seeing
+// the reader inside, left that to it, and the reader may not read again
+// (pion's read loop ends on an ABORT it is about to return).
 func (c *pconn) leaveBorrowed() {
 	l := c.m.lender
 	l.mu.Lock()
-	l.reading = false
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	switch {
+	case l.holder != c:
+	case c.isClosed():
+		c.borrowed.Store(false)
+		c.m.returnSocketLocked()
+	default:
+		l.reading = false
+	}
 }
 
 // giveBack returns the socket to the mux's loop; c's reader only.
@@ -224,9 +243,10 @@ func (c *pconn) setBorrowedDeadline() {
 	_ = c.m.sock.setReadDeadline(t)
 }
 
-// closeBorrowed, as c closes, wakes c's reader if it reads the socket, or
-// gives the socket back for it if it is out of next (pion's read loop may
-// not call it again).
+// closeBorrowed, as c closes (c.closed is closed already), wakes c's
+// reader if it is inside readBorrowed, which then gives the socket back
+// (its loop or leaveBorrowed sees c closed), or gives the socket back for
+// it if it is not (pion's read loop may not read again).
 func (c *pconn) closeBorrowed() {
 	l := c.m.lender
 	l.mu.Lock()

@@ -17,6 +17,14 @@ type soloBed struct {
 
 func newSoloBed(t *testing.T) *soloBed {
 	t.Helper()
+	b := newIdleSoloBed(t)
+	b.m.start()
+	return b
+}
+
+// newIdleSoloBed is newSoloBed with the mux's loop not started.
+func newIdleSoloBed(t *testing.T) *soloBed {
+	t.Helper()
 	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +33,6 @@ func newSoloBed(t *testing.T) *soloBed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.start()
 	t.Cleanup(func() { _ = m.sock.close() })
 	return &soloBed{t: t, m: m}
 }
@@ -196,6 +203,66 @@ func TestSoloGivesBack(t *testing.T) {
 	b.expect(c3, []byte("four"))
 	if b.holder() != nil {
 		t.Fatal("an association closed between reads kept the socket")
+	}
+}
+
+// TestSoloClosedReaderGone: a sole association that closes while its
+// reader holds the socket, the reader never to read again (pion's read
+// loop ends on an ABORT), gives the socket back: the mux's loop serves the
+// listener's next association. The reader holds the socket either having
+// just read a packet of its own from it, or having just been lent it with
+// a packet the mux's loop had queued for it.
+func TestSoloClosedReaderGone(t *testing.T) {
+	t.Run("read", func(t *testing.T) {
+		b := newSoloBed(t)
+		u1, c1 := b.peer(true)
+		send(t, u1, "one")
+		b.expect(c1, []byte("one"))
+		b.m.lender.ownRead = func() { _ = c1.Close() } // as pion's Close would, now
+		b.expectBorrowed(c1, u1, "two")
+		b.servesNext(c1)
+	})
+	t.Run("lent", func(t *testing.T) {
+		b := newIdleSoloBed(t)
+		_, c1 := b.peer(true)
+		got := make(chan packet, 1)
+		go func() {
+			pk, err := c1.next()
+			if err != nil {
+				t.Errorf("next: %v", err)
+			}
+			got <- pk
+		}()
+		waitFor(t, func() bool { b.m.lender.mu.Lock(); defer b.m.lender.mu.Unlock(); return b.m.lender.want == c1 })
+		// The mux's loop routes one more packet to c1 before it sees the
+		// borrow's deadline and lends c1's reader the socket.
+		rb := &rxBuf{b: []byte("one"), segs: 1}
+		rb.refs.Store(1)
+		b.m.route(c1.raddr, packet{p: rb.b, rb: rb, from: c1.raddr})
+		b.m.start()
+		if pk := <-got; string(pk.p) != "one" {
+			t.Fatalf("next: %q, want %q", pk.p, "one")
+		}
+		if b.holder() != c1 {
+			t.Fatal("c1's reader was not lent the socket")
+		}
+		_ = c1.Close()
+		b.servesNext(c1)
+	})
+}
+
+// servesNext has the mux's loop serve a new association once closed c's
+// reader has left.
+func (b *soloBed) servesNext(c *pconn) {
+	b.t.Helper()
+	if !c.isClosed() {
+		b.t.Fatal("c is open")
+	}
+	u, next := b.peer(false)
+	send(b.t, u, "next")
+	b.expect(next, []byte("next"))
+	if b.holder() != nil {
+		b.t.Fatal("a closed association kept the socket")
 	}
 }
 
