@@ -147,10 +147,14 @@ func (p *player) unit(s int, id uint64) {
 	p.send(s, msg)
 }
 
-// ran reads unit id's result on stream s and checks that it ran.
+// ran reads unit id's result on stream s and checks that it ran. Stream 0
+// also carries the worker's leases, which may come first: ran skips them.
 func (p *player) ran(s int, id uint64) {
 	p.t.Helper()
 	res, err := p.a.Recv(p.ctx, s)
+	for err == nil && s == 0 && wire.KindOf(res) == wire.KindLease {
+		res, err = p.a.Recv(p.ctx, s)
+	}
 	if err != nil {
 		p.t.Fatal(err)
 	}
