@@ -27,7 +27,9 @@ import (
 // units out), and while the bound holds units back and the wait is below
 // target it rises by an eighth. A unit the core places beyond the bound is
 // parked, and encoded and sent in placement order as results come
-// back; to the core it is in flight. A unit's round trip is measured from
+// back; to the core it is in flight. A parked unit of a job that has
+// ended, and every parked unit once the server drains, is handed back to
+// the core unsent instead. A unit's round trip is measured from
 // when it is sent, not placed, so that its wait here does not pass for a
 // slow path and grow the worker's window. With nothing in flight the
 // bound is lifted. A server that keeps up (units that take time, or
@@ -130,20 +132,27 @@ func (d *dispatcher) enqueue(w *workerConn, stream int, msg []byte) bool {
 }
 
 // releaseParked sends parked units, oldest first, while the bound allows.
-// The loop calls it after every event.
+// The loop calls it after every event. A parked unit of a job that has
+// ended, or has every unit, is handed back to the core rather than sent;
+// while the server drains, every parked unit is (returnParked).
 func (d *dispatcher) releaseParked() {
+	if d.draining {
+		d.returnParked()
+		return
+	}
 	for d.admit.live > 0 && d.unanswered() < d.admit.limit {
-		id, _ := d.admit.next()
-		f, ok := d.inflight[id]
-		if !ok || !f.parked { // its worker went down (workerDown counted it)
+		id, f, ok := d.nextParked()
+		if !ok {
+			return
+		}
+		if f.job.end != "" || f.job.assembling {
+			d.unpark(id, f)
 			continue
 		}
-		d.admit.live--
 		w := d.workers[f.worker]
 		msg, err := d.encodeUnit(id, f)
 		if err != nil {
-			delete(d.inflight, id)
-			w.flights = slices.DeleteFunc(w.flights, func(x uint64) bool { return x == id })
+			d.dropParked(id, f)
 			d.unsendable(f.job, scheduler.Assignment{Job: f.job.id, Unit: f.index, Attempt: f.attempt,
 				Worker: f.worker, Stream: f.stream}, f.gen, err)
 			continue
@@ -151,6 +160,57 @@ func (d *dispatcher) releaseParked() {
 		f.parked, f.sent = false, time.Now()
 		d.inflight[id] = f
 		d.enqueue(w, f.stream, msg)
+	}
+}
+
+// nextParked takes the oldest flight still parked and counts it out of
+// live; it reports false once none is. A flight no longer in flight (its
+// worker went down; workerDown counted it) is skipped. Should live count
+// more flights than are parked (a bug), live is set right and logged.
+func (d *dispatcher) nextParked() (uint64, flight, bool) {
+	for {
+		id, ok := d.admit.next()
+		if !ok {
+			if d.admit.live != 0 {
+				d.log.Error("admission: parked count above the units parked; correcting it", "counted", d.admit.live)
+				d.admit.live = 0
+			}
+			return 0, flight{}, false
+		}
+		if f, ok := d.inflight[id]; ok && f.parked {
+			d.admit.live--
+			return id, f, true
+		}
+	}
+}
+
+// returnParked hands every parked unit back to the core as not run: the
+// server is draining, and no unit goes out (drain.go).
+func (d *dispatcher) returnParked() {
+	for d.admit.live > 0 {
+		id, f, ok := d.nextParked()
+		if !ok {
+			return
+		}
+		d.unpark(id, f)
+	}
+}
+
+// unpark hands parked flight id back to the core as not run (taken by
+// nextParked): its window slot is free, and the unit is pending again
+// unless its job has ended or has it already.
+func (d *dispatcher) unpark(id uint64, f flight) {
+	d.dropParked(id, f)
+	d.step(scheduler.UnitReturned{Job: f.job.id, Unit: f.index, Worker: f.worker, Stream: f.stream, Attempt: f.attempt})
+	d.refresh(f.job)
+}
+
+// dropParked takes flight id (taken by nextParked) out of flight and off
+// its worker.
+func (d *dispatcher) dropParked(id uint64, f flight) {
+	delete(d.inflight, id)
+	if w := d.workers[f.worker]; w != nil {
+		w.flights = slices.DeleteFunc(w.flights, func(x uint64) bool { return x == id })
 	}
 }
 

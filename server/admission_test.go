@@ -232,3 +232,165 @@ func TestParkedUnsendableUnitFails(t *testing.T) {
 		}
 	}
 }
+
+// parkAll places a job of n units with every unit held back.
+func (r *admissionRig) parkAll(id string, n int) *jobRun {
+	r.d.admit.limit = 0
+	j := newJobRun(id, api.JobSpec{Op: "blur", Policy: "dynamic"}, n, time.Now())
+	j.input = []byte("x")
+	r.s.addVisible(j)
+	r.d.addJob(j)
+	if r.d.admit.live == 0 || count(r.sent()) != 0 {
+		r.t.Fatalf("%d parked, units sent: want every unit held back", r.d.admit.live)
+	}
+	return j
+}
+
+// release lifts the bound and runs releaseParked, failing the test if it
+// does not return (it spun when its count of parked units was too high).
+func (r *admissionRig) release() {
+	r.t.Helper()
+	r.d.admit.limit = noLimit
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.d.releaseParked()
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second): // it returns in microseconds
+		r.t.Fatal("releaseParked did not return")
+	}
+}
+
+// parkedFlights are the ids of the flights parked now.
+func (r *admissionRig) parkedFlights() []uint64 {
+	var ids []uint64
+	for id, f := range r.d.inflight {
+		if f.parked {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// TestResultForParkedUnitIgnored: a worker that answers a unit it was
+// never sent (it is parked; flight ids are sequential) changes nothing,
+// and the unit goes out when the bound allows. The old server took the
+// flight out of flight but kept counting it parked, and its loop then
+// spun for ever looking for it.
+func TestResultForParkedUnitIgnored(t *testing.T) {
+	r := newAdmissionRig(t, 2)
+	r.parkAll("j-adm", 10)
+	parked := r.d.admit.live
+	id := r.parkedFlights()[0]
+	f := r.d.inflight[id]
+	r.d.onResult(resultMsg{worker: f.worker, gen: f.gen, kind: wire.KindResult,
+		res: wire.Result{ID: id, Status: wire.StatusOK}, returned: time.Now()})
+	if g, ok := r.d.inflight[id]; !ok || !g.parked || r.d.admit.live != parked {
+		t.Fatalf("after a result for parked unit %d: in flight %v, parked %v, %d counted parked; want it parked, %d",
+			id, ok, g.parked, r.d.admit.live, parked)
+	}
+	r.release()
+	if n := count(r.sent()); n != parked || r.d.admit.live != 0 {
+		t.Fatalf("%d sent, %d parked once the bound lifted; want %d, 0", n, r.d.admit.live, parked)
+	}
+}
+
+// TestReleaseParkedCountTooHigh: should the count of parked units exceed
+// the units parked (a bug), releaseParked sends what is parked, corrects
+// the count and returns; the old one spun for ever.
+func TestReleaseParkedCountTooHigh(t *testing.T) {
+	r := newAdmissionRig(t, 2)
+	r.parkAll("j-adm", 10)
+	parked := r.d.admit.live
+	r.d.admit.live += 3
+	r.release()
+	if n := count(r.sent()); n != parked || r.d.admit.live != 0 {
+		t.Fatalf("%d sent, %d counted parked; want %d, 0", n, r.d.admit.live, parked)
+	}
+}
+
+// TestDrainReturnsParkedUnits: a draining server sends no parked unit; it
+// hands them back to the core unrun (they run after the next start), and
+// is drained once the units it did send are answered. The old one sent
+// them as results came back, and waited for them.
+func TestDrainReturnsParkedUnits(t *testing.T) {
+	r := newAdmissionRig(t, 2)
+	r.d.admit.limit = 2
+	j := newJobRun("j-adm", api.JobSpec{Op: "blur", Policy: "dynamic"}, 20, time.Now())
+	j.input = []byte("x")
+	r.s.addVisible(j)
+	r.d.addJob(j)
+	if n := count(r.sent()); n != 2 || r.d.admit.live == 0 {
+		t.Fatalf("%d sent, %d parked; want 2 sent and some parked", n, r.d.admit.live)
+	}
+	drained := make(chan struct{})
+	r.d.startDrain(drained)
+	if n := len(r.d.inflight); n != 2 || r.d.admit.live != 0 || len(r.parkedFlights()) != 0 {
+		t.Fatalf("draining: %d in flight, %d counted parked, %d parked; want 2, 0, 0", n, r.d.admit.live, len(r.parkedFlights()))
+	}
+	for name, w := range r.d.workers {
+		for _, id := range w.flights {
+			if _, ok := r.d.inflight[id]; !ok {
+				t.Errorf("worker %s lists flight %d, not in flight", name, id)
+			}
+		}
+	}
+	if p, _ := r.d.core.Progress(j.id); p.Running != 2 || p.Pending != 18 {
+		t.Fatalf("core's progress %+v while draining, want 2 running and 18 pending", p)
+	}
+	r.release()
+	if n := count(r.sent()); n != 0 {
+		t.Fatalf("%d units sent while draining, want none", n)
+	}
+	r.answer()
+	r.d.checkDrained()
+	select {
+	case <-drained:
+	default:
+		t.Fatalf("not drained with %d in flight", len(r.d.inflight))
+	}
+}
+
+// TestParkedUnitsOfEndedJobNotSent: the parked units of a cancelled job
+// are handed back to the core, not sent, and the job can be forgotten.
+// The old server sent them, and workers ran them for nothing.
+func TestParkedUnitsOfEndedJobNotSent(t *testing.T) {
+	r := newAdmissionRig(t, 2)
+	j := r.parkAll("j-adm", 10)
+	if _, err := r.d.cancel(j); err != nil {
+		t.Fatal(err)
+	}
+	r.release()
+	if n, out := count(r.sent()), len(r.d.inflight); n != 0 || out != 0 || r.d.admit.live != 0 {
+		t.Fatalf("%d sent, %d in flight, %d parked after the cancel; want none", n, out, r.d.admit.live)
+	}
+	for name, w := range r.d.workers {
+		if len(w.flights) != 0 {
+			t.Errorf("worker %s still lists flights %v", name, w.flights)
+		}
+	}
+	r.d.forgetEnded()
+	if _, known := r.d.core.Progress(j.id); known {
+		t.Fatal("the core still holds the cancelled job: a copy still counts in flight")
+	}
+}
+
+// TestCountRunningSkipsParked: a parked unit is not running (it is in the
+// server, not on a worker); the old count took it for running.
+func TestCountRunningSkipsParked(t *testing.T) {
+	r := newAdmissionRig(t, 2)
+	j := r.parkAll("j-adm", 10)
+	for _, w := range r.d.workers {
+		w.lease = 4
+	}
+	if n := r.d.countRunning()[j.id]; n != 0 {
+		t.Fatalf("%d running with every unit parked, want 0", n)
+	}
+	r.release()
+	sent := count(r.sent())
+	if n := r.d.countRunning()[j.id]; sent == 0 || n != sent {
+		t.Fatalf("%d running with %d sent (fewer than the leases), want %d", n, sent, sent)
+	}
+}

@@ -279,6 +279,10 @@ func (d *dispatcher) onResult(r resultMsg) {
 		d.log.Warn("result for no unit in flight", "worker", r.worker, "unit_id", r.res.ID)
 		return
 	}
+	if f.parked { // never sent: ids are sequential, so a worker can name one
+		d.log.Warn("result for a unit never sent; ignored", "worker", r.worker, "unit_id", r.res.ID)
+		return
+	}
 	delete(d.inflight, r.res.ID)
 	w := d.workers[r.worker]
 	if w != nil && w.gen == f.gen {

@@ -338,7 +338,8 @@ func (d *dispatcher) endJob(j *jobRun, state, errText, result string) <-chan err
 // order they arrive, on as many threads as its lease (docs/leases.md), so
 // on each worker the oldest min(in flight, lease) units run, or are about
 // to (on the wire to a free thread, or their result on its way back); the
-// rest wait in the worker's queue. Flight ids grow with every send, so the
+// rest wait in the worker's queue; a unit the admission bound parks
+// (admission.go) is not on the worker at all. Flight ids grow with every send, so the
 // oldest have the smallest. A unit with copies running on two workers
 // (speculation) counts once. It looks at every worker, so the loop counts
 // only every countsEvery and publishes the answer for every page
@@ -352,8 +353,16 @@ func (d *dispatcher) countRunning() map[string]int {
 	seen := map[unit]bool{}
 	out := map[string]int{}
 	for _, w := range d.workers {
-		for _, id := range w.flights[:min(len(w.flights), w.lease)] {
+		n := 0
+		for _, id := range w.flights {
+			if n == w.lease {
+				break
+			}
 			f := d.inflight[id]
+			if f.parked { // not sent: in the server, not on the worker
+				continue
+			}
+			n++
 			if u := (unit{f.job.id, f.index}); !seen[u] {
 				seen[u] = true
 				out[u.job]++

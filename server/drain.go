@@ -37,8 +37,9 @@ func (s *Server) drain() {
 }
 
 // startDrain stops placing units: every worker lends this server no
-// stream from now on (units in flight finish and count), and any unit the
-// core places anyway is handed back (holdBack). drained is closed once no
+// stream from now on (units in flight finish and count), units parked by
+// the admission bound and any unit the core places anyway are handed back
+// (returnParked, holdBack). drained is closed once no
 // unit is in flight and no result is being assembled.
 func (d *dispatcher) startDrain(drained chan struct{}) {
 	d.draining, d.drained = true, drained
@@ -47,7 +48,8 @@ func (d *dispatcher) startDrain(drained chan struct{}) {
 			d.lendNothing(name)
 		}
 	}
-	d.sendWants() // ask for nothing more
+	d.returnParked() // held back by the admission bound: they run after the next start
+	d.sendWants()    // ask for nothing more
 	d.checkDrained()
 }
 

@@ -66,6 +66,7 @@ type fakeAssoc struct {
 }
 
 func (a *fakeAssoc) Abort(err error) { a.aborted = err }
+func (a *fakeAssoc) Streams() int    { return 1 }
 
 // TestUnsendableUnitFails: an assignment the wire cannot encode (a job
 // that reached the core without the edge's checks, as a job resumed from
