@@ -168,6 +168,18 @@ func TestSendToIdlePeer(t *testing.T) {
 	}
 }
 
+// pingedIdleSide is an association with the test idle bound whose peer,
+// raw, pings it often (so that only this side goes idle), and the headers
+// of the frames it writes to raw.
+func pingedIdleSide(t *testing.T) (a *Assoc, raw Conn, frames <-chan frame.Header) {
+	mine, raw := memPair()
+	a = New([]Conn{mine}, idleConfig(1))
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop); a.Abort(nil) })
+	go pingEvery(raw, testLiveness/5, stop)
+	return a, raw, frameHeaders(raw)
+}
+
 // frameHeaders reads frames from c until it fails, and hands on their
 // headers.
 func frameHeaders(c Conn) <-chan frame.Header {
@@ -222,13 +234,7 @@ func drain(c Conn) {
 // after its idle ping: the peer waits only the liveness bound for it.
 func TestDataLeavesIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mine, raw := memPair()
-		a := New([]Conn{mine}, idleConfig(1))
-		defer a.Abort(nil)
-		frames := frameHeaders(raw)
-		stop := make(chan struct{})
-		defer close(stop)
-		go pingEvery(raw, testLiveness/5, stop)
+		_, raw, frames := pingedIdleSide(t)
 		time.Sleep(3 * testLiveness)
 		synctest.Wait()
 		var last frame.Header
@@ -311,13 +317,7 @@ func TestLeaveIdleRightAfterIdlePing(t *testing.T) {
 	for _, how := range []string{"message", "busy"} {
 		t.Run(how, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				mine, raw := memPair()
-				a := New([]Conn{mine}, idleConfig(1))
-				defer a.Abort(nil)
-				frames := frameHeaders(raw)
-				stop := make(chan struct{})
-				defer close(stop)
-				go pingEvery(raw, testLiveness/5, stop)
+				a, raw, frames := pingedIdleSide(t)
 				for h := range frames { // the idle ping, a liveness bound in
 					if h.Type == frame.Ping && h.Flags == frame.FlagIdle {
 						break
