@@ -23,14 +23,14 @@ import (
 type roundConn struct {
 	net.Conn
 	accept   bool
-	before   func()
+	before   func(until time.Time) time.Time
 	reader   atomic.Uint64 // the reading goroutine's id
 	byReader atomic.Int64  // packets written on it
 	all      atomic.Int64
 	buf      [1 << 16]byte
 }
 
-func (c *roundConn) SetBeforeWait(f func()) bool {
+func (c *roundConn) SetBeforeWait(f func(until time.Time) time.Time) bool {
 	if !c.accept {
 		return false
 	}
@@ -42,7 +42,7 @@ func (c *roundConn) SetBeforeWait(f func()) bool {
 func (c *roundConn) ReadPacket() ([]byte, error) {
 	c.reader.Store(goroutineID())
 	if c.before != nil {
-		c.before()
+		c.before(time.Time{})
 	}
 	n, err := c.Conn.Read(c.buf[:])
 
