@@ -344,17 +344,13 @@ type Association struct {
 	// paceTimer wakes the write loop when enough have come, at paceDue
 	// (writeLoop waits on its channel itself, so a wakeup readies one
 	// goroutine, not a timer goroutine that then wakes the write loop),
-	// and paceArmed says it is set. paceByReader: readLoop's reader holds
-	// the wakeup in place of the timer, and paceReaderUntil is when it
-	// reads next, set while it runs a round (pace_reader.go).
-	pacing          uint32
-	paceTokens      float64
-	paceAt          time.Time
-	paceDue         time.Time
-	paceTimer       *time.Timer
-	paceArmed       bool
-	paceByReader    bool
-	paceReaderUntil time.Time
+	// and paceArmed says it is set.
+	pacing     uint32
+	paceTokens float64
+	paceAt     time.Time
+	paceDue    time.Time
+	paceTimer  *time.Timer
+	paceArmed  bool
 	// hystartOn (atomic, 0 or 1) turns on HyStart++ in a
 	// controller that has it.
 	hystartOn uint32
@@ -2218,8 +2214,7 @@ func (a *Association) paceWaitsForTimer(burst float64) bool {
 const paceStallDiv = 4
 
 // armPaceTimer wakes the write loop after d, unless a wakeup is set
-// already; in a round readLoop runs before it lingers, the reader's next
-// read is the wakeup (pace_reader.go). The caller should hold the lock.
+// already. The caller should hold the lock.
 func (a *Association) armPaceTimer(d time.Duration) {
 	if a.paceArmed {
 		return
@@ -2227,17 +2222,6 @@ func (a *Association) armPaceTimer(d time.Duration) {
 	a.paceArmed = true
 	d = max(d, 100*time.Microsecond)
 	a.paceDue = time.Now().Add(d)
-	if !a.paceReaderUntil.IsZero() {
-		a.paceByReader = true
-
-		return
-	}
-	a.resetPaceTimer(d)
-}
-
-// resetPaceTimer sets the pace timer to fire after d. The caller should
-// hold the lock.
-func (a *Association) resetPaceTimer(d time.Duration) {
 	if a.paceTimer == nil { // an Association not made by createAssociation (tests)
 		a.paceTimer = newStoppedTimer()
 	}

@@ -23,14 +23,14 @@ import (
 type roundConn struct {
 	net.Conn
 	accept   bool
-	before   func(until time.Time) time.Time
+	before   func()
 	reader   atomic.Uint64 // the reading goroutine's id
 	byReader atomic.Int64  // packets written on it
 	all      atomic.Int64
 	buf      [1 << 16]byte
 }
 
-func (c *roundConn) SetBeforeWait(f func(until time.Time) time.Time) bool {
+func (c *roundConn) SetBeforeWait(f func()) bool {
 	if !c.accept {
 		return false
 	}
@@ -42,7 +42,7 @@ func (c *roundConn) SetBeforeWait(f func(until time.Time) time.Time) bool {
 func (c *roundConn) ReadPacket() ([]byte, error) {
 	c.reader.Store(goroutineID())
 	if c.before != nil {
-		c.before(time.Time{})
+		c.before()
 	}
 	n, err := c.Conn.Read(c.buf[:])
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Write rounds on the read loop's goroutine.
@@ -28,20 +27,11 @@ import (
 
 // beforeWaiter is an optional interface of the net.Conn: SetBeforeWait(f)
 // asks ReadPacket to call f, on the goroutine that calls ReadPacket, each
-// time what it had read is used up, before it reads again, and reports
-// whether it will. Called once, from readLoop, before its first
+// time before it may wait for input (what it had read is used up), and
+// reports whether it will. Called once, from readLoop, before its first
 // ReadPacket.
-//
-// f's argument, until, is when the conn's next read will be at the latest
-// without waiting for input (the end of a linger: it sleeps, then takes
-// what has come); zero if that read may wait for input. f returns when it
-// wants to be called again (zero: not before input): given a non-zero
-// until, the conn then reads by the earlier of the two, and if that read
-// finds nothing calls f again (with a zero until) before it waits for
-// input. So readLoop can run the pace's round at its time in a wakeup
-// the reader has anyway (pace_reader.go).
 type beforeWaiter interface {
-	SetBeforeWait(f func(until time.Time) time.Time) bool
+	SetBeforeWait(f func()) bool
 }
 
 // inlineRounds is the state of the rounds readLoop runs.
@@ -75,7 +65,7 @@ func (a *Association) startInlineRounds() bool {
 	if _, owned := a.netConn.(ownedWriter); !ok || !owned {
 		return false
 	}
-	if !bw.SetBeforeWait(a.beforeReaderWait) {
+	if !bw.SetBeforeWait(a.runDeferredRound) {
 		return false
 	}
 	a.rounds.on.Store(true)
@@ -90,9 +80,6 @@ func (a *Association) endInlineRounds() {
 		return
 	}
 	a.rounds.inbound.Store(false)
-	a.lock.Lock()
-	a.paceToTimer(time.Now())
-	a.lock.Unlock()
 	if a.rounds.due.Swap(false) {
 		a.signalWriteLoop()
 	}

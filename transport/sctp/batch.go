@@ -183,31 +183,8 @@ type reader struct {
 	cur      *rxBuf
 	from     netip.AddrPort
 	last     time.Time // when the last batch was read
-	by       time.Time // wakeBy's: fill reads by then, and does not wait for input
 	lingered int       // reads that waited (coalesce.go), for tests
 }
-
-// errNoInput is how next says that a read wakeBy bounded found nothing:
-// the caller may call it again, which then waits for input.
-var errNoInput = errors.New("sctp: nothing read by the time asked for")
-
-// lingerEnd is when the next fill will read the socket at the latest
-// without waiting for input (the end of its linger), or zero if it may
-// wait for input: it does not linger.
-func (r *reader) lingerEnd() time.Time {
-	if d := time.Duration(r.s.linger.Load()); d > 0 && r.lingers() {
-		return r.last.Add(d)
-	}
-	return time.Time{}
-}
-
-// lingers reports whether fill lingers, if the socket does: after a read
-// that returned packets, but not a full batch.
-func (r *reader) lingers() bool { return r.n > 0 && r.n < len(r.ms) }
-
-// wakeBy has the next fill end its linger by t, and return errNoInput
-// rather than wait if nothing has come by then.
-func (r *reader) wakeBy(t time.Time) { r.by = t }
 
 func (r *reader) init(s *udpSocket) {
 	r.s = s
@@ -307,32 +284,17 @@ func (r *reader) fill() error {
 			h.SetControllen(len(r.oobs[i]))
 		}
 	}
-	by := r.by
-	r.by = time.Time{}
 	d := time.Duration(r.s.linger.Load())
-	if d > 0 && r.lingers() {
-		wait := d - time.Since(r.last)
-		if !by.IsZero() {
-			wait = min(wait, time.Until(by))
-		}
-		if wait > 0 {
+	if d > 0 && r.n > 0 && r.n < len(r.ms) {
+		if wait := d - time.Since(r.last); wait > 0 {
 			time.Sleep(wait)
 			r.lingered++
 		}
 	}
 	r.i, r.n = 0, 0
-	var n int
-	var err error
-	if by.IsZero() {
-		n, err = r.s.q.recv(r.ms)
-	} else {
-		n, err = r.s.q.poll(r.ms)
-	}
+	n, err := r.s.q.recv(r.ms)
 	if err != nil {
 		return err
-	}
-	if n == 0 {
-		return errNoInput
 	}
 	if d > 0 {
 		r.s.q.disarm()

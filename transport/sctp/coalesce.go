@@ -19,12 +19,7 @@ import (
 // one go; pion handles them in one round and acknowledges them with one
 // SACK. A packet after an idle spell is read at once: only a packet that
 // follows another within `linger` waits, by at most `linger` (plus the
-// timer's slack, up to about a millisecond). A paced sender's reader ends
-// its linger earlier when the pace's next round is due before (wakeBy,
-// from pion's read-loop hook: sealedConn.callBeforeWait), so that one
-// wakeup takes the SACKs and sends the round; with nothing read by then
-// it returns errNoInput rather than wait, and the hook gives the pace back
-// to pion's timer before the read that waits.
+// timer's slack, up to about a millisecond).
 //
 // `linger` is a sixteenth of the path's round-trip time in whole
 // milliseconds, at most maxLinger: none on a path under 16 ms, where the

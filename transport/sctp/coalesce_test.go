@@ -3,7 +3,6 @@ package sctp
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net"
 	"net/netip"
 	"testing"
@@ -326,78 +325,5 @@ func TestLingerOnLongPath(t *testing.T) {
 		if got := time.Duration(sock.linger.Load()); got != want || got < time.Millisecond {
 			t.Errorf("%s: lingers %v on a 20 ms path, want %v (at least 1ms)", a.LocalAddr(), got, want)
 		}
-	}
-}
-
-// TestReaderWakeBy: a reader that lingers says until when (lingerEnd);
-// asked to read by an earlier time (wakeBy, a paced sender's next round),
-// it ends its linger then and takes what has come, or, with nothing there,
-// returns errNoInput instead of waiting for input; the read after that
-// may wait (no lingerEnd) and does.
-func TestReaderWakeBy(t *testing.T) {
-	const linger = time.Hour // only wakeBy ends it within the test
-	tx, rx := socketPair(t)
-	rx.linger.Store(int64(linger))
-	send := func(n int) {
-		if err := (&flusher{}).sendOne(tx, outPacket{b: bytes.Repeat([]byte{byte(n)}, n)}); err != nil {
-			t.Error(err)
-		}
-	}
-	type result struct {
-		n   int
-		err error
-	}
-	next := func() result {
-		t.Helper()
-		got := make(chan result, 1)
-		go func() {
-			p, err := rx.rd.next()
-			if err == nil {
-				p.rb.release()
-			}
-			got <- result{len(p.p), err}
-		}()
-		select {
-		case r := <-got:
-			return r
-		case <-time.After(time.Minute):
-			t.Fatal("the read did not end: it lingered or waited past the time asked for")
-			return result{}
-		}
-	}
-
-	if !rx.rd.lingerEnd().IsZero() {
-		t.Fatal("a reader that has read nothing promised a read by a time")
-	}
-	send(50)
-	if r := next(); r.err != nil || r.n != 50 {
-		t.Fatalf("first read: %+v", r)
-	}
-	end := rx.rd.lingerEnd()
-	if want := rx.rd.last.Add(linger); !end.Equal(want) {
-		t.Fatalf("lingerEnd %v, want the last read plus the linger, %v", end, want)
-	}
-
-	// Something came: the read by the time takes it.
-	send(60)
-	rx.rd.wakeBy(time.Now().Add(10 * time.Millisecond))
-	if r := next(); r.err != nil || r.n != 60 {
-		t.Fatalf("read by a time, a packet there: %+v", r)
-	}
-	// Nothing came: errNoInput, and the reader may wait from then.
-	rx.rd.wakeBy(time.Now().Add(10 * time.Millisecond))
-	if r := next(); !errors.Is(r.err, errNoInput) {
-		t.Fatalf("read by a time, nothing there: %+v, want errNoInput", r)
-	}
-	if !rx.rd.lingerEnd().IsZero() {
-		t.Fatal("after a read that found nothing the reader still promised a time")
-	}
-	go send(70)
-	if r := next(); r.err != nil || r.n != 70 {
-		t.Fatalf("the read after errNoInput: %+v, want the packet it waited for", r)
-	}
-	lingered := rx.rd.lingered
-	if lingered != 2 {
-		t.Errorf("lingered %d times, want 2 (the reads by a time)", lingered)
 	}
 }

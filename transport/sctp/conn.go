@@ -169,13 +169,6 @@ func (c *pconn) ready() bool {
 	return len(c.in) > 0 || (c.borrowed.Load() && c.readyBorrowed())
 }
 
-// lingerEnd is zero: c's reader waits for what the mux routes, or for a
-// socket it borrowed (solo.go); neither promises a read by a time.
-func (c *pconn) lingerEnd() time.Time { return time.Time{} }
-
-// wakeBy does nothing: lingerEnd is zero.
-func (c *pconn) wakeBy(time.Time) {}
-
 // take is the reader's side of deliver.
 func (c *pconn) take(p packet) packet {
 	c.inB.Add(-int64(p.share()))
@@ -436,9 +429,6 @@ func (c *dconn) next() (packet, error) {
 
 // ready reports whether next has a datagram at hand.
 func (c *dconn) ready() bool { return c.sock.rd.ready() }
-
-func (c *dconn) lingerEnd() time.Time { return c.sock.rd.lingerEnd() }
-func (c *dconn) wakeBy(t time.Time)   { c.sock.rd.wakeBy(t) }
 
 // checks is what admit checks c's packets with: nothing for DTLS records.
 func (c *dconn) checks() *checker {

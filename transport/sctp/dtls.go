@@ -177,13 +177,6 @@ type roundConn interface {
 	// ready reports whether next has a datagram at hand, read from the
 	// socket already; if not, next may wait. Its caller's goroutine only.
 	ready() bool
-	// lingerEnd is when next, with nothing at hand, reads the socket at
-	// the latest without waiting for input (its linger's end), or zero if
-	// it may wait; wakeBy(t) has that next read by t instead, if earlier,
-	// and return errNoInput rather than wait if nothing has come
-	// (coalesce.go). Its caller's goroutine only.
-	lingerEnd() time.Time
-	wakeBy(t time.Time)
 }
 
 var (
@@ -236,9 +229,9 @@ type sealedConn struct {
 	rtt  rttClock
 	rbuf []byte        // ReadPacket's without rec, for pion's one reader
 	fwd  chan struct{} // closed when forward returns
-	// beforeWait, if set, runs before ReadPacket reads the socket
+	// beforeWait, if set, runs before ReadPacket may wait
 	// (SetBeforeWait); pion's reader's only.
-	beforeWait waitHook
+	beforeWait func()
 }
 
 var _ assocConn = (*sealedConn)(nil)
@@ -340,11 +333,11 @@ func (c *sealedConn) ReadPacket() ([]byte, error) {
 			continue
 		}
 		if c.beforeWait != nil && !c.raw.ready() {
-			c.callBeforeWait()
+			c.beforeWait()
 		}
 		pk, err := c.raw.next()
 		if err != nil {
-			if errors.Is(err, errNoInput) || c.mux.woken(err) {
+			if c.mux.woken(err) {
 				continue
 			}
 			return nil, err
@@ -355,25 +348,13 @@ func (c *sealedConn) ReadPacket() ([]byte, error) {
 	}
 }
 
-// callBeforeWait runs the hook with the end of the reader's linger, and
-// has the reader read by the time the hook asks for: a paced sender's
-// next round (pion's pace_reader.go), one wakeup for both.
-func (c *sealedConn) callBeforeWait() {
-	until := c.raw.lingerEnd()
-	if want := c.beforeWait(until); !until.IsZero() && !want.IsZero() {
-		c.raw.wakeBy(want)
-	}
-}
-
-// SetBeforeWait has ReadPacket call f before it reads the socket, so
+// SetBeforeWait has ReadPacket call f before it may wait for input, so
 // that pion's read loop runs the write rounds the packets it handled asked
 // for itself, rather than wake its write loop for each (third_party/pion-sctp,
 // write_round.go): one goroutine hand-off less per SACK sent and per SACK
-// that opens the window; and so that a paced sender's rounds run on its
-// reader's wakeups, not a timer's of their own (pace_reader.go). Only
-// between hosts with the fast path's records (rec): on loopback the two
-// loops on two cores carry more.
-func (c *sealedConn) SetBeforeWait(f waitHook) bool {
+// that opens the window. Only between hosts with the fast path's records
+// (rec): on loopback the two loops on two cores carry more.
+func (c *sealedConn) SetBeforeWait(f func()) bool {
 	if c.rec == nil || isLocal(c.RemoteAddr()) {
 		return false
 	}

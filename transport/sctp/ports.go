@@ -5,7 +5,6 @@ import (
 	"hash/crc32"
 	"net"
 	"sync"
-	"time"
 )
 
 // SCTP ports. pion/sctp always sends SCTP source and destination port 5000
@@ -224,19 +223,12 @@ type (
 		WriteOwned(p []byte, release func([]byte)) (int, error)
 		Flush() error
 	}
-	beforeWaiter interface{ SetBeforeWait(f waitHook) bool }
+	beforeWaiter interface{ SetBeforeWait(f func()) bool }
 )
-
-// waitHook is pion's read loop's hook (SetBeforeWait): called with when
-// the conn next reads at the latest without waiting for input (zero: it
-// may wait), it runs the write rounds due and returns when it wants to be
-// called again (zero: not before input; third_party/pion-sctp,
-// write_round.go and pace_reader.go).
-type waitHook = func(until time.Time) time.Time
 
 // setBeforeWait passes f to c's SetBeforeWait, if it has one, and reports
 // whether c takes it.
-func setBeforeWait(c net.Conn, f waitHook) bool {
+func setBeforeWait(c net.Conn, f func()) bool {
 	if w, ok := c.(beforeWaiter); ok {
 		return w.SetBeforeWait(f)
 	}
@@ -244,10 +236,10 @@ func setBeforeWait(c net.Conn, f waitHook) bool {
 }
 
 // SetBeforeWait forwards to the wrapped conn.
-func (c *portConn) SetBeforeWait(f waitHook) bool { return setBeforeWait(c.Conn, f) }
+func (c *portConn) SetBeforeWait(f func()) bool { return setBeforeWait(c.Conn, f) }
 
 // SetBeforeWait forwards to the wrapped conn.
-func (c kernelConn) SetBeforeWait(f waitHook) bool { return setBeforeWait(c.Conn, f) }
+func (c kernelConn) SetBeforeWait(f func()) bool { return setBeforeWait(c.Conn, f) }
 
 // flush sends what c holds from WriteOwned, if it holds anything.
 func flush(c net.Conn) error {

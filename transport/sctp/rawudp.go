@@ -130,21 +130,6 @@ func (q *quietFD) recv(ms []mmsghdr) (int, error) {
 	return n, nil
 }
 
-// poll reads what has come, without waiting: none is 0 datagrams. A
-// failure other than an empty socket is recv's, as it reports it.
-func (q *quietFD) poll(ms []mmsghdr) (int, error) {
-	q.mu.RLock()
-	n, errno := recvmmsg(q.fd, ms)
-	q.mu.RUnlock()
-	switch errno {
-	case 0:
-		return n, nil
-	case unix.EAGAIN:
-		return 0, nil
-	}
-	return q.recv(ms)
-}
-
 // tryRecv reads what has come. With nothing there, it arms the socket, if
 // it was not, and looks once more: arming reports only what comes after
 // it (epoll_ctl's MOD finds the socket on the instance's ready list, which
