@@ -32,7 +32,7 @@ import (
 // (docs/experiments/sctp-cpu). The cost is up to 4 ms more for what
 // follows another packet within the linger (a request's later packets).
 // The round-trip time must not be taken too long, since a loopback
-// association that lingered would add a millisecond or two to every
+// association that lingered would add up to a few milliseconds to every
 // request and response, and either sample alone can be: the SCTP
 // handshake's exchange (rttClock) includes the peer's scheduling delay
 // when it is busy, and pion's RTT samples include the peer's delayed
