@@ -26,8 +26,8 @@ import (
 // delay would cost more than the wakeups save (and Go's timers, which
 // sleep in epoll_wait, round a shorter wait up to a millisecond anyway).
 // At 100 Mbit/s and 50 ms a receiver so takes some 34 packets a read (a
-// listener's batch is 32) and sends one SACK for them: some 450 SACKs a
-// second through the bed, against 850 with the earlier sixteenth and 2
+// listener's batch is 32) and sends one SACK for them: some 460 SACKs a
+// second through the bed, against 840 with the earlier sixteenth and 2
 // ms; each costs the receiver a send and the sender a read and a wakeup
 // (docs/experiments/sctp-cpu). The cost is up to 4 ms more for what
 // follows another packet within the linger (a request's later packets).
