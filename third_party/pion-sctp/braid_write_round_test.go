@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pion/logging"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -124,5 +125,29 @@ func TestBraidInlineRounds(t *testing.T) {
 		assert.Positive(t, conns[0].all.Load())
 		require.NoError(t, a0.Close())
 		require.NoError(t, a1.Close())
+	}
+}
+
+// TestBraidDeferredRoundBound: a read loop that handles packets without
+// waiting runs the round they asked for (a SACK) once maxDeferredPackets
+// (32, a batch of braid's listener) have come since the first asked, not
+// before: a round per batch.
+func TestBraidDeferredRoundBound(t *testing.T) {
+	conn := &recordConn{done: make(chan struct{})}
+	defer conn.Close() // nolint:errcheck
+	cfg := Config{NetConn: conn, LoggerFactory: logging.NewDefaultLoggerFactory()}
+	cfg.applyDefaults()
+	a, err := createAssociationFromConfig(&cfg)
+	require.NoError(t, err)
+	a.setState(established)
+	a.rounds.on.Store(true)
+
+	require.Equal(t, 32, maxDeferredPackets)
+	for i := 1; i <= 2*maxDeferredPackets; i++ {
+		a.rounds.inbound.Store(true)
+		a.rounds.due.Store(true) // every packet asks for a round
+		a.afterInbound()
+		ran := !a.rounds.due.Load()
+		assert.Equal(t, i%maxDeferredPackets == 0, ran, "packet %d", i)
 	}
 }

@@ -31,11 +31,13 @@ import (
 
 const (
 	// readBatch is how many datagrams one recvmmsg may return on a
-	// listener's socket, which serves every association on its port;
-	// dialReadBatch on a dialer's, which serves one, so that the GRO-sized
-	// buffers posted to recvmmsg cost 256 KiB per dialed association, not
-	// 1 MiB (a server dials every worker).
-	readBatch     = 16
+	// listener's socket, which serves every association on its port: as
+	// many as a busy paced receiver takes in its linger (coalesce.go), so
+	// that it reads them, and acknowledges them, in one go (2 MiB of
+	// GRO-sized buffers a listener); dialReadBatch on a dialer's, which
+	// serves one, so that they cost 256 KiB per dialed association, not 2
+	// MiB (a server dials every worker).
+	readBatch     = 32
 	dialReadBatch = 4
 	// groBuffer holds one coalesced run (a UDP datagram's largest size).
 	groBuffer = 64 << 10

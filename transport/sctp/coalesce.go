@@ -21,12 +21,18 @@ import (
 // follows another within `linger` waits, by at most `linger` (plus the
 // timer's slack, up to about a millisecond).
 //
-// `linger` is a sixteenth of the path's round-trip time in whole
-// milliseconds, at most maxLinger: none on a path under 16 ms, where the
+// `linger` is an eighth of the path's round-trip time in whole
+// milliseconds, at most maxLinger: none on a path under 8 ms, where the
 // delay would cost more than the wakeups save (and Go's timers, which
 // sleep in epoll_wait, round a shorter wait up to a millisecond anyway).
+// At 100 Mbit/s and 50 ms a receiver so takes some 34 packets a read (a
+// listener's batch is 32) and sends one SACK for them: some 460 SACKs a
+// second through the bed, against 840 with the earlier sixteenth and 2
+// ms; each costs the receiver a send and the sender a read and a wakeup
+// (docs/experiments/sctp-cpu). The cost is up to 4 ms more for what
+// follows another packet within the linger (a request's later packets).
 // The round-trip time must not be taken too long, since a loopback
-// association that lingered would add a millisecond or two to every
+// association that lingered would add up to a few milliseconds to every
 // request and response, and either sample alone can be: the SCTP
 // handshake's exchange (rttClock) includes the peer's scheduling delay
 // when it is busy, and pion's RTT samples include the peer's delayed
@@ -38,8 +44,8 @@ import (
 // (mux.relinger).
 
 const (
-	lingerDiv = 16
-	maxLinger = 2 * time.Millisecond
+	lingerDiv = 8
+	maxLinger = 4 * time.Millisecond
 )
 
 // lingerFor is the receive coalescing delay for a path whose round-trip

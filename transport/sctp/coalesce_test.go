@@ -17,10 +17,11 @@ func TestLingerFor(t *testing.T) {
 		{0, 0},
 		{100 * time.Microsecond, 0}, // loopback
 		{3 * time.Millisecond, 0},   // a LAN
-		{15 * time.Millisecond, 0},  // not worth a timer
-		{16 * time.Millisecond, time.Millisecond},
-		{20 * time.Millisecond, time.Millisecond},
-		{32 * time.Millisecond, 2 * time.Millisecond},
+		{7 * time.Millisecond, 0},   // not worth a timer
+		{8 * time.Millisecond, time.Millisecond},
+		{20 * time.Millisecond, 2 * time.Millisecond},
+		{32 * time.Millisecond, 4 * time.Millisecond},
+		{50 * time.Millisecond, 4 * time.Millisecond}, // the bed's WAN
 		{time.Second, maxLinger},
 	} {
 		if got := lingerFor(c.rtt); got != c.want {
@@ -53,11 +54,11 @@ func TestNextLinger(t *testing.T) {
 		ok             bool
 	}{
 		{-1, 0, 0, false},            // not measured: nothing to set
-		{-1, 20 * ms, ms, true},      // first measure
+		{-1, 10 * ms, ms, true},      // first measure
 		{-1, 5 * ms, 0, true},        // a short path: none, but said
-		{2 * ms, 20 * ms, ms, true},  // a shorter path seen: shrink
-		{ms, 40 * ms, 2 * ms, false}, // never grow
-		{0, 40 * ms, 2 * ms, false},
+		{2 * ms, 10 * ms, ms, true},  // a shorter path seen: shrink
+		{ms, 40 * ms, 4 * ms, false}, // never grow
+		{0, 40 * ms, 4 * ms, false},
 	} {
 		if got, ok := nextLinger(c.set, c.rtt); ok != c.ok || (ok && got != c.want) {
 			t.Errorf("nextLinger(%v, %v) = %v, %v; want %v, %v", c.set, c.rtt, got, ok, c.want, c.ok)
