@@ -31,16 +31,28 @@ import (
 // ended, and every parked unit once the server drains, is handed back to
 // the core unsent instead. A unit's round trip is measured from
 // when it is sent, not placed, so that its wait here does not pass for a
-// slow path and grow the worker's window. With nothing in flight the
-// bound is lifted. A server that keeps up (units that take time, or
-// fewer workers) never reaches the target and never parks a unit.
+// slow path and grow the worker's window.
+//
+// With nothing in flight the bound starts again at its floor and doubles
+// at every adjustment while it holds units back and the wait stays below
+// target (a slow start, as TCP's), until the wait first passes target;
+// from then on it rises by an eighth. A bound lifted instead let a job's
+// first placement out at once, a unit for each of 10,000 workers, and the
+// results that came back together held the API for a quarter of a second
+// (docs/scale.md). A server that keeps up (units that take time, or fewer
+// workers) never reaches the target: it parks units only at a job's
+// start, for the adjustments the doubling takes to pass the units placed
+// (4 for 10,000 at the floor of 1,000: 0.4 s).
 
 // admission is the bound and the parked units; the dispatch loop owns it.
 type admission struct {
 	target time.Duration // the goroutines' p99 wait above which the bound falls; 0: no bound
 	limit  int           // units sent and unanswered at most (noLimit: none)
-	floor  int           // the bound never falls below it (minLimit; tests set less)
-	parked []uint64      // flights placed and not yet sent, oldest first from head; one no longer in flight is skipped
+	floor  int           // the bound never falls below it, and starts at it (minLimit; tests set less)
+	// slow is set during a slow start: from when nothing was in flight
+	// until the wait first passes target, the bound doubles.
+	slow   bool
+	parked []uint64 // flights placed and not yet sent, oldest first from head; one no longer in flight is skipped
 	head   int
 	live   int // parked units whose flights are still parked in d.inflight
 	// latency is the goroutines' p99 wait since its previous call and
@@ -64,8 +76,17 @@ func newAdmission(target time.Duration) *admission {
 	if target > 0 {
 		l := newSchedLatency()
 		a.latency = func() (time.Duration, uint64) { return l.quantile(0.99) }
+		a.restart()
 	}
 	return a
+}
+
+// restart begins a slow start: the bound at its floor, doubling. Without
+// a bound (no target) it does nothing.
+func (a *admission) restart() {
+	if a.latency != nil {
+		a.limit, a.slow = a.floor, true
+	}
 }
 
 // full reports whether a unit must be parked with out units sent and
@@ -107,6 +128,9 @@ func (a *admission) adjust(out int) bool {
 		return false
 	case wait > a.target:
 		a.limit = max(min(a.limit, out)*3/4, a.floor)
+		a.slow = false
+	case a.live > 0 && a.slow:
+		a.limit *= 2
 	case a.live > 0:
 		a.limit += max(a.limit/8, 1)
 	}
@@ -214,11 +238,11 @@ func (d *dispatcher) dropParked(id uint64, f flight) {
 	}
 }
 
-// adjustAdmission moves the bound every adjustEvery, and lifts it when
-// nothing is in flight.
+// adjustAdmission moves the bound every adjustEvery, and begins a slow
+// start when nothing is in flight.
 func (d *dispatcher) adjustAdmission(now time.Time) {
 	if len(d.inflight) == 0 {
-		d.admit.limit = noLimit
+		d.admit.restart()
 	}
 	if now.Before(d.nextAdjust) {
 		return

@@ -92,8 +92,8 @@ func count(ids map[string][]uint64) int {
 // TestAdmissionBoundsUnitsOut: while the server's goroutines wait longer
 // than the target to run, the units it places beyond the bound wait in the
 // server instead of going out, and go out in placement order as results
-// come back; the bound rises again while the wait is short, and lifts
-// when nothing is in flight. On the old server every placed unit was
+// come back; the bound rises again while the wait is short, and starts
+// again at its floor when nothing is in flight. On the old server every placed unit was
 // queued for its worker at once.
 func TestAdmissionBoundsUnitsOut(t *testing.T) {
 	r := newAdmissionRig(t, 8)
@@ -152,7 +152,8 @@ func TestAdmissionBoundsUnitsOut(t *testing.T) {
 	delete(r.out, down)
 
 	// Answer everything until the job ends: every unit counted once,
-	// none ever beyond the bound, and the bound lifted at the end.
+	// none ever beyond the bound, and the bound back at its floor at the
+	// end, for a slow start.
 	for range 100 {
 		if r.d.unanswered() > r.d.admit.limit {
 			t.Fatalf("%d out with bound %d", r.d.unanswered(), r.d.admit.limit)
@@ -166,30 +167,55 @@ func TestAdmissionBoundsUnitsOut(t *testing.T) {
 	if p, _ := r.d.core.Progress(j.id); p.Done != 200 {
 		t.Fatalf("job progress %+v, want 200 done", p)
 	}
-	if r.d.admit.limit != noLimit || r.d.admit.live != 0 {
-		t.Fatalf("after the job: bound %d, %d parked; want none", r.d.admit.limit, r.d.admit.live)
+	if a := r.d.admit; a.limit != a.floor || !a.slow || a.live != 0 {
+		t.Fatalf("after the job: bound %d (slow start %v), %d parked; want the floor %d, a slow start, none", a.limit, a.slow, a.live, a.floor)
 	}
 }
 
-// TestAdmissionOffWithoutLag: a server whose goroutines run at once never
-// holds a unit back.
-func TestAdmissionOffWithoutLag(t *testing.T) {
-	r := newAdmissionRig(t, 4)
+// TestAdmissionSlowStart: with nothing in flight the bound starts at its
+// floor, so a job's first placement does not go out at once (the old
+// server lifted the bound: a unit for each worker at once, whose results
+// held the API); while the wait is short the bound doubles at every
+// adjustment that finds units held back, so a server that keeps up holds
+// them back only for the first few.
+func TestAdmissionSlowStart(t *testing.T) {
+	r := newAdmissionRig(t, 8)
 	r.wait = time.Millisecond
-	j := newJobRun("j-adm", api.JobSpec{Op: "blur", Policy: "dynamic"}, 50, time.Now())
+	r.adjust() // nothing in flight: the bound at its floor
+	j := newJobRun("j-adm", api.JobSpec{Op: "blur", Policy: "dynamic"}, 200, time.Now())
 	j.input = []byte("x")
 	r.s.addVisible(j)
 	r.d.addJob(j)
-	for range 50 {
+	if n, parked := count(r.sent()), r.d.admit.live; n != 4 || parked != 12 {
+		t.Fatalf("%d units sent at first, %d parked; want the floor, 4, and the 12 more placed", n, parked)
+	}
+	for want := 8; want <= 16; want *= 2 {
 		r.adjust()
 		r.sent()
-		if r.d.admit.live != 0 || r.d.admit.limit != noLimit {
-			t.Fatalf("%d parked, bound %d, with a short wait", r.d.admit.live, r.d.admit.limit)
+		if l := r.d.admit.limit; l != want {
+			t.Fatalf("bound %d after a short wait, want %d (doubled)", l, want)
 		}
+	}
+	if out, parked := r.d.unanswered(), r.d.admit.live; out != 16 || parked != 0 {
+		t.Fatalf("after the slow start: %d out, %d parked; want 16, 0", out, parked)
+	}
+	for range 100 {
 		if count(r.out) == 0 {
 			break
 		}
 		r.answer()
+		before, held := r.d.admit.limit, r.d.admit.live
+		r.adjust()
+		if len(r.d.inflight) == 0 { // the job is done: a slow start again
+			break
+		}
+		if held > 0 && r.d.admit.limit != 2*before || held == 0 && r.d.admit.limit != before {
+			t.Fatalf("bound %d after %d held at %d with a short wait; want it doubled only if units were held", r.d.admit.limit, held, before)
+		}
+		r.sent()
+	}
+	if p, _ := r.d.core.Progress(j.id); p.Done != 200 {
+		t.Fatalf("job progress %+v, want 200 done", p)
 	}
 }
 

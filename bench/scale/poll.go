@@ -18,8 +18,9 @@ type poller struct {
 	token string
 	every time.Duration
 
-	mu   sync.Mutex // guards lat and errs
+	mu   sync.Mutex // guards lat, at and errs
 	lat  []time.Duration
+	at   []time.Time // when each poll of lat began
 	errs int
 }
 
@@ -30,6 +31,7 @@ func newPoller(hc *http.Client, base, path, token string, every time.Duration) *
 // run polls until ctx ends.
 func (p *poller) run(ctx context.Context) {
 	for ctx.Err() == nil {
+		began := time.Now()
 		d, err := p.once(ctx)
 		p.mu.Lock()
 		if err != nil {
@@ -38,6 +40,7 @@ func (p *poller) run(ctx context.Context) {
 			}
 		} else {
 			p.lat = append(p.lat, d)
+			p.at = append(p.at, began)
 		}
 		p.mu.Unlock()
 		select {
@@ -69,13 +72,14 @@ func (p *poller) once(ctx context.Context) (time.Duration, error) {
 }
 
 // taken returns the latencies so far in milliseconds, in the order
-// taken, and the count of failed polls.
-func (p *poller) taken() ([]float64, int) {
+// taken, when each began (Unix seconds), and the count of failed polls.
+func (p *poller) taken() (ms, at []float64, errs int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]float64, len(p.lat))
+	ms, at = make([]float64, len(p.lat)), make([]float64, len(p.lat))
 	for i, d := range p.lat {
-		out[i] = float64(d) / float64(time.Millisecond)
+		ms[i] = float64(d) / float64(time.Millisecond)
+		at[i] = float64(p.at[i].UnixNano()) / 1e9
 	}
-	return out, p.errs
+	return ms, at, p.errs
 }

@@ -43,6 +43,7 @@ type PollSpec struct {
 // and its failed polls.
 type pollSeries struct {
 	MS     []float64 `json:"ms"`
+	At     []float64 `json:"at"` // when each poll began, Unix seconds
 	Errors int       `json:"errors"`
 }
 
@@ -86,7 +87,7 @@ func Poll(ctx context.Context, spec PollSpec, stop io.Reader, out io.Writer) err
 	wg.Wait()
 	var rep pollReport
 	for i, s := range []*pollSeries{&rep.Workers, &rep.Jobs, &rep.Healthz} {
-		s.MS, s.Errors = polls[i].taken()
+		s.MS, s.At, s.Errors = polls[i].taken()
 	}
 	return json.NewEncoder(out).Encode(rep)
 }

@@ -76,6 +76,10 @@ type Result struct {
 	BaselineP99MS float64 `json:"baseline_p99_ms"`
 	APIPolls      int     `json:"api_polls"`
 	APIPollErrors int     `json:"api_poll_errors"`
+	// APISlowest are the ten slowest polls of the three paths, with when
+	// each was taken: whether the tail is one moment (the job's start, a
+	// garbage collection) or spread over the run.
+	APISlowest []SlowPoll `json:"api_slowest,omitempty"`
 	// ServerCPUS is the server's CPU time (user + system) while the job
 	// ran; BenchCPUS this process's over the whole run.
 	ServerCPUS float64 `json:"server_cpu_s"`

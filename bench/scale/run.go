@@ -300,6 +300,7 @@ func (e *env) job(ctx context.Context, r *Result) error {
 
 // latencies fills in the API figures from the pollers' report.
 func latencies(r *Result, rep pollReport) {
+	r.APISlowest = slowest(rep, 10)
 	workers, jobs, base := rep.Workers.MS, rep.Jobs.MS, rep.Healthz.MS
 	sortFloats(workers)
 	sortFloats(jobs)

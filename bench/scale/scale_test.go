@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -254,5 +255,14 @@ func TestPollProc(t *testing.T) {
 	latencies(&r, rep)
 	if r.APIPolls != len(rep.Workers.MS)+len(rep.Jobs.MS) || r.APIP99MS <= 0 || r.BaselineP99MS <= 0 {
 		t.Errorf("figures from the report: %d polls, p99 %v ms, baseline p99 %v ms", r.APIPolls, r.APIP99MS, r.BaselineP99MS)
+	}
+	all := append(append(slices.Clone(rep.Workers.MS), rep.Jobs.MS...), rep.Healthz.MS...)
+	if len(r.APISlowest) != min(10, len(all)) || r.APISlowest[0].MS != slices.Max(all) {
+		t.Errorf("slowest polls %+v: want the ten slowest, slowest first", r.APISlowest)
+	}
+	for i, p := range r.APISlowest {
+		if p.AtS < 0 || i > 0 && p.MS > r.APISlowest[i-1].MS {
+			t.Errorf("slowest polls %+v: out of order or before the first poll", r.APISlowest)
+		}
 	}
 }
