@@ -33,26 +33,23 @@ import (
 // when it is sent, not placed, so that its wait here does not pass for a
 // slow path and grow the worker's window.
 //
-// With nothing in flight the bound starts again at its floor and doubles
-// at every adjustment while it holds units back and the wait stays below
-// target (a slow start, as TCP's), until the wait first passes target;
-// from then on it rises by an eighth. A bound lifted instead let a job's
-// first placement out at once, a unit for each of 10,000 workers, and the
-// results that came back together held the API for a quarter of a second
-// (docs/scale.md). A server that keeps up (units that take time, or fewer
-// workers) never reaches the target: it parks units only at a job's
-// start, for the adjustments the doubling takes to pass the units placed
-// (4 for 10,000 at the floor of 1,000: 0.4 s).
+// With nothing in flight the bound starts again at its floor, and rises
+// from there as above. A bound lifted instead let a job's first placement
+// out at once, a unit or two for each of 10,000 workers, and the results
+// that came back together held the API for a quarter of a second
+// (docs/scale.md); a bound that doubled while the wait stayed short only
+// put that burst off by the few adjustments before the wait caught up. A
+// server that keeps up (units that take time, or fewer workers) never
+// reaches the target: it parks units only at a job's start, while the
+// bound rises to the units placed (20,000 from 1,000: 26 adjustments,
+// 2.6 s).
 
 // admission is the bound and the parked units; the dispatch loop owns it.
 type admission struct {
 	target time.Duration // the goroutines' p99 wait above which the bound falls; 0: no bound
 	limit  int           // units sent and unanswered at most (noLimit: none)
 	floor  int           // the bound never falls below it, and starts at it (minLimit; tests set less)
-	// slow is set during a slow start: from when nothing was in flight
-	// until the wait first passes target, the bound doubles.
-	slow   bool
-	parked []uint64 // flights placed and not yet sent, oldest first from head; one no longer in flight is skipped
+	parked []uint64      // flights placed and not yet sent, oldest first from head; one no longer in flight is skipped
 	head   int
 	live   int // parked units whose flights are still parked in d.inflight
 	// latency is the goroutines' p99 wait since its previous call and
@@ -81,11 +78,11 @@ func newAdmission(target time.Duration) *admission {
 	return a
 }
 
-// restart begins a slow start: the bound at its floor, doubling. Without
-// a bound (no target) it does nothing.
+// restart puts the bound at its floor. Without a bound (no target) it
+// does nothing.
 func (a *admission) restart() {
 	if a.latency != nil {
-		a.limit, a.slow = a.floor, true
+		a.limit = a.floor
 	}
 }
 
@@ -128,9 +125,6 @@ func (a *admission) adjust(out int) bool {
 		return false
 	case wait > a.target:
 		a.limit = max(min(a.limit, out)*3/4, a.floor)
-		a.slow = false
-	case a.live > 0 && a.slow:
-		a.limit *= 2
 	case a.live > 0:
 		a.limit += max(a.limit/8, 1)
 	}
@@ -238,8 +232,8 @@ func (d *dispatcher) dropParked(id uint64, f flight) {
 	}
 }
 
-// adjustAdmission moves the bound every adjustEvery, and begins a slow
-// start when nothing is in flight.
+// adjustAdmission moves the bound every adjustEvery, and puts it at its
+// floor when nothing is in flight.
 func (d *dispatcher) adjustAdmission(now time.Time) {
 	if len(d.inflight) == 0 {
 		d.admit.restart()

@@ -153,7 +153,7 @@ func TestAdmissionBoundsUnitsOut(t *testing.T) {
 
 	// Answer everything until the job ends: every unit counted once,
 	// none ever beyond the bound, and the bound back at its floor at the
-	// end, for a slow start.
+	// end.
 	for range 100 {
 		if r.d.unanswered() > r.d.admit.limit {
 			t.Fatalf("%d out with bound %d", r.d.unanswered(), r.d.admit.limit)
@@ -167,37 +167,38 @@ func TestAdmissionBoundsUnitsOut(t *testing.T) {
 	if p, _ := r.d.core.Progress(j.id); p.Done != 200 {
 		t.Fatalf("job progress %+v, want 200 done", p)
 	}
-	if a := r.d.admit; a.limit != a.floor || !a.slow || a.live != 0 {
-		t.Fatalf("after the job: bound %d (slow start %v), %d parked; want the floor %d, a slow start, none", a.limit, a.slow, a.live, a.floor)
+	if a := r.d.admit; a.limit != a.floor || a.live != 0 {
+		t.Fatalf("after the job: bound %d, %d parked; want the floor %d, none", a.limit, a.live, a.floor)
 	}
 }
 
-// TestAdmissionSlowStart: with nothing in flight the bound starts at its
+// TestAdmissionStartsAtFloor: with nothing in flight the bound is at its
 // floor, so a job's first placement does not go out at once (the old
 // server lifted the bound: a unit for each worker at once, whose results
-// held the API); while the wait is short the bound doubles at every
+// held the API); while the wait is short it rises by an eighth at every
 // adjustment that finds units held back, so a server that keeps up holds
-// them back only for the first few.
-func TestAdmissionSlowStart(t *testing.T) {
+// them back only until it has risen to the units placed.
+func TestAdmissionStartsAtFloor(t *testing.T) {
 	r := newAdmissionRig(t, 8)
+	r.d.admit.floor = 8
 	r.wait = time.Millisecond
 	r.adjust() // nothing in flight: the bound at its floor
 	j := newJobRun("j-adm", api.JobSpec{Op: "blur", Policy: "dynamic"}, 200, time.Now())
 	j.input = []byte("x")
 	r.s.addVisible(j)
 	r.d.addJob(j)
-	if n, parked := count(r.sent()), r.d.admit.live; n != 4 || parked != 12 {
-		t.Fatalf("%d units sent at first, %d parked; want the floor, 4, and the 12 more placed", n, parked)
+	if n, parked := count(r.sent()), r.d.admit.live; n != 8 || parked != 8 {
+		t.Fatalf("%d units sent at first, %d parked; want the floor, 8, and the 8 more placed", n, parked)
 	}
-	for want := 8; want <= 16; want *= 2 {
+	for _, want := range []int{9, 10, 11, 12, 13, 14, 15, 16} {
 		r.adjust()
 		r.sent()
 		if l := r.d.admit.limit; l != want {
-			t.Fatalf("bound %d after a short wait, want %d (doubled)", l, want)
+			t.Fatalf("bound %d after a short wait, want %d (an eighth more)", l, want)
 		}
 	}
 	if out, parked := r.d.unanswered(), r.d.admit.live; out != 16 || parked != 0 {
-		t.Fatalf("after the slow start: %d out, %d parked; want 16, 0", out, parked)
+		t.Fatalf("once the bound reached the units placed: %d out, %d parked; want 16, 0", out, parked)
 	}
 	for range 100 {
 		if count(r.out) == 0 {
@@ -206,16 +207,19 @@ func TestAdmissionSlowStart(t *testing.T) {
 		r.answer()
 		before, held := r.d.admit.limit, r.d.admit.live
 		r.adjust()
-		if len(r.d.inflight) == 0 { // the job is done: a slow start again
+		if len(r.d.inflight) == 0 { // the job is done: the floor again
 			break
 		}
-		if held > 0 && r.d.admit.limit != 2*before || held == 0 && r.d.admit.limit != before {
-			t.Fatalf("bound %d after %d held at %d with a short wait; want it doubled only if units were held", r.d.admit.limit, held, before)
+		if grown := before + max(before/8, 1); held > 0 && r.d.admit.limit != grown || held == 0 && r.d.admit.limit != before {
+			t.Fatalf("bound %d after %d held at %d with a short wait; want it an eighth more only if units were held", r.d.admit.limit, held, before)
 		}
 		r.sent()
 	}
 	if p, _ := r.d.core.Progress(j.id); p.Done != 200 {
 		t.Fatalf("job progress %+v, want 200 done", p)
+	}
+	if r.d.admit.limit != r.d.admit.floor {
+		t.Fatalf("bound %d after the job, want the floor %d", r.d.admit.limit, r.d.admit.floor)
 	}
 }
 
