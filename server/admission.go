@@ -33,16 +33,13 @@ import (
 // when it is sent, not placed, so that its wait here does not pass for a
 // slow path and grow the worker's window.
 //
-// With nothing in flight the bound starts again at its floor, and rises
-// from there as above. A bound lifted instead let a job's first placement
-// out at once, a unit or two for each of 10,000 workers, and the results
-// that came back together held the API for a quarter of a second
-// (docs/scale.md); a bound that doubled while the wait stayed short only
-// put that burst off by the few adjustments before the wait caught up. A
-// server that keeps up (units that take time, or fewer workers) never
-// reaches the target: it parks units only at a job's start, while the
-// bound rises to the units placed (20,000 from 1,000: 26 adjustments,
-// 2.6 s).
+// With nothing in flight the bound is at its floor, and rises from there
+// as above: a job's first placement (a unit or two for each of 10,000
+// workers) does not go out at once, whose results, coming back together,
+// would hold the API for a quarter of a second (docs/scale.md). A server
+// that keeps up (units that take time, or fewer workers) never reaches
+// the target: it parks units only at a job's start, while the bound rises
+// to the units placed (20,000 from 1,000: 26 adjustments, 2.6 s).
 
 // admission is the bound and the parked units; the dispatch loop owns it.
 type admission struct {
