@@ -348,10 +348,13 @@ func (d *dispatcher) scanEvery() time.Duration {
 }
 
 // timeOut takes the workers whose heartbeats stopped for their timeout
-// for dead.
+// for dead; a linked worker's association speaks for it (roster).
 func (d *dispatcher) timeOut(now time.Time) {
 	for _, w := range d.workers {
-		if silent := now.Sub(w.live.lastSeen()); w.state != api.WorkerDown && silent > d.roster.timeoutOf(w.live) {
+		if w.state == api.WorkerDown || d.roster.linked(w.live) {
+			continue
+		}
+		if silent := now.Sub(w.live.lastSeen()); silent > d.roster.timeoutOf(w.live) {
 			d.log.Warn("worker missed its heartbeats; taking its units back", "worker", w.info.Name,
 				"silent_for", silent.Round(time.Millisecond))
 			d.s.metrics.livenessBeat.Inc()

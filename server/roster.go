@@ -25,15 +25,38 @@ import (
 // (10,000 workers beating every second cost the server a fifth of a core
 // in HTTP alone). Each entry remembers the interval its process was last
 // told, which sets its timeout.
+//
+// Linked workers. A worker whose association with this server is up and
+// watched (transport.Watched), with a silence bound that would find the
+// worker dead no later than its heartbeat timeout, is linked: its
+// association is its sign of life, so the server tells it, besides the
+// interval, a linked interval (linkedFactor times longer) for the
+// heartbeats while the association lasts, and takes it for dead by its
+// association alone meanwhile (dispatcher.timeOut skips it). When the
+// association ends, its last sign of life is when it last heard from the
+// worker, and the heartbeat timeout applies again from there; the worker,
+// told by its end of the association, beats at once and at the interval
+// from then on. Workers that do not know linked intervals (older ones)
+// beat at the interval as before: the answer's extra field is lost on
+// them, and they lose nothing.
 type roster struct {
 	mu sync.RWMutex // guards m; an entry's fields are fixed or atomic
 	m  map[string]*liveness
 
-	base, timeout time.Duration // Config.HeartbeatInterval, HeartbeatTimeout
-	rate          int           // Config.HeartbeatRate
-	every         atomic.Int64  // the interval workers are told now, ns
-	answer        atomic.Pointer[[]byte]
+	base, timeout time.Duration          // Config.HeartbeatInterval, HeartbeatTimeout
+	rate          int                    // Config.HeartbeatRate
+	every         atomic.Int64           // the interval workers are told now, ns
+	answer        atomic.Pointer[[]byte] // an api.Beat with every
+	linkedAnswer  atomic.Pointer[[]byte] // and with the linked interval too
 }
+
+// linkedFactor is how much longer a linked worker's heartbeat interval is
+// than the interval: 10 s becomes 100 s at 10,000 workers, 100
+// heartbeats a second where 1,000 were (docs/scale.md). What a heartbeat
+// carries besides a sign of life (the interval, the name's ownership) can
+// wait that long: whatever changes it ends the association (a restart,
+// a name taken over), which sends the worker's next heartbeat at once.
+const linkedFactor = 10
 
 // liveness is one worker process's signs of life.
 type liveness struct {
@@ -42,6 +65,10 @@ type liveness struct {
 	told  atomic.Int64 // the heartbeat interval it was last told, ns
 	// slow: the loop wants to hear of the next heartbeat itself.
 	slow atomic.Bool
+	// quiet and sent are the silence bounds of its association, ns, while
+	// one is up and watched (transport.SilenceBounds); 0 otherwise. The
+	// loop sets them.
+	quiet, sent atomic.Int64
 }
 
 func newRoster(base, timeout time.Duration, rate int) *roster {
@@ -57,8 +84,37 @@ func (r *roster) pace(n int) {
 		return
 	}
 	r.every.Store(int64(every))
-	b, _ := json.Marshal(api.Beat{HeartbeatMS: int(every / time.Millisecond)})
+	ms := int(every / time.Millisecond)
+	b, _ := json.Marshal(api.Beat{HeartbeatMS: ms})
+	lb, _ := json.Marshal(api.Beat{HeartbeatMS: ms, LinkedHeartbeatMS: linkedFactor * ms})
 	r.answer.Store(&b)
+	r.linkedAnswer.Store(&lb)
+}
+
+// linked reports whether l's process is linked (see roster): its
+// association is up and watched, and its quiet bound, with a quarter to
+// spare, is within its heartbeat timeout. It holds from when the loop
+// marks the association up (link) until it marks it down, and only
+// while the process's interval keeps its timeout that long.
+func (r *roster) linked(l *liveness) bool {
+	q := time.Duration(l.quiet.Load())
+	return q > 0 && q+q/4 <= r.timeoutOf(l)
+}
+
+// answerFor is the answer to l's heartbeat: with the linked interval if
+// l is linked.
+func (r *roster) answerFor(l *liveness) []byte {
+	if r.linked(l) {
+		return *r.linkedAnswer.Load()
+	}
+	return *r.answer.Load()
+}
+
+// link records that l's process has an association up whose bounds are
+// quiet and sent (0, 0: not watched, or none up).
+func (l *liveness) link(quiet, sent time.Duration) {
+	l.quiet.Store(int64(quiet))
+	l.sent.Store(int64(sent))
 }
 
 // interval is the heartbeat interval workers are told now.
@@ -108,6 +164,16 @@ func (r *roster) remove(name string, l *liveness) {
 // seen records a sign of life at now.
 func (l *liveness) seen(now time.Time) { l.last.Store(now.UnixNano()) }
 
+// seenBy records a sign of life at t unless a later one is recorded.
+func (l *liveness) seenBy(t time.Time) {
+	for {
+		old := l.last.Load()
+		if old >= t.UnixNano() || l.last.CompareAndSwap(old, t.UnixNano()) {
+			return
+		}
+	}
+}
+
 // lastSeen is the last sign of life.
 func (l *liveness) lastSeen() time.Time { return time.Unix(0, l.last.Load()) }
 
@@ -128,5 +194,5 @@ func (r *roster) beat(name string, epoch uint64, now time.Time) []byte {
 	}
 	l.seen(now)
 	r.tell(l)
-	return *r.answer.Load()
+	return r.answerFor(l)
 }

@@ -285,6 +285,7 @@ func (d *dispatcher) dialed(name string, gen int, tname string, a transport.Asso
 	}
 	a = d.s.metrics.traffic.Wrap(a, tname) // counts what the senders and readers move
 	w.assoc, w.transport, w.state, w.errText = a, tname, api.WorkerUp, ""
+	w.live.link(transport.SilenceBounds(a))
 	w.lease, w.leaseSeq, w.want = 0, 0, wire.Want{}
 	d.startStreams(w, a)
 	d.log.Info("association up", "worker", name, "transport", tname, "streams", a.Streams())
@@ -375,6 +376,10 @@ func (d *dispatcher) workerDown(w *workerConn, reason error) {
 	if w.assoc == nil {
 		return
 	}
+	if d.roster.linked(w.live) { // the association was its sign of life: the last one is its last word there
+		w.live.seenBy(lastHeard(reason, time.Now()))
+	}
+	w.live.link(0, 0)
 	w.assoc.Abort(reason)
 	for _, q := range w.queues {
 		close(q)
@@ -405,6 +410,18 @@ func (d *dispatcher) workerDown(w *workerConn, reason error) {
 	}
 	d.step(scheduler.WorkerDown{Worker: w.info.Name})
 	d.retryLater(w, 500*time.Millisecond)
+}
+
+// lastHeard is when an association that ended at now for reason last
+// heard from its peer: a silence before it gave up on the peer, else now
+// (the peer closed it, or we did, after hearing from it within its
+// bounds).
+func lastHeard(reason error, now time.Time) time.Time {
+	var lost *transport.PeerLostError
+	if errors.As(reason, &lost) {
+		return now.Add(-lost.Silence)
+	}
+	return now
 }
 
 // retryLater dials w again after delay, unless a later retry replaces this
