@@ -205,7 +205,10 @@ func (d *dispatcher) forgetDown(now time.Time) {
 		return
 	}
 	for _, w := range d.workers {
-		if silent := now.Sub(w.live.lastSeen()); w.state == api.WorkerDown && silent > after {
+		if w.state != api.WorkerDown { // first: most are not, and their liveness need not be read
+			continue
+		}
+		if silent := now.Sub(w.live.lastSeen()); silent > after {
 			d.forget(w, errDeregistered)
 			d.log.Info("worker forgotten: down too long", "worker", w.info.Name,
 				"silent_for", silent.Round(time.Second), "forget_after", after)
