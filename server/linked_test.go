@@ -92,8 +92,8 @@ func TestLinkedWorkerNeedsNoHeartbeats(t *testing.T) {
 	sw := startSilentWorker(t, c, "w1", 1)
 	waitState(t, c, "w1", api.WorkerUp)
 	beat, err := c.Beat(ctx, "w1", 1)
-	if err != nil || beat.HeartbeatMS != 100 || beat.LinkedHeartbeatMS != 1000 {
-		t.Fatalf("heartbeat answer %+v (%v); want 100 ms, linked 1000 ms", beat, err)
+	if err != nil || beat.HeartbeatMS != 100 || beat.LinkedHeartbeatMS != 3000 {
+		t.Fatalf("heartbeat answer %+v (%v); want 100 ms, linked 3000 ms", beat, err)
 	}
 	time.Sleep(2 * linkedCfg.HeartbeatTimeout) // a non-event: nothing may happen meanwhile
 	if w, _ := listed(t, c, "w1"); w.State != api.WorkerUp {

@@ -51,12 +51,13 @@ type roster struct {
 }
 
 // linkedFactor is how much longer a linked worker's heartbeat interval is
-// than the interval: 10 s becomes 100 s at 10,000 workers, 100
-// heartbeats a second where 1,000 were (docs/scale.md). What a heartbeat
-// carries besides a sign of life (the interval, the name's ownership) can
-// wait that long: whatever changes it ends the association (a restart,
-// a name taken over), which sends the worker's next heartbeat at once.
-const linkedFactor = 10
+// than the interval: 10 s becomes 5 min at 10,000 workers, 33 heartbeats
+// a second where 1,000 were (docs/scale.md). What a heartbeat carries
+// besides a sign of life can wait that long: the interval matters only
+// once the association ends, and the heartbeat then sent at once brings
+// the current one; a change of the name's holder or of the server (a new
+// process, a restart) ends the association, and with it the wait.
+const linkedFactor = 30
 
 // liveness is one worker process's signs of life.
 type liveness struct {
@@ -176,6 +177,17 @@ func (l *liveness) seenBy(t time.Time) {
 
 // lastSeen is the last sign of life.
 func (l *liveness) lastSeen() time.Time { return time.Unix(0, l.last.Load()) }
+
+// shownSeen is the last sign of life as the workers list shows it at now
+// (api.Worker.LastSeen): now while an association that watches the
+// worker is up, which it would not be if the worker had been silent for
+// its bound; the last heartbeat otherwise.
+func (l *liveness) shownSeen(now time.Time) time.Time {
+	if l.quiet.Load() > 0 {
+		return now
+	}
+	return l.lastSeen()
+}
 
 // otherProcess reports whether epoch is not the process's, as
 // workerConn.otherProcess.

@@ -42,7 +42,7 @@ type workerConn struct {
 // there now (on the loop).
 func (d *dispatcher) workerStatus(w *workerConn) api.Worker {
 	s := api.Worker{Info: w.info, State: w.state, Transport: w.transport, UnitsDone: w.unitsDone,
-		Error: w.errText, RegisteredAt: w.registeredAt, LastSeen: w.live.lastSeen(),
+		Error: w.errText, RegisteredAt: w.registeredAt, LastSeen: w.live.shownSeen(time.Now()),
 		BusyThreads: d.core.BusyStreams(w.info.Name), InFlightUnits: d.core.InFlight(w.info.Name)}
 	if w.assoc != nil {
 		s.Streams, s.Lease = w.assoc.Streams(), w.lease
@@ -197,22 +197,14 @@ func (d *dispatcher) forget(w *workerConn, reason error) {
 	d.roster.pace(len(d.workers))
 }
 
-// forgetDown removes the workers down for longer than
-// Config.ForgetWorkersAfter.
-func (d *dispatcher) forgetDown(now time.Time) {
+// forgetIfDownLong forgets w, which is down, if it has been for longer
+// than Config.ForgetWorkersAfter.
+func (d *dispatcher) forgetIfDownLong(w *workerConn, now time.Time) {
 	after := d.s.cfg.ForgetWorkersAfter
-	if after < 0 {
-		return
-	}
-	for _, w := range d.workers {
-		if w.state != api.WorkerDown { // first: most are not, and their liveness need not be read
-			continue
-		}
-		if silent := now.Sub(w.live.lastSeen()); silent > after {
-			d.forget(w, errDeregistered)
-			d.log.Info("worker forgotten: down too long", "worker", w.info.Name,
-				"silent_for", silent.Round(time.Second), "forget_after", after)
-		}
+	if silent := now.Sub(w.live.lastSeen()); after >= 0 && silent > after {
+		d.forget(w, errDeregistered)
+		d.log.Info("worker forgotten: down too long", "worker", w.info.Name,
+			"silent_for", silent.Round(time.Second), "forget_after", after)
 	}
 }
 
