@@ -99,3 +99,57 @@ func TestHeartbeatsPaced(t *testing.T) {
 		t.Errorf("alone again: told %d ms (%v), want 100", beat.HeartbeatMS, err)
 	}
 }
+
+// TestRosterLinks: a worker is linked while its association's quiet bound,
+// with a quarter to spare, is within the heartbeat timeout of the interval
+// it was last told, and only then is told the linked interval; its
+// timeout, and the wait of a claim on its name, stay those of the
+// interval. (Linked from 7,500 workers with the defaults.)
+func TestRosterLinks(t *testing.T) {
+	r := newRoster(time.Second, 5*time.Second, 1000)
+	l := &liveness{}
+	r.tell(l)
+	if r.linked(l) {
+		t.Fatal("linked with no association")
+	}
+	l.link(30*time.Second, 3*time.Second) // tcpn's defaults: idle bound 30 s
+	if r.linked(l) || string(r.answerFor(l)) != `{"heartbeat_ms":1000}` {
+		t.Fatalf("a 30 s bound against a 5 s timeout: linked %v, answer %s; want not linked", r.linked(l), r.answerFor(l))
+	}
+	r.pace(7000) // told 7 s: timeout 35 s < 37.5 s
+	r.tell(l)
+	if r.linked(l) {
+		t.Fatal("linked at 7,000 workers: the bound and its quarter (37.5 s) exceed the 35 s timeout")
+	}
+	r.pace(10_000) // told 10 s: timeout 50 s
+	if r.linked(l) {
+		t.Fatal("linked by the pace alone: the process was told 7 s, and its timeout is 35 s until it is told more")
+	}
+	r.tell(l)
+	if !r.linked(l) || string(r.answerFor(l)) != `{"heartbeat_ms":10000,"linked_heartbeat_ms":300000}` {
+		t.Fatalf("a 30 s bound against a 50 s timeout: linked %v, answer %s; want linked, every 5 min", r.linked(l), r.answerFor(l))
+	}
+	if r.timeoutOf(l) != 50*time.Second || r.claimWait(l) != 20*time.Second {
+		t.Errorf("linked: timeout %v, claim wait %v; want those of the 10 s interval, 50 s and 20 s", r.timeoutOf(l), r.claimWait(l))
+	}
+	l.link(0, 0)
+	if r.linked(l) || string(r.answerFor(l)) != `{"heartbeat_ms":10000}` {
+		t.Errorf("association down: linked %v, answer %s; want not linked", r.linked(l), r.answerFor(l))
+	}
+}
+
+// TestSeenBy: a sign of life recorded late for an earlier time (the
+// association's last word, when it ends) never moves the last one back.
+func TestSeenBy(t *testing.T) {
+	l := &liveness{}
+	now := time.Now()
+	l.seen(now)
+	l.seenBy(now.Add(-time.Second))
+	if !l.lastSeen().Equal(now) {
+		t.Errorf("last seen %v; want %v, not the earlier sign", l.lastSeen(), now)
+	}
+	l.seenBy(now.Add(time.Second))
+	if !l.lastSeen().Equal(now.Add(time.Second)) {
+		t.Errorf("last seen %v; want the later sign, %v", l.lastSeen(), now.Add(time.Second))
+	}
+}
