@@ -70,5 +70,5 @@ func TestLinkedWorkerBeatsRarely(t *testing.T) {
 	}
 	w.AbortAssociations(errors.New("test: association cut"))
 	counter.waitBeats(t, linked+1, 20*time.Second) // the linked interval would take 30 s
-	waitUpNamed(t, ctx, c, "w1")                  // the server dials it again
+	waitUpNamed(t, ctx, c, "w1")                   // the server dials it again
 }
