@@ -66,6 +66,10 @@ type liveness struct {
 	told  atomic.Int64 // the heartbeat interval it was last told, ns
 	// slow: the loop wants to hear of the next heartbeat itself.
 	slow atomic.Bool
+	// heard is Unix ns of the last word of its last linked association,
+	// recorded when that ended: a sign of life for its timeout, not one
+	// that proves it alive after a registration arrived (names.go).
+	heard atomic.Int64
 	// quiet and sent are the silence bounds of its association, ns, while
 	// one is up and watched (transport.SilenceBounds); 0 otherwise. The
 	// loop sets them.
@@ -165,18 +169,20 @@ func (r *roster) remove(name string, l *liveness) {
 // seen records a sign of life at now.
 func (l *liveness) seen(now time.Time) { l.last.Store(now.UnixNano()) }
 
-// seenBy records a sign of life at t unless a later one is recorded.
-func (l *liveness) seenBy(t time.Time) {
-	for {
-		old := l.last.Load()
-		if old >= t.UnixNano() || l.last.CompareAndSwap(old, t.UnixNano()) {
-			return
-		}
+// heardBy records that its association last heard from it at t (on the
+// loop), unless it heard later before.
+func (l *liveness) heardBy(t time.Time) {
+	if t.UnixNano() > l.heard.Load() {
+		l.heard.Store(t.UnixNano())
 	}
 }
 
-// lastSeen is the last sign of life.
-func (l *liveness) lastSeen() time.Time { return time.Unix(0, l.last.Load()) }
+// lastSeen is the last sign of life: a heartbeat, the registration, or the
+// last word of its last linked association.
+func (l *liveness) lastSeen() time.Time { return time.Unix(0, max(l.last.Load(), l.heard.Load())) }
+
+// lastBeat is the last heartbeat or registration.
+func (l *liveness) lastBeat() time.Time { return time.Unix(0, l.last.Load()) }
 
 // shownSeen is the last sign of life as the workers list shows it at now
 // (api.Worker.LastSeen): now while an association that watches the

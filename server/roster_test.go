@@ -138,18 +138,21 @@ func TestRosterLinks(t *testing.T) {
 	}
 }
 
-// TestSeenBy: a sign of life recorded late for an earlier time (the
-// association's last word, when it ends) never moves the last one back.
-func TestSeenBy(t *testing.T) {
+// TestHeardBy: the last word of an association, recorded when it ended,
+// is a sign of life for the timeout (lastSeen) but not a heartbeat
+// (lastBeat), and a later record of an earlier word moves nothing back.
+func TestHeardBy(t *testing.T) {
 	l := &liveness{}
 	now := time.Now()
 	l.seen(now)
-	l.seenBy(now.Add(-time.Second))
+	l.heardBy(now.Add(-time.Second))
 	if !l.lastSeen().Equal(now) {
-		t.Errorf("last seen %v; want %v, not the earlier sign", l.lastSeen(), now)
+		t.Errorf("last seen %v; want %v, not the earlier word", l.lastSeen(), now)
 	}
-	l.seenBy(now.Add(time.Second))
-	if !l.lastSeen().Equal(now.Add(time.Second)) {
-		t.Errorf("last seen %v; want the later sign, %v", l.lastSeen(), now.Add(time.Second))
+	l.heardBy(now.Add(time.Second))
+	l.heardBy(now.Add(time.Second / 2))
+	if !l.lastSeen().Equal(now.Add(time.Second)) || !l.lastBeat().Equal(now) {
+		t.Errorf("last seen %v, last beat %v; want the later word, %v, and the heartbeat, %v",
+			l.lastSeen(), l.lastBeat(), now.Add(time.Second), now)
 	}
 }

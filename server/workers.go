@@ -372,7 +372,7 @@ func (d *dispatcher) workerDown(w *workerConn, reason error) {
 		return
 	}
 	if d.roster.linked(w.live) { // the association was its sign of life: the last one is its last word there
-		w.live.seenBy(lastHeard(reason, time.Now()))
+		w.live.heardBy(lastHeard(reason, time.Now()))
 	}
 	w.live.link(0, 0)
 	w.assoc.Abort(reason)
