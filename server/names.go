@@ -72,7 +72,7 @@ func (d *dispatcher) claim(info api.WorkerInfo, asked time.Time, waited *holderW
 		d.workerDown(h, h.assoc.Err())
 	}
 	alive := h.live.lastBeat().After(asked) // its association's end is no sign it lives
-	if waited != nil && waited.probed { // alive if the association it was probed on is still up
+	if waited != nil && waited.probed {     // alive if the association it was probed on is still up
 		alive = alive || h.gen == waited.gen && h.assoc != nil
 	}
 	switch {
