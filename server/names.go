@@ -71,8 +71,10 @@ func (d *dispatcher) claim(info api.WorkerInfo, asked time.Time, waited *holderW
 	if h.assoc != nil && h.assoc.Err() != nil { // ended: its last sign of life there counts before we judge
 		d.workerDown(h, h.assoc.Err())
 	}
-	alive := h.live.lastBeat().After(asked) // its association's end is no sign it lives
-	if waited != nil && waited.probed {     // alive if the association it was probed on is still up
+	// A heartbeat since asked proves it alive, and so does the association
+	// it was probed on, still up; the association's end does not.
+	alive := h.live.lastBeat().After(asked)
+	if waited != nil && waited.probed {
 		alive = alive || h.gen == waited.gen && h.assoc != nil
 	}
 	switch {
