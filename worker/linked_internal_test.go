@@ -22,6 +22,7 @@ import (
 type fakeRegistry struct {
 	mu    sync.Mutex
 	beats []time.Time
+	puts  int // re-announces of the figures
 }
 
 func (f *fakeRegistry) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -32,6 +33,11 @@ func (f *fakeRegistry) RoundTrip(r *http.Request) (*http.Response, error) {
 		f.beats = append(f.beats, time.Now())
 		f.mu.Unlock()
 		body = api.Beat{HeartbeatMS: 1000, LinkedHeartbeatMS: 30_000}
+	case r.Method == http.MethodPut:
+		f.mu.Lock()
+		f.puts++
+		f.mu.Unlock()
+		body = api.Registration{Name: "w1", HeartbeatMS: 1000, ServerID: "srv"}
 	case r.Method == http.MethodDelete:
 		return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Request: r}, nil
 	default:
@@ -122,4 +128,48 @@ func offsets(ts []time.Time, start time.Time) []time.Duration {
 		out = append(out, t.Sub(start))
 	}
 	return out
+}
+
+// TestRegisterLoopReannounceUnlinks, in virtual time: a re-announce of the
+// figures (PUT) registers the worker again, which may end its link (the
+// server judges it by the interval it tells it from then on), so the
+// worker heartbeats at the interval after it, not the linked interval,
+// until a heartbeat's answer links it again.
+func TestRegisterLoopReannounceUnlinks(t *testing.T) {
+	reg := &fakeRegistry{}
+	const base = "http://srv.test"
+	w, err := New(Config{Name: "w1", Servers: []string{base}, Threads: 1, Transport: tcpn.New(tcpn.Config{}),
+		Secret: []byte("s"), HTTPClient: &http.Client{Transport: reg}, NoWasm: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.ln.Close()
+	defer w.infoLn.Close()
+	synctest.Test(t, func(t *testing.T) {
+		w.announce[base] = make(chan struct{}, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			w.registerLoop(ctx, base)
+		}()
+		defer func() { cancel(); <-done }()
+		w.track(&session{a: &peerAssoc{id: "srv", done: make(chan struct{})}}, true)
+		time.Sleep(1500 * time.Millisecond) // the heartbeat at 1 s is answered linked: the next at 31 s
+		if got := len(reg.beatTimes()); got != 1 {
+			t.Fatalf("%d heartbeats in 1.5 s; want 1", got)
+		}
+		w.reannounce()
+		synctest.Wait()
+		reg.mu.Lock()
+		puts := reg.puts
+		reg.mu.Unlock()
+		if puts != 1 {
+			t.Fatalf("%d re-announces; want 1", puts)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		if got := len(reg.beatTimes()); got != 2 {
+			t.Fatalf("%d heartbeats 1.5 s after the figures were re-announced; want 2 (one an interval after the PUT)", got)
+		}
+	})
 }

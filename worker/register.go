@@ -53,6 +53,7 @@ func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 		case announce:
 			if err = c.UpdateWorker(ctx, w.Info()); err == nil {
 				announce = false
+				linked = 0 // it re-registered: the server judges it by the interval until a heartbeat says otherwise
 				w.log.Info("figures re-announced", "server", c.URL())
 			}
 		default:
