@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,28 +28,54 @@ var linkedCfg = server.Config{HeartbeatInterval: 100 * time.Millisecond, Heartbe
 // server and never heartbeats after registering: alive only by its
 // association.
 type silentWorker struct {
-	info   api.WorkerInfo
-	ln     transport.Listener
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	info     api.WorkerInfo
+	ln       transport.Listener
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	admitted atomic.Int64 // associations the server opened, counted at the handshake
 }
 
 func startSilentWorker(t *testing.T, c *client.Client, name string, epoch uint64) *silentWorker {
 	t.Helper()
-	ln, err := tcpn.New(tcpn.Config{}).Listen("127.0.0.1:0", transport.ListenConfig{Secret: registrySecret, Name: name,
-		RecStreams: 1, MaxStreams: 1, Liveness: linkedCfg.Liveness})
+	sw := listenSilent(t, name, epoch, "127.0.0.1:0")
+	if _, err := c.RegisterWorker(testCtx(t), sw.info); err != nil {
+		t.Fatal(err)
+	}
+	return sw
+}
+
+// listenSilent starts a silent worker's process, named name and epoch in
+// its handshakes, listening at addr, not yet registered.
+func listenSilent(t *testing.T, name string, epoch uint64, addr string) *silentWorker {
+	t.Helper()
+	sw := &silentWorker{}
+	ln, err := tcpn.New(tcpn.Config{}).Listen(addr, transport.ListenConfig{Secret: registrySecret, Name: name, ID: name, Epoch: epoch,
+		RecStreams: 1, MaxStreams: 1, Liveness: linkedCfg.Liveness,
+		Admit: func(_ transport.PeerInfo, n int) (int, func(), error) {
+			sw.admitted.Add(1)
+			return n, func() {}, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	sw := &silentWorker{info: process(name, epoch, ""), ln: ln, cancel: cancel}
+	sw.info, sw.ln, sw.cancel = process(name, epoch, ""), ln, cancel
 	sw.info.Endpoints[0].Addr = ln.Addr().String()
 	sw.wg.Go(func() { sw.accept(ctx) })
 	t.Cleanup(sw.kill)
-	if _, err := c.RegisterWorker(ctx, sw.info); err != nil {
-		t.Fatal(err)
-	}
 	return sw
+}
+
+// waitAdmitted waits until the server has opened n associations with sw.
+func (sw *silentWorker) waitAdmitted(t *testing.T, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute) // the server redials every second
+	for sw.admitted.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server opened %d associations with %s in a minute; want %d", sw.admitted.Load(), sw.info.Name, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // accept serves the server's associations: a lease, then it reads and
@@ -79,6 +106,50 @@ func (sw *silentWorker) kill() {
 	sw.cancel()
 	sw.ln.Close()
 	sw.wg.Wait()
+}
+
+// A linked worker killed and started again on the same address (a fixed
+// --listen port) gets its name back: the server's redial for the old
+// registration reaches the new process before it registers, and must not
+// take it for the old one (the handshake names another epoch), which
+// would keep the old registration up, linked, and refuse the new one.
+func TestLinkedWorkerRestartedOnItsPort(t *testing.T) {
+	c, logs := startRegistry(t, linkedCfg)
+	ctx := testCtx(t)
+	old := startSilentWorker(t, c, "w1", 1)
+	waitState(t, c, "w1", api.WorkerUp)
+	addr := old.info.Endpoints[0].Addr
+	old.kill()
+	restarted := listenSilent(t, "w1", 2, addr)
+	restarted.waitAdmitted(t, 1) // the redial for the old registration reached it
+	asked := time.Now()
+	if _, err := c.RegisterWorker(ctx, restarted.info); err != nil {
+		t.Fatalf("a worker restarted on its address: %v; want its name back\n%s", err, logs)
+	}
+	if d := time.Since(asked); d > 10*time.Second {
+		t.Errorf("taking a killed worker's name took %v; want about two heartbeat intervals (200 ms)", d)
+	}
+	waitState(t, c, "w1", api.WorkerUp)
+	if w, _ := listed(t, c, "w1"); w.Info.Epoch != 2 {
+		t.Fatalf("w1 is epoch %d; want the restarted process's, 2", w.Info.Epoch)
+	}
+}
+
+// A process of another name that listens where a killed linked worker
+// did does not keep the dead worker's registration up: the worker is
+// taken for dead by its heartbeat timeout.
+func TestLinkedWorkerAddressTakenByAnother(t *testing.T) {
+	c, logs := startRegistry(t, linkedCfg)
+	old := startSilentWorker(t, c, "w1", 1)
+	waitState(t, c, "w1", api.WorkerUp)
+	addr := old.info.Endpoints[0].Addr
+	old.kill()
+	other := listenSilent(t, "w2", 7, addr)
+	other.waitAdmitted(t, 1)
+	waitState(t, c, "w1", api.WorkerDown)
+	if !strings.Contains(logs.String(), `msg="worker missed its heartbeats; taking its units back" component=dispatch worker=w1`) {
+		t.Errorf("w1 was not taken down by the heartbeat timeout:\n%s", logs)
+	}
 }
 
 // A worker whose association is up is told the linked interval, and is

@@ -75,12 +75,12 @@ func (d *dispatcher) claim(info api.WorkerInfo, asked time.Time, waited *holderW
 	// it was probed on, still up; the association's end does not.
 	alive := h.live.lastBeat().After(asked)
 	if waited != nil && waited.probed {
-		alive = alive || h.gen == waited.gen && h.assoc != nil
+		alive = alive || h.gen == waited.gen && h.assoc != nil && h.answers(h.assoc) == nil
 	}
 	switch {
 	case alive:
 		return nil, &nameInUseError{name: info.Name, holder: h.info, lastSeen: h.live.lastSeen()}
-	case waited == nil && d.roster.linked(h.live):
+	case waited == nil && d.roster.linked(h.live) && h.answers(h.assoc) == nil:
 		h.live.slow.Store(true) // a heartbeat wakes the registration too
 		d.sendWant(h, true)     // the probe
 		return &holderWait{beat: h.beat, ended: h.assoc.Done(), wait: max(d.roster.claimWait(h.live), 2*time.Duration(h.live.sent.Load())),

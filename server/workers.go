@@ -278,6 +278,13 @@ func (d *dispatcher) dialed(name string, gen int, tname string, a transport.Asso
 		d.retryLater(w, time.Second)
 		return
 	}
+	if err := w.answers(a); err != nil { // another process at its address: it does not speak for w
+		a.Abort(err)
+		w.errText = err.Error()
+		d.log.Warn("association to worker refused: another process answers at its address; retrying", "worker", name, "err", err)
+		d.retryLater(w, time.Second)
+		return
+	}
 	a = d.s.metrics.traffic.Wrap(a, tname) // counts what the senders and readers move
 	w.assoc, w.transport, w.state, w.errText = a, tname, api.WorkerUp, ""
 	w.live.link(transport.SilenceBounds(a))
@@ -287,6 +294,24 @@ func (d *dispatcher) dialed(name string, gen int, tname string, a transport.Asso
 	d.step(scheduler.WorkerUp{Worker: name, Streams: a.Streams(), Threads: w.info.MaxThreads, Ops: schedOps(w.info), AwaitLease: true,
 		HoldBytes: w.info.HoldBytes})
 	d.sendWant(w, true)
+}
+
+// answers reports, as an error, whether a, an association dialed to w's
+// endpoint, is not with the process that holds w's registration: the
+// handshake names the worker and its epoch (transport.PeerInfo). A
+// worker restarted on a fixed port answers at its predecessor's address
+// before it registers; linked to the old registration, its association
+// would keep that up and refuse the new one its name (names.go).
+func (w *workerConn) answers(a transport.Association) error {
+	p := a.Peer()
+	switch {
+	case p.Name != w.info.Name:
+		return fmt.Errorf("server: the worker at %s is named %q, not %s", endpoints(w.info.Endpoints), p.Name, w.info.Name)
+	case p.Epoch != 0 && w.info.Epoch != 0 && p.Epoch != w.info.Epoch:
+		return fmt.Errorf("server: the worker %s at %s is another process (epoch %d) than the one registered (epoch %d)",
+			w.info.Name, endpoints(w.info.Endpoints), p.Epoch, w.info.Epoch)
+	}
+	return nil
 }
 
 // sendWant tells the worker how many streams we could keep busy and how
