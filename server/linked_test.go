@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,9 +36,9 @@ type silentWorker struct {
 	admitted atomic.Int64 // associations the server opened, counted at the handshake
 }
 
-func startSilentWorker(t *testing.T, c *client.Client, name string, epoch uint64) *silentWorker {
+func startSilentWorker(t *testing.T, c *client.Client, name string, epoch uint64, liveness time.Duration) *silentWorker {
 	t.Helper()
-	sw := listenSilent(t, name, epoch, "127.0.0.1:0")
+	sw := listenSilent(t, name, epoch, "127.0.0.1:0", liveness)
 	if _, err := c.RegisterWorker(testCtx(t), sw.info); err != nil {
 		t.Fatal(err)
 	}
@@ -45,12 +46,13 @@ func startSilentWorker(t *testing.T, c *client.Client, name string, epoch uint64
 }
 
 // listenSilent starts a silent worker's process, named name and epoch in
-// its handshakes, listening at addr, not yet registered.
-func listenSilent(t *testing.T, name string, epoch uint64, addr string) *silentWorker {
+// its handshakes, listening at addr with liveness bound liveness, not yet
+// registered.
+func listenSilent(t *testing.T, name string, epoch uint64, addr string, liveness time.Duration) *silentWorker {
 	t.Helper()
 	sw := &silentWorker{}
 	ln, err := tcpn.New(tcpn.Config{}).Listen(addr, transport.ListenConfig{Secret: registrySecret, Name: name, ID: name, Epoch: epoch,
-		RecStreams: 1, MaxStreams: 1, Liveness: linkedCfg.Liveness,
+		RecStreams: 1, MaxStreams: 1, Liveness: liveness,
 		Admit: func(_ transport.PeerInfo, n int) (int, func(), error) {
 			sw.admitted.Add(1)
 			return n, func() {}, nil
@@ -116,11 +118,11 @@ func (sw *silentWorker) kill() {
 func TestLinkedWorkerRestartedOnItsPort(t *testing.T) {
 	c, logs := startRegistry(t, linkedCfg)
 	ctx := testCtx(t)
-	old := startSilentWorker(t, c, "w1", 1)
+	old := startSilentWorker(t, c, "w1", 1, linkedCfg.Liveness)
 	waitState(t, c, "w1", api.WorkerUp)
 	addr := old.info.Endpoints[0].Addr
 	old.kill()
-	restarted := listenSilent(t, "w1", 2, addr)
+	restarted := listenSilent(t, "w1", 2, addr, linkedCfg.Liveness)
 	restarted.waitAdmitted(t, 1) // the redial for the old registration reached it
 	asked := time.Now()
 	if _, err := c.RegisterWorker(ctx, restarted.info); err != nil {
@@ -140,11 +142,11 @@ func TestLinkedWorkerRestartedOnItsPort(t *testing.T) {
 // taken for dead by its heartbeat timeout.
 func TestLinkedWorkerAddressTakenByAnother(t *testing.T) {
 	c, logs := startRegistry(t, linkedCfg)
-	old := startSilentWorker(t, c, "w1", 1)
+	old := startSilentWorker(t, c, "w1", 1, linkedCfg.Liveness)
 	waitState(t, c, "w1", api.WorkerUp)
 	addr := old.info.Endpoints[0].Addr
 	old.kill()
-	other := listenSilent(t, "w2", 7, addr)
+	other := listenSilent(t, "w2", 7, addr, linkedCfg.Liveness)
 	other.waitAdmitted(t, 1)
 	waitState(t, c, "w1", api.WorkerDown)
 	if !strings.Contains(logs.String(), `msg="worker missed its heartbeats; taking its units back" component=dispatch worker=w1`) {
@@ -160,7 +162,7 @@ func TestLinkedWorkerAddressTakenByAnother(t *testing.T) {
 func TestLinkedWorkerNeedsNoHeartbeats(t *testing.T) {
 	c, logs := startRegistry(t, linkedCfg)
 	ctx := testCtx(t)
-	sw := startSilentWorker(t, c, "w1", 1)
+	sw := startSilentWorker(t, c, "w1", 1, linkedCfg.Liveness)
 	waitState(t, c, "w1", api.WorkerUp)
 	beat, err := c.Beat(ctx, "w1", 1)
 	if err != nil || beat.HeartbeatMS != 100 || beat.LinkedHeartbeatMS != 3000 {
@@ -185,7 +187,7 @@ func TestLinkedWorkerNeedsNoHeartbeats(t *testing.T) {
 func TestLinkedWorkerKeepsItsName(t *testing.T) {
 	c, _ := startRegistry(t, linkedCfg)
 	ctx := testCtx(t)
-	sw := startSilentWorker(t, c, "w1", 1)
+	sw := startSilentWorker(t, c, "w1", 1, linkedCfg.Liveness)
 	waitState(t, c, "w1", api.WorkerUp)
 	second := process("w1", 2, "10")
 	if _, err := c.RegisterWorker(ctx, second); apiCode(err) != api.CodeConflict {
@@ -204,5 +206,140 @@ func TestLinkedWorkerKeepsItsName(t *testing.T) {
 	}
 	if w, _ := listed(t, c, "w1"); w.Info.Epoch != 2 {
 		t.Fatalf("w1 is epoch %d; want the new process's, 2", w.Info.Epoch)
+	}
+}
+
+// linkedSlowCfg links workers as linkedCfg does, with bounds that leave a
+// loaded machine time to answer: liveness 1 s (idle bound 10 s),
+// heartbeats every 500 ms, so a claim waits 1 s for a heartbeat.
+var linkedSlowCfg = server.Config{HeartbeatInterval: 500 * time.Millisecond, HeartbeatTimeout: 20 * time.Second,
+	Liveness: time.Second}
+
+// stallProxy relays TCP connections to target until stalled, then holds
+// what it reads in either direction: a data plane that stopped carrying
+// anything while both ends live.
+type stallProxy struct {
+	ln      net.Listener
+	target  string
+	stalled atomic.Bool
+	heard   atomic.Int64 // Unix ns of the last bytes relayed from the worker
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	conns   []net.Conn
+}
+
+func startStallProxy(t *testing.T, target string) *stallProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &stallProxy{ln: ln, target: target}
+	p.wg.Go(p.serve)
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *stallProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		u, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, u)
+		p.mu.Unlock()
+		p.wg.Go(func() { p.relay(u, c, nil) })
+		p.wg.Go(func() { p.relay(c, u, &p.heard) })
+	}
+}
+
+// relay copies from src to dst, holding what it read while stalled; it
+// records when it last relayed anything in sent, if not nil.
+func (p *stallProxy) relay(dst, src net.Conn, sent *atomic.Int64) {
+	defer dst.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		for p.stalled.Load() && err == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+			if sent != nil {
+				sent.Store(time.Now().UnixNano())
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *stallProxy) close() {
+	p.ln.Close()
+	p.stalled.Store(false)
+	p.mu.Lock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// A linked holder whose data plane stalls keeps its name if it heartbeats
+// once its association ends: a registration under its name probes the
+// association, which the stall ends; the claim then waits for the
+// holder's heartbeat from that end, not from the association's last word
+// (an idle ping from before the registration, which once let the
+// newcomer in at the association's end).
+func TestLinkedHolderStalledKeepsItsName(t *testing.T) {
+	c, logs := startRegistry(t, linkedSlowCfg)
+	ctx := testCtx(t)
+	sw := listenSilent(t, "w1", 1, "127.0.0.1:0", linkedSlowCfg.Liveness)
+	proxy := startStallProxy(t, sw.ln.Addr().String())
+	sw.info.Endpoints[0].Addr = proxy.ln.Addr().String()
+	if _, err := c.RegisterWorker(ctx, sw.info); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, "w1", api.WorkerUp)
+	// The link goes idle: the worker pings it every 5 s instead of every
+	// 500 ms, and the server waits 10 s after its last ping. Stalled then,
+	// the association lasts until the probe's 1 s bound ends it, and its
+	// last word is more than a claim's wait (1 s) before the claim.
+	deadline := time.Now().Add(time.Minute)
+	for time.Since(time.Unix(0, proxy.heard.Load())) < 1500*time.Millisecond {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker's link did not go idle within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	proxy.stalled.Store(true)
+	claimed := make(chan error, 1)
+	go func() {
+		_, err := c.RegisterWorker(ctx, process("w1", 2, "10"))
+		claimed <- err
+	}()
+	for { // the holder learns of its association's end, and beats at once
+		if w, _ := listed(t, c, "w1"); w.State != api.WorkerUp || w.Info.Epoch != 1 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := c.Beat(ctx, "w1", 1); err != nil {
+		t.Fatalf("the holder's heartbeat once its association ended: %v; want it answered\n%s", err, logs)
+	}
+	if err := <-claimed; apiCode(err) != api.CodeConflict {
+		t.Fatalf("a second process under the name of a holder whose association stalled and which beat at once: %v; want a conflict\n%s", err, logs)
+	}
+	if w, _ := listed(t, c, "w1"); w.Info.Epoch != 1 {
+		t.Fatalf("w1 is epoch %d; want the holder's, 1", w.Info.Epoch)
 	}
 }

@@ -60,8 +60,9 @@ func (w *workerConn) seen(now time.Time) {
 // association still up when the wait (at least twice its sent bound) is
 // over heard from the holder after the want arrived, so the holder is
 // alive. If the association ends meanwhile, the holder is judged by its
-// heartbeats from then on, as one that beats at the interval: it does,
-// at once, if it is alive.
+// heartbeats from then on: a live one beats at once, so the registration
+// waits two of its intervals from then for that heartbeat, whenever the
+// association last heard from it.
 func (d *dispatcher) claim(info api.WorkerInfo, asked time.Time, waited *holderWait) (*holderWait, error) {
 	h := d.workers[info.Name]
 	if h == nil || !h.otherProcess(info.Epoch) || h.state == api.WorkerDown {
@@ -85,7 +86,15 @@ func (d *dispatcher) claim(info api.WorkerInfo, asked time.Time, waited *holderW
 		d.sendWant(h, true)     // the probe
 		return &holderWait{beat: h.beat, ended: h.assoc.Done(), wait: max(d.roster.claimWait(h.live), 2*time.Duration(h.live.sent.Load())),
 			probed: true, gen: h.gen}, nil
-	case (waited == nil || waited.probed) && asked.Sub(h.live.lastSeen()) < d.roster.claimWait(h.live):
+	case waited != nil && waited.probed:
+		// The association ended under the probe. A live holder that learns
+		// of it (our end's abort closes its end, where the network carries
+		// that) heartbeats at once: wait for that from now. Its last word
+		// there (lastSeen) may be an idle ping from long before the
+		// registration, and says nothing of whether it is alive now.
+		h.live.slow.Store(true)
+		return &holderWait{beat: h.beat, wait: d.roster.claimWait(h.live)}, nil
+	case waited == nil && asked.Sub(h.live.lastSeen()) < d.roster.claimWait(h.live):
 		h.live.slow.Store(true) // its next heartbeat must wake the registration
 		return &holderWait{beat: h.beat, wait: d.roster.claimWait(h.live)}, nil
 	}
