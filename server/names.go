@@ -74,13 +74,11 @@ func (d *dispatcher) claim(info api.WorkerInfo, asked time.Time, waited *holderW
 	}
 	// A heartbeat since asked proves it alive, and so does the association
 	// it was probed on, still up; the association's end does not.
-	alive := h.live.lastBeat().After(asked)
-	if waited != nil && waited.probed {
-		alive = alive || h.gen == waited.gen && h.assoc != nil && h.answers(h.assoc) == nil
-	}
+	beat := h.live.lastBeat().After(asked)
+	answered := waited != nil && waited.probed && h.gen == waited.gen && h.assoc != nil && h.answers(h.assoc) == nil
 	switch {
-	case alive:
-		return nil, &nameInUseError{name: info.Name, holder: h.info, lastSeen: h.live.lastSeen()}
+	case beat || answered:
+		return nil, &nameInUseError{name: info.Name, holder: h.info, lastBeat: h.live.lastBeat(), answered: !beat}
 	case waited == nil && d.roster.linked(h.live) && h.answers(h.assoc) == nil:
 		h.live.slow.Store(true) // a heartbeat wakes the registration too
 		d.sendWant(h, true)     // the probe
@@ -118,12 +116,19 @@ type holderWait struct {
 type nameInUseError struct {
 	name     string
 	holder   api.WorkerInfo
-	lastSeen time.Time // the holder's last heartbeat
+	lastBeat time.Time // the holder's last heartbeat
+	// answered: the holder proved alive over its association (it is
+	// linked, and heartbeats rarely), not by a heartbeat.
+	answered bool
 }
 
 func (e *nameInUseError) Error() string {
-	return fmt.Sprintf("name %s is in use by a live worker at %s, last heartbeat %s (pick another --name)",
-		e.name, endpoints(e.holder.Endpoints), e.lastSeen.UTC().Format("15:04:05.000Z"))
+	sign := "last heartbeat " + e.lastBeat.UTC().Format("15:04:05.000Z")
+	if e.answered {
+		sign = "linked: its data-plane association with this server is up and answered just now"
+	}
+	return fmt.Sprintf("name %s is in use by a live worker at %s, %s (pick another --name)",
+		e.name, endpoints(e.holder.Endpoints), sign)
 }
 
 func (e *nameInUseError) Unwrap() error { return errConflict }
