@@ -20,9 +20,10 @@ import (
 
 // Linked workers: the registry's settings that link a worker. The
 // association's liveness bound is 200 ms, so its idle bound is 2 s (the
-// default idle factor, 10), within the 3 s heartbeat timeout with a
-// quarter to spare; heartbeats every 100 ms, 200 ms for a claim to wait.
-var linkedCfg = server.Config{HeartbeatInterval: 100 * time.Millisecond, HeartbeatTimeout: 3 * time.Second,
+// default idle factor, 10), which with its half and an interval (3.1 s)
+// is within the 4 s heartbeat timeout; heartbeats every 100 ms, 200 ms for
+// a claim to wait.
+var linkedCfg = server.Config{HeartbeatInterval: 100 * time.Millisecond, HeartbeatTimeout: 4 * time.Second,
 	Liveness: 200 * time.Millisecond}
 
 // silentWorker is a worker process that holds an association with the

@@ -51,8 +51,8 @@ type roster struct {
 }
 
 // linkedFactor is how much longer a linked worker's heartbeat interval is
-// than the interval: 10 s becomes 5 min at 10,000 workers, 33 heartbeats
-// a second where 1,000 were (docs/scale.md). What a heartbeat carries
+// than the interval: 12.5 s becomes 6¼ min at 10,000 workers, 27
+// heartbeats a second where 800 were (docs/scale.md). What a heartbeat carries
 // besides a sign of life can wait that long: the interval matters only
 // once the association ends, and the heartbeat then sent at once brings
 // the current one; a change of the name's holder or of the server (a new
@@ -97,13 +97,22 @@ func (r *roster) pace(n int) {
 }
 
 // linked reports whether l's process is linked (see roster): its
-// association is up and watched, and its quiet bound, with a quarter to
-// spare, is within its heartbeat timeout. It holds from when the loop
-// marks the association up (link) until it marks it down, and only
-// while the process's interval keeps its timeout that long.
+// association is up and watched, and its quiet bound q leaves the worker
+// time to tell us over HTTP that it lives when the association ends
+// without a word (a data-plane partition): q + q/2 + its interval is
+// within its heartbeat timeout. The timeout counts from the last word the
+// association heard; our end gives up on the worker at most q after it,
+// the worker's end at most q after the last word it heard, which is up to
+// q/2 (the idle pings' period) later; the worker then beats at once, and
+// its heartbeat may take up to an interval of retries to arrive. It holds
+// from when the loop marks the association up (link) until it marks it
+// down, and only while the process's interval keeps its timeout that
+// long. With the defaults (tcpn's idle bound 30 s, heartbeat timeout five
+// intervals, the intervals paced to 800 heartbeats a second) that is from
+// 9,000 workers on.
 func (r *roster) linked(l *liveness) bool {
 	q := time.Duration(l.quiet.Load())
-	return q > 0 && q+q/4 <= r.timeoutOf(l)
+	return q > 0 && q+q/2+r.toldOf(l) <= r.timeoutOf(l)
 }
 
 // answerFor is the answer to l's heartbeat: with the linked interval if
@@ -135,8 +144,13 @@ func (r *roster) tell(l *liveness) time.Duration {
 // timeoutOf is how long l's process may be silent before it is taken for
 // dead: the heartbeat timeout, grown as its interval grew from the base.
 func (r *roster) timeoutOf(l *liveness) time.Duration {
-	told := max(time.Duration(l.told.Load()), r.base)
-	return time.Duration(float64(r.timeout) * float64(told) / float64(r.base))
+	return time.Duration(float64(r.timeout) * float64(r.toldOf(l)) / float64(r.base))
+}
+
+// toldOf is the heartbeat interval l's process was last told (the base
+// before it was told any).
+func (r *roster) toldOf(l *liveness) time.Duration {
+	return max(time.Duration(l.told.Load()), r.base)
 }
 
 // claimWait is how long a registration under a name l's process holds
