@@ -2,7 +2,13 @@ package e2e
 
 import (
 	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -132,4 +138,73 @@ func waitUp(t *testing.T, c *client.Client, name string, epoch uint64) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("worker %s not up under a new process", name)
+}
+
+// TestLinkedWorkerRestartsOnItsPort: a linked worker on a fixed --listen
+// port, killed (kill -9) and started again on that port, gets its name
+// back within the heartbeat timeout, and its old registration does not
+// stay up. The server redials the old registration's address every
+// second and reaches the new process before it registers (the test holds
+// the registration until it has): the handshake names the new epoch, so
+// the server aborts that association instead of linking the dead
+// registration to it, which kept the old registration up for ever and
+// refused the new process its name.
+func TestLinkedWorkerRestartsOnItsPort(t *testing.T) {
+	dir := t.TempDir()
+	const timeout = 10 * time.Second
+	srv := start(t, "server", "--listen", "127.0.0.1:0", "--data", dir, "--heartbeat-timeout", timeout.String(), "--liveness", "500ms")
+	c := connect(t, srv, dir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	worker := func(server string) *proc {
+		return start(t, "worker", "--server", server, "--threads", "1", "--name", "w1", "--liveness", "500ms",
+			"--transport", "tcpn", "--listen", addr)
+	}
+	// The restarted worker reaches the server through a proxy that holds
+	// its registration until the server has dialed it.
+	target, err := url.Parse(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := httputil.NewSingleHostReverseProxy(target)
+	release := make(chan struct{})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/workers" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		relay.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+
+	w := worker(c.URL())
+	waitWorkersUp(t, c, 1)
+	old := epochOf(t, c, "w1")
+	kill9(t, w)
+	srv.waitLog(t, regexp.MustCompile(`msg="(association down)"[^\n]*worker=w1`))
+	asked := time.Now()
+	w = worker(front.URL)
+	deadline := time.Now().Add(time.Minute)
+	for { // the server's redial for the old registration reached the new process
+		log := srv.logText()
+		if strings.Count(log, `msg="association up" component=dispatch worker=w1`) >= 2 || strings.Contains(log, `msg="association to worker refused`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not dial the restarted worker within a minute:\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(release)
+	waitUp(t, c, "w1", old)
+	if d := time.Since(asked); d > timeout {
+		t.Errorf("the worker restarted on its port took its name back in %v; want within the heartbeat timeout (%v)", d, timeout)
+	}
 }
