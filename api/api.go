@@ -458,8 +458,16 @@ type Worker struct {
 // Beat is the server's answer to a heartbeat: how often it wants the next
 // ones, which grows with the number of workers it has (a server keeps
 // their heartbeats to a budget per second).
+//
+// LinkedHeartbeatMS, from servers that take a worker's live data-plane
+// association for its sign of life, is the interval for the next
+// heartbeats while the worker's association with the server lasts (much
+// longer than HeartbeatMS); the worker goes back to HeartbeatMS, with a
+// heartbeat at once, as soon as that association ends. 0 (a server that
+// does not, or does not for this worker now): HeartbeatMS always.
 type Beat struct {
-	HeartbeatMS int `json:"heartbeat_ms"`
+	HeartbeatMS       int `json:"heartbeat_ms"`
+	LinkedHeartbeatMS int `json:"linked_heartbeat_ms,omitempty"`
 }
 
 // Registration is the server's answer to a worker's registration.
@@ -467,6 +475,11 @@ type Registration struct {
 	Name string `json:"name"`
 	// HeartbeatMS is how often the server expects a heartbeat.
 	HeartbeatMS int `json:"heartbeat_ms"`
+	// ServerID is the server's persistent id, the one its associations
+	// name (transport.PeerInfo.ID): a worker knows by it which of its
+	// associations are with this server (Beat.LinkedHeartbeatMS). Empty
+	// from older servers.
+	ServerID string `json:"server_id,omitempty"`
 }
 
 // Event is one server-sent event of a job's event stream.

@@ -38,8 +38,11 @@ type dispatcher struct {
 	views      *views
 	dirty      []*workerConn
 	nextCounts time.Time
-	nextID     uint64
-	nextGen    int // association generations, unique across all workers
+	// countsShown: no job nor unit was left when the counts were last
+	// published, so they are all shown as they are (publishCounts).
+	countsShown bool
+	nextID      uint64
+	nextGen     int // association generations, unique across all workers
 	// admit bounds the units sent and not yet answered (admission.go);
 	// nextAdjust is when the bound moves next.
 	admit      *admission
@@ -333,8 +336,21 @@ func (d *dispatcher) onTick(now time.Time) {
 		return
 	}
 	d.nextScan = now.Add(d.scanEvery())
-	d.forgetDown(now)
-	d.timeOut(now)
+	d.scanWorkers(now)
+}
+
+// scanWorkers forgets the workers down for longer than
+// Config.ForgetWorkersAfter and takes those whose heartbeats stopped for
+// dead, in one pass: at 10,000 idle workers each pass over them is a
+// sizeable part of the server's work.
+func (d *dispatcher) scanWorkers(now time.Time) {
+	for _, w := range d.workers {
+		if w.state == api.WorkerDown {
+			d.forgetIfDownLong(w, now)
+		} else {
+			d.timeOut(w, now)
+		}
+	}
 }
 
 // wantsPerSecond bounds the workers whose want the tick looks at in a
@@ -347,18 +363,19 @@ func (d *dispatcher) scanEvery() time.Duration {
 	return max(min(d.s.cfg.HeartbeatTimeout/5, time.Second), tickEvery)
 }
 
-// timeOut takes the workers whose heartbeats stopped for their timeout
-// for dead.
-func (d *dispatcher) timeOut(now time.Time) {
-	for _, w := range d.workers {
-		if silent := now.Sub(w.live.lastSeen()); w.state != api.WorkerDown && silent > d.roster.timeoutOf(w.live) {
-			d.log.Warn("worker missed its heartbeats; taking its units back", "worker", w.info.Name,
-				"silent_for", silent.Round(time.Millisecond))
-			d.s.metrics.livenessBeat.Inc()
-			d.workerDown(w, errors.New("heartbeat timeout"))
-			w.state = api.WorkerDown
-			d.touch(w)
-			w.live.slow.Store(true) // its next heartbeat brings it back up, on the loop
-		}
+// timeOut takes w, which is not down, for dead if its heartbeats stopped
+// for its timeout; a linked worker's association speaks for it (roster).
+func (d *dispatcher) timeOut(w *workerConn, now time.Time) {
+	if d.roster.linked(w.live) {
+		return
+	}
+	if silent := now.Sub(w.live.lastSeen()); silent > d.roster.timeoutOf(w.live) {
+		d.log.Warn("worker missed its heartbeats; taking its units back", "worker", w.info.Name,
+			"silent_for", silent.Round(time.Millisecond))
+		d.s.metrics.livenessBeat.Inc()
+		d.workerDown(w, errors.New("heartbeat timeout"))
+		w.state = api.WorkerDown
+		d.touch(w)
+		w.live.slow.Store(true) // its next heartbeat brings it back up, on the loop
 	}
 }

@@ -198,6 +198,7 @@ func (d *dispatcher) unitFinished(f flight, r resultMsg) {
 func (d *dispatcher) accept(f flight, r resultMsg, failed bool) {
 	if w := d.workers[f.worker]; w != nil && !f.unsent {
 		w.unitsDone++
+		d.countsShown = false // the next counts pass shows it, even if nothing runs by then
 	}
 	if failed {
 		d.s.metrics.unitsFailed.Inc()

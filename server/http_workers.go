@@ -100,34 +100,40 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, 200, api.Registration{Name: info.Name, HeartbeatMS: int(s.disp.roster.interval().Milliseconds())})
+	writeJSON(w, 200, api.Registration{Name: info.Name, HeartbeatMS: int(s.disp.roster.interval().Milliseconds()), ServerID: s.ID()})
 }
 
 // claim registers info, waiting if another process holds its name until
-// it is known whether that one is alive.
+// it is known whether that one is alive (dispatcher.claim).
 func (s *Server) claim(ctx context.Context, info api.WorkerInfo) error {
 	asked := time.Now()
-	var beat <-chan struct{}
-	var wait time.Duration
-	var err error
-	if e := s.disp.do(ctx, func() { beat, wait, err = s.disp.claim(info, asked, false) }); e != nil {
-		return e
+	var hw *holderWait
+	for {
+		var err error
+		if e := s.disp.do(ctx, func() { hw, err = s.disp.claim(info, asked, hw) }); e != nil {
+			return e
+		}
+		if hw == nil {
+			return err
+		}
+		if err := hw.await(ctx); err != nil {
+			return err
+		}
 	}
-	if beat == nil {
-		return err
-	}
-	t := time.NewTimer(wait)
+}
+
+// await waits for what w names, or ctx's end.
+func (w *holderWait) await(ctx context.Context) error {
+	t := time.NewTimer(w.wait)
 	defer t.Stop()
 	select {
-	case <-beat:
+	case <-w.beat:
+	case <-w.ended:
 	case <-t.C:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if e := s.disp.do(ctx, func() { _, _, err = s.disp.claim(info, asked, true) }); e != nil {
-		return e
-	}
-	return err
+	return nil
 }
 
 // workerEpoch reads the ?epoch= a worker names its process with (0 if
@@ -149,6 +155,7 @@ func workerEpoch(r *http.Request) (uint64, error) {
 // others (unknown, superseded, down, or holding a name a registration
 // waits for).
 func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
+	s.metrics.heartbeats.Inc()
 	name, known := r.PathValue("name"), false
 	epoch, err := workerEpoch(r)
 	if err == nil {
@@ -157,8 +164,13 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	answer := *s.disp.roster.answer.Load()
 	if err == nil {
-		if e := s.disp.do(r.Context(), func() { known, err = s.disp.heartbeat(name, epoch) }); e != nil {
+		if e := s.disp.do(r.Context(), func() {
+			if known, err = s.disp.heartbeat(name, epoch); known && err == nil {
+				answer = s.disp.roster.answerFor(s.disp.workers[name].live)
+			}
+		}); e != nil {
 			err = e
 		}
 	}
@@ -169,7 +181,7 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeBeat(w, *s.disp.roster.answer.Load())
+	writeBeat(w, answer)
 }
 
 // writeBeat answers a heartbeat with an api.Beat, already encoded.

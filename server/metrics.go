@@ -30,6 +30,7 @@ type serverMetrics struct {
 	requeuedReturned prometheus.Counter
 	livenessAssoc    prometheus.Counter
 	livenessBeat     prometheus.Counter
+	heartbeats       prometheus.Counter
 	queued           prometheus.Histogram
 	compute          prometheus.Histogram
 	transit          prometheus.Histogram
@@ -52,13 +53,15 @@ func newServerMetrics(s *Server) *serverMetrics {
 		Help: "Workers taken for dead, by check: association (silent on the data plane for the liveness bound), heartbeat (no HTTP heartbeat for the heartbeat timeout)."},
 		[]string{"check"})
 	m.livenessAssoc, m.livenessBeat = liveness.WithLabelValues("association"), liveness.WithLabelValues("heartbeat")
+	m.heartbeats = prometheus.NewCounter(prometheus.CounterOpts{Name: "braid_heartbeats_total",
+		Help: "HTTP heartbeats from workers, answered or not. A worker whose association is its sign of life (a linked worker, docs/operations.md) sends few."})
 	hist := func(name, help string) prometheus.Histogram {
 		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: metrics.LatencyBuckets})
 	}
 	m.queued = hist("braid_unit_queued_seconds", "Time accepted units waited in a worker's queue before a thread ran them, as the worker measured it.")
 	m.compute = hist("braid_unit_compute_seconds", "Time a worker thread spent running accepted units, as the worker measured it.")
 	m.transit = hist("braid_unit_transit_seconds", "Round trip of accepted units less the worker's queued and compute time: the send queue, both transfers and the result's wait for the dispatch loop.")
-	m.reg.MustRegister(m.traffic, m.unitsSent, m.sendBatches, finished, requeued, liveness, m.queued, m.compute, m.transit,
+	m.reg.MustRegister(m.traffic, m.unitsSent, m.sendBatches, finished, requeued, liveness, m.heartbeats, m.queued, m.compute, m.transit,
 		newStateCollector(s), s.limiter.refused, s.limiter.open)
 	return m
 }

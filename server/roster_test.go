@@ -99,3 +99,74 @@ func TestHeartbeatsPaced(t *testing.T) {
 		t.Errorf("alone again: told %d ms (%v), want 100", beat.HeartbeatMS, err)
 	}
 }
+
+// TestRosterLinks: a worker is linked while its association's quiet bound
+// q leaves it time to beat over HTTP once a partition ends the
+// association, q + q/2 + its interval within the heartbeat timeout of the
+// interval it was last told, and only then is told the linked interval;
+// its timeout, and the wait of a claim on its name, stay those of the
+// interval. With the defaults (tcpn's 30 s idle bound, a 5 s timeout at
+// 1 s, 800 heartbeats a second) it is linked from 9,000 workers on, and
+// so at 10,000.
+func TestRosterLinks(t *testing.T) {
+	r := newRoster(time.Second, 5*time.Second, DefaultHeartbeatRate)
+	l := &liveness{}
+	r.tell(l)
+	if r.linked(l) {
+		t.Fatal("linked with no association")
+	}
+	l.link(30*time.Second, 3*time.Second) // tcpn's defaults: idle bound 30 s
+	if r.linked(l) || string(r.answerFor(l)) != `{"heartbeat_ms":1000}` {
+		t.Fatalf("a 30 s bound against a 5 s timeout: linked %v, answer %s; want not linked", r.linked(l), r.answerFor(l))
+	}
+	r.pace(8999) // told 11.248 s: timeout 56.24 s < 30 + 15 + 11.248 s
+	r.tell(l)
+	if r.linked(l) {
+		t.Fatalf("linked at 8,999 workers: timeout %v; the bound, its half and the interval are 56.248 s", r.timeoutOf(l))
+	}
+	r.pace(10_000) // told 12.5 s: timeout 62.5 s
+	if r.linked(l) {
+		t.Fatal("linked by the pace alone: the process was told 11.248 s, and its timeout is 56.24 s until it is told more")
+	}
+	r.tell(l)
+	if !r.linked(l) || string(r.answerFor(l)) != `{"heartbeat_ms":12500,"linked_heartbeat_ms":375000}` {
+		t.Fatalf("a 30 s bound against a 62.5 s timeout: linked %v, answer %s; want linked, every 6 min 15 s", r.linked(l), r.answerFor(l))
+	}
+	if r.timeoutOf(l) != 62500*time.Millisecond || r.claimWait(l) != 25*time.Second {
+		t.Errorf("linked: timeout %v, claim wait %v; want those of the 12.5 s interval, 62.5 s and 25 s", r.timeoutOf(l), r.claimWait(l))
+	}
+	l.link(0, 0)
+	if r.linked(l) || string(r.answerFor(l)) != `{"heartbeat_ms":12500}` {
+		t.Errorf("association down: linked %v, answer %s; want not linked", r.linked(l), r.answerFor(l))
+	}
+	// The margin is a half and an interval, not a quarter: at 1,000
+	// heartbeats a second and 10,000 workers (told 10 s, timeout 50 s) a
+	// 30 s bound fits with a quarter (37.5 s) but not with the margin
+	// (55 s).
+	r = newRoster(time.Second, 5*time.Second, 1000)
+	r.pace(10_000)
+	r.tell(l)
+	l.link(30*time.Second, 3*time.Second)
+	if r.linked(l) {
+		t.Error("linked with a 30 s bound against a 50 s timeout at a 10 s interval; want not (55 s needed)")
+	}
+}
+
+// TestHeardBy: the last word of an association, recorded when it ended,
+// is a sign of life for the timeout (lastSeen) but not a heartbeat
+// (lastBeat), and a later record of an earlier word moves nothing back.
+func TestHeardBy(t *testing.T) {
+	l := &liveness{}
+	now := time.Now()
+	l.seen(now)
+	l.heardBy(now.Add(-time.Second))
+	if !l.lastSeen().Equal(now) {
+		t.Errorf("last seen %v; want %v, not the earlier word", l.lastSeen(), now)
+	}
+	l.heardBy(now.Add(time.Second))
+	l.heardBy(now.Add(time.Second / 2))
+	if !l.lastSeen().Equal(now.Add(time.Second)) || !l.lastBeat().Equal(now) {
+		t.Errorf("last seen %v, last beat %v; want the later word, %v, and the heartbeat, %v",
+			l.lastSeen(), l.lastBeat(), now.Add(time.Second), now)
+	}
+}

@@ -89,7 +89,7 @@ type Config struct {
 	UploadIdleTimeout time.Duration
 	// HeartbeatInterval is what workers are told to use (default 1s);
 	// HeartbeatTimeout is when a silent worker loses its units (default 5s).
-	// With more than HeartbeatRate workers (default 1,000 a second) each
+	// With more than HeartbeatRate workers (default 800 a second) each
 	// is told to beat less often, so that all of them together send about
 	// HeartbeatRate heartbeats a second, and its timeout grows in
 	// proportion (roster.go).
@@ -158,7 +158,7 @@ const (
 	DefaultGCGrace            = 10 * time.Minute
 	DefaultDrainTimeout       = 10 * time.Second
 	DefaultForgetWorkersAfter = time.Hour
-	DefaultHeartbeatRate      = 1000
+	DefaultHeartbeatRate      = 800
 )
 
 func (c *Config) validate() error {

@@ -85,10 +85,11 @@ func (vs *views) workersPage(p page) ([]api.Worker, string) {
 	}
 	vs.mu.RUnlock()
 	out := make([]api.Worker, len(listed))
+	now := time.Now()
 	for i, v := range listed {
 		rec := v.rec.Load()
 		out[i] = rec.Worker
-		out[i].LastSeen = rec.live.lastSeen()
+		out[i].LastSeen = rec.live.shownSeen(now)
 	}
 	return out, next
 }
@@ -158,6 +159,11 @@ func (d *dispatcher) publishCounts(now time.Time) {
 		return
 	}
 	d.nextCounts = now.Add(countsEvery(len(d.workers)))
+	idle := len(d.jobs) == 0 && len(d.inflight) == 0
+	if idle && d.countsShown {
+		return // nothing ran since the counts were shown: none changed
+	}
+	d.countsShown = idle // this pass shows the last changes
 	for _, w := range d.workers {
 		shown := w.view.rec.Load()
 		if len(w.flights) == 0 && shown.InFlightUnits == 0 && shown.BusyThreads == 0 && shown.UnitsDone == w.unitsDone {

@@ -42,7 +42,7 @@ type workerConn struct {
 // there now (on the loop).
 func (d *dispatcher) workerStatus(w *workerConn) api.Worker {
 	s := api.Worker{Info: w.info, State: w.state, Transport: w.transport, UnitsDone: w.unitsDone,
-		Error: w.errText, RegisteredAt: w.registeredAt, LastSeen: w.live.lastSeen(),
+		Error: w.errText, RegisteredAt: w.registeredAt, LastSeen: w.live.shownSeen(time.Now()),
 		BusyThreads: d.core.BusyStreams(w.info.Name), InFlightUnits: d.core.InFlight(w.info.Name)}
 	if w.assoc != nil {
 		s.Streams, s.Lease = w.assoc.Streams(), w.lease
@@ -197,19 +197,14 @@ func (d *dispatcher) forget(w *workerConn, reason error) {
 	d.roster.pace(len(d.workers))
 }
 
-// forgetDown removes the workers down for longer than
-// Config.ForgetWorkersAfter.
-func (d *dispatcher) forgetDown(now time.Time) {
+// forgetIfDownLong forgets w, which is down, if it has been for longer
+// than Config.ForgetWorkersAfter.
+func (d *dispatcher) forgetIfDownLong(w *workerConn, now time.Time) {
 	after := d.s.cfg.ForgetWorkersAfter
-	if after < 0 {
-		return
-	}
-	for _, w := range d.workers {
-		if silent := now.Sub(w.live.lastSeen()); w.state == api.WorkerDown && silent > after {
-			d.forget(w, errDeregistered)
-			d.log.Info("worker forgotten: down too long", "worker", w.info.Name,
-				"silent_for", silent.Round(time.Second), "forget_after", after)
-		}
+	if silent := now.Sub(w.live.lastSeen()); after >= 0 && silent > after {
+		d.forget(w, errDeregistered)
+		d.log.Info("worker forgotten: down too long", "worker", w.info.Name,
+			"silent_for", silent.Round(time.Second), "forget_after", after)
 	}
 }
 
@@ -283,14 +278,40 @@ func (d *dispatcher) dialed(name string, gen int, tname string, a transport.Asso
 		d.retryLater(w, time.Second)
 		return
 	}
+	if err := w.answers(a); err != nil { // another process at its address: it does not speak for w
+		a.Abort(err)
+		w.errText = err.Error()
+		d.log.Warn("association to worker refused: another process answers at its address; retrying", "worker", name, "err", err)
+		d.retryLater(w, time.Second)
+		return
+	}
 	a = d.s.metrics.traffic.Wrap(a, tname) // counts what the senders and readers move
 	w.assoc, w.transport, w.state, w.errText = a, tname, api.WorkerUp, ""
+	w.live.link(transport.SilenceBounds(a))
 	w.lease, w.leaseSeq, w.want = 0, 0, wire.Want{}
 	d.startStreams(w, a)
 	d.log.Info("association up", "worker", name, "transport", tname, "streams", a.Streams())
 	d.step(scheduler.WorkerUp{Worker: name, Streams: a.Streams(), Threads: w.info.MaxThreads, Ops: schedOps(w.info), AwaitLease: true,
 		HoldBytes: w.info.HoldBytes})
 	d.sendWant(w, true)
+}
+
+// answers reports, as an error, whether a, an association dialed to w's
+// endpoint, is not with the process that holds w's registration: the
+// handshake names the worker and its epoch (transport.PeerInfo). A
+// worker restarted on a fixed port answers at its predecessor's address
+// before it registers; linked to the old registration, its association
+// would keep that up and refuse the new one its name (names.go).
+func (w *workerConn) answers(a transport.Association) error {
+	p := a.Peer()
+	switch {
+	case p.Name != w.info.Name:
+		return fmt.Errorf("server: the worker at %s is named %q, not %s", endpoints(w.info.Endpoints), p.Name, w.info.Name)
+	case p.Epoch != 0 && w.info.Epoch != 0 && p.Epoch != w.info.Epoch:
+		return fmt.Errorf("server: the worker %s at %s is another process (epoch %d) than the one registered (epoch %d)",
+			w.info.Name, endpoints(w.info.Endpoints), p.Epoch, w.info.Epoch)
+	}
+	return nil
 }
 
 // sendWant tells the worker how many streams we could keep busy and how
@@ -375,6 +396,10 @@ func (d *dispatcher) workerDown(w *workerConn, reason error) {
 	if w.assoc == nil {
 		return
 	}
+	if d.roster.linked(w.live) { // the association was its sign of life: the last one is its last word there
+		w.live.heardBy(lastHeard(reason, time.Now()))
+	}
+	w.live.link(0, 0)
 	w.assoc.Abort(reason)
 	for _, q := range w.queues {
 		close(q)
@@ -405,6 +430,18 @@ func (d *dispatcher) workerDown(w *workerConn, reason error) {
 	}
 	d.step(scheduler.WorkerDown{Worker: w.info.Name})
 	d.retryLater(w, 500*time.Millisecond)
+}
+
+// lastHeard is when an association that ended at now for reason last
+// heard from its peer: a silence before it gave up on the peer, else now
+// (the peer closed it, or we did, after hearing from it within its
+// bounds).
+func lastHeard(reason error, now time.Time) time.Time {
+	var lost *transport.PeerLostError
+	if errors.As(reason, &lost) {
+		return now.Add(-lost.Silence)
+	}
+	return now
 }
 
 // retryLater dials w again after delay, unless a later retry replaces this

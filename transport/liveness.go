@@ -68,6 +68,36 @@ func Busy(a Association) (release func()) {
 	return func() {}
 }
 
+// Watched is implemented by the associations that end on their own once
+// the peer has been silent for longer than a bound (all of braid's do;
+// those that can say the bounds implement this). SilenceBounds reports
+// them: quiet is the longest a peer with nothing under way may be silent
+// (the idle bound, where one was negotiated, else the liveness bound),
+// sent the longest it may be silent after this side sent it a message (the
+// liveness bound). Both are 0 if the association keeps no watch. So an
+// association still open sent+ε after a send heard from a peer that was
+// alive when the message arrived: the server takes a live association for
+// a worker's sign of life (docs/transports.md, "Idle associations").
+type Watched interface {
+	SilenceBounds() (quiet, sent time.Duration)
+}
+
+// SilenceBounds reports a's bounds if it, or an association it wraps
+// (Unwrap), is Watched; 0, 0 otherwise.
+func SilenceBounds(a Association) (quiet, sent time.Duration) {
+	for a != nil {
+		if w, ok := a.(Watched); ok {
+			return w.SilenceBounds()
+		}
+		u, ok := a.(interface{ Unwrap() Association })
+		if !ok {
+			break
+		}
+		a = u.Unwrap()
+	}
+	return 0, 0
+}
+
 // ErrPeerLost is wrapped, together with ErrPeerClosed, by the error of an
 // association that ended because the peer showed no sign of life for the
 // liveness bound. Callers that only test for ErrPeerClosed keep working.

@@ -24,9 +24,16 @@ import (
 // wrong secret, invalid figures, a URL that is not a braid server's, the
 // name in use by a live worker), nil when ctx ends. On exit it
 // deregisters.
+//
+// While the worker has an association with the server and the server
+// said it takes that for the worker's sign of life (api.Beat's
+// LinkedHeartbeatMS), it beats at the linked interval; when the
+// association ends it beats at once, and at the interval from then on.
 func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 	c := client.New(base).WithHTTPClient(w.cfg.HTTPClient).WithSecret(w.cfg.Secret).WithRetry(client.Retry{For: -1})
 	interval, backoff := time.Second, 250*time.Millisecond
+	var linked time.Duration // the server's linked interval; 0: none
+	var serverID string      // the id its associations name
 	registered, announce := false, false
 	nameTries := 0 // registrations refused since the last that succeeded: name in use
 	var out outage
@@ -37,6 +44,7 @@ func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 			var reg api.Registration
 			if reg, err = c.RegisterWorker(ctx, w.Info()); err == nil {
 				registered, announce, backoff, nameTries = true, false, 250*time.Millisecond, 0
+				linked, serverID = 0, reg.ServerID
 				if reg.HeartbeatMS > 0 {
 					interval = time.Duration(reg.HeartbeatMS) * time.Millisecond
 				}
@@ -45,12 +53,14 @@ func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 		case announce:
 			if err = c.UpdateWorker(ctx, w.Info()); err == nil {
 				announce = false
+				linked = 0 // it re-registered: the server judges it by the interval until a heartbeat says otherwise
 				w.log.Info("figures re-announced", "server", c.URL())
 			}
 		default:
 			var beat api.Beat
 			if beat, err = c.Beat(ctx, w.cfg.Name, w.epoch); err == nil && beat.HeartbeatMS > 0 {
 				interval = time.Duration(beat.HeartbeatMS) * time.Millisecond // a server of many workers asks for fewer
+				linked = time.Duration(beat.LinkedHeartbeatMS) * time.Millisecond
 			}
 		}
 		if registered && isNotFound(err) { // a heartbeat or update: the registration is gone
@@ -72,6 +82,12 @@ func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 			return &RejectedError{Server: c.URL(), Err: err}
 		}
 		wait := interval
+		var ended <-chan struct{} // the association the wait relies on (nil: none)
+		if err == nil && registered && !announce && linked > 0 {
+			if ended = w.linkTo(serverID); ended != nil {
+				wait = linked
+			}
+		}
 		if err != nil && ctx.Err() == nil {
 			out.failed(w.log, c.URL(), err)
 			wait, backoff = min(backoff, interval), min(2*backoff, interval)
@@ -81,6 +97,8 @@ func (w *Worker) registerLoop(ctx context.Context, base string) *RejectedError {
 		select {
 		case <-ctx.Done():
 		case <-time.After(wait):
+		case <-ended: // no longer linked: a heartbeat at once
+			linked = 0
 		case <-w.announce[base]:
 			announce = registered // a registration to come sends the new figures anyway
 		}

@@ -578,6 +578,22 @@ func (w *Worker) track(s *session, on bool) {
 	w.sessMu.Unlock()
 }
 
+// linkTo returns the Done channel of an open association with the server
+// whose id is id, nil if there is none (or id is empty).
+func (w *Worker) linkTo(id string) <-chan struct{} {
+	if id == "" {
+		return nil
+	}
+	w.sessMu.Lock()
+	defer w.sessMu.Unlock()
+	for s := range w.sessions {
+		if s.a.Peer().ID == id && s.a.Err() == nil {
+			return s.a.Done()
+		}
+	}
+	return nil
+}
+
 // errSuperseded ends an association that a newer one from the same server
 // replaced.
 var errSuperseded = errors.New("worker: superseded by a newer association from the same server")

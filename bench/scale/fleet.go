@@ -45,10 +45,11 @@ type simWorker struct {
 	f     *fleet
 	name  string
 	epoch uint64
-	mu    sync.Mutex         // guards ln, addr and info
+	mu    sync.Mutex         // guards ln, addr, info and link
 	ln    transport.Listener // nil while an association runs (over TCP)
 	addr  string             // the data-plane address it listens on
 	info  api.WorkerInfo
+	link  <-chan struct{} // the Done of its association while one is up
 }
 
 // httpPool bounds the connections the whole fleet opens to the server.
@@ -172,16 +173,23 @@ func (w *simWorker) register(ctx context.Context) error {
 
 // heartbeat beats at the server's interval, the first after a random part
 // of it so that the fleet's beats spread out, and registers again when the
-// server has forgotten the worker (it restarted).
+// server has forgotten the worker (it restarted). While the server takes
+// its association for its sign of life (api.Beat.LinkedHeartbeatMS) it
+// beats at the linked interval, as a worker does, and at once when the
+// association ends; the first linked wait is a random part of it, as a
+// fleet whose workers came up over time would beat.
 func (w *simWorker) heartbeat(ctx context.Context) {
 	wait := time.Duration(rand.Int64N(max(w.f.interval.Load(), 1)))
+	var ended <-chan struct{}
+	wasLinked := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
+		case <-ended:
 		}
-		wait = time.Duration(w.f.interval.Load())
+		wait, ended = time.Duration(w.f.interval.Load()), nil
 		beat, err := w.f.cl.Beat(ctx, w.name, w.epoch)
 		var ae *api.Error
 		switch {
@@ -191,6 +199,15 @@ func (w *simWorker) heartbeat(ctx context.Context) {
 				wait = time.Duration(beat.HeartbeatMS) * time.Millisecond
 				w.f.interval.Store(int64(wait))
 			}
+			if linked := time.Duration(beat.LinkedHeartbeatMS) * time.Millisecond; linked > 0 {
+				if ended = w.linked(); ended != nil {
+					wait = linked
+					if !wasLinked {
+						wait = time.Duration(rand.Int64N(int64(linked)))
+					}
+				}
+			}
+			wasLinked = ended != nil
 		case errors.As(err, &ae) && ae.Code == api.CodeNotFound:
 			if w.register(ctx) != nil {
 				return
@@ -275,6 +292,20 @@ func (w *simWorker) listenConfig() transport.ListenConfig {
 		Liveness: w.f.cfg.Liveness}
 }
 
+// setLink records the Done of the worker's association (nil: none).
+func (w *simWorker) setLink(done <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.link = done
+}
+
+// linked is the Done of the worker's association, nil if none is up.
+func (w *simWorker) linked() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.link
+}
+
 // serve lends the server every thread, then answers units on every stream
 // until the association ends.
 func (w *simWorker) serve(ctx context.Context, a transport.Association) {
@@ -285,6 +316,8 @@ func (w *simWorker) serve(ctx context.Context, a transport.Association) {
 	}
 	w.f.assocs.Add(1)
 	defer w.f.assocs.Add(-1)
+	w.setLink(a.Done())
+	defer w.setLink(nil)
 	var wg sync.WaitGroup
 	for s := 1; s < n; s++ {
 		wg.Go(func() { w.answer(ctx, a, s) })

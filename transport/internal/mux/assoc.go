@@ -121,6 +121,7 @@ type Assoc struct {
 var (
 	_ transport.Association = (*Assoc)(nil)
 	_ transport.Busier      = (*Assoc)(nil)
+	_ transport.Watched     = (*Assoc)(nil)
 )
 
 // New starts an association over conns (1, or one per stream, or any number

@@ -417,6 +417,17 @@ func (a *Assoc) Busy() (release func()) {
 	return func() { once.Do(func() { a.lv.busy.Add(-1) }) }
 }
 
+// SilenceBounds reports the bounds the keep-alive loop holds the peer to
+// (transport.Watched): the idle bound, if one was negotiated, for a quiet
+// peer, and the liveness bound once we sent it anything; none without a
+// liveness bound.
+func (a *Assoc) SilenceBounds() (quiet, sent time.Duration) {
+	if a.cfg.Liveness <= 0 {
+		return 0, 0
+	}
+	return max(a.cfg.Liveness, a.cfg.IdleLiveness), a.cfg.Liveness
+}
+
 // stampConn is a link's connection as its reader sees it: it records when
 // a Read is pending, the only wait of the reader that silence can explain.
 type stampConn struct {
