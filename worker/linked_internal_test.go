@@ -73,6 +73,35 @@ func (a *peerAssoc) Err() error {
 	}
 }
 
+// fakeBase is the one server of fakeRegisteredWorker.
+const fakeBase = "http://srv.test"
+
+// fakeRegisteredWorker is a worker whose one server (fakeBase) is reg.
+func fakeRegisteredWorker(t *testing.T, reg *fakeRegistry) *Worker {
+	t.Helper()
+	w, err := New(Config{Name: "w1", Servers: []string{fakeBase}, Threads: 1, Transport: tcpn.New(tcpn.Config{}),
+		Secret: []byte("s"), HTTPClient: &http.Client{Transport: reg}, NoWasm: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.ln.Close(); w.infoLn.Close() })
+	return w
+}
+
+// runRegisterLoop runs w's register loop with fakeBase, inside the
+// caller's synctest bubble, and returns what ends it and waits for it
+// (the loop ends in the bubble, failed or not).
+func runRegisterLoop(w *Worker) (stop func()) {
+	w.announce[fakeBase] = make(chan struct{}, 1) // the bubble's: a wait on it is durable
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.registerLoop(ctx, fakeBase)
+	}()
+	return func() { cancel(); <-done }
+}
+
 // TestRegisterLoopLinked, in virtual time: the register loop heartbeats
 // every interval (1 s) until the server's answer says it is linked and the
 // worker has an association with that server (by its id); then every
@@ -81,24 +110,10 @@ func (a *peerAssoc) Err() error {
 // with another server links nothing.
 func TestRegisterLoopLinked(t *testing.T) {
 	reg := &fakeRegistry{}
-	const base = "http://srv.test"
-	w, err := New(Config{Name: "w1", Servers: []string{base}, Threads: 1, Transport: tcpn.New(tcpn.Config{}),
-		Secret: []byte("s"), HTTPClient: &http.Client{Transport: reg}, NoWasm: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.ln.Close()
-	defer w.infoLn.Close()
+	w := fakeRegisteredWorker(t, reg)
 	synctest.Test(t, func(t *testing.T) {
-		w.announce[base] = make(chan struct{}, 1) // the bubble's: a wait on it is durable
-		ctx, cancel := context.WithCancel(context.Background())
 		start := time.Now()
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			w.registerLoop(ctx, base)
-		}()
-		defer func() { cancel(); <-done }() // the loop ends in the bubble, failed or not
+		defer runRegisterLoop(w)()
 		other := &session{a: &peerAssoc{id: "another server", done: make(chan struct{})}}
 		w.track(other, true)
 		time.Sleep(1500 * time.Millisecond) // registered at 0, a heartbeat at 1 s, unlinked
@@ -137,23 +152,9 @@ func offsets(ts []time.Time, start time.Time) []time.Duration {
 // until a heartbeat's answer links it again.
 func TestRegisterLoopReannounceUnlinks(t *testing.T) {
 	reg := &fakeRegistry{}
-	const base = "http://srv.test"
-	w, err := New(Config{Name: "w1", Servers: []string{base}, Threads: 1, Transport: tcpn.New(tcpn.Config{}),
-		Secret: []byte("s"), HTTPClient: &http.Client{Transport: reg}, NoWasm: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.ln.Close()
-	defer w.infoLn.Close()
+	w := fakeRegisteredWorker(t, reg)
 	synctest.Test(t, func(t *testing.T) {
-		w.announce[base] = make(chan struct{}, 1)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			w.registerLoop(ctx, base)
-		}()
-		defer func() { cancel(); <-done }()
+		defer runRegisterLoop(w)()
 		w.track(&session{a: &peerAssoc{id: "srv", done: make(chan struct{})}}, true)
 		time.Sleep(1500 * time.Millisecond) // the heartbeat at 1 s is answered linked: the next at 31 s
 		if got := len(reg.beatTimes()); got != 1 {
