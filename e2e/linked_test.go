@@ -184,12 +184,12 @@ func TestLinkedWorkerRestartsOnItsPort(t *testing.T) {
 	}))
 	defer front.Close()
 
-	w := worker(c.URL())
+	first := worker(c.URL())
 	waitWorkersUp(t, c, 1)
 	old := epochOf(t, c, "w1")
-	kill9(t, w)
+	kill9(t, first)
 	srv.waitLog(t, regexp.MustCompile(`msg="(association down)"[^\n]*worker=w1`))
-	w = worker(front.URL)
+	worker(front.URL) // the restarted process; start stops it at the test's end
 	deadline := time.Now().Add(time.Minute)
 	for { // the server's redial for the old registration reached the new process
 		log := srv.logText()
