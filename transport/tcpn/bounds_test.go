@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/transport"
-	"github.com/braidhq/braid/transport/tcpn"
 )
 
 // TestSilenceBounds: a tcpn association says the bounds it holds its peer
@@ -22,29 +21,9 @@ func TestSilenceBounds(t *testing.T) {
 		quiet            time.Duration
 	}{{0, 0, 10 * live}, {4, 0, 4 * live}, {0, -1, live}} {
 		t.Run(fmt.Sprintf("dialer %d listener %d", c.dialer, c.listener), func(t *testing.T) {
-			secret := []byte("s")
-			ln, err := tcpn.New(tcpn.Config{IdleFactor: c.listener}).Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, Liveness: live})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			accepted := make(chan transport.Association, 1)
-			go func() {
-				l, _ := ln.Accept(ctx)
-				accepted <- l
-			}()
-			d, err := tcpn.New(tcpn.Config{IdleFactor: c.dialer}).Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret, Liveness: live})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Abort(nil)
-			l := <-accepted
-			if l == nil {
-				t.Fatal("no association accepted")
-			}
-			defer l.Abort(nil)
+			d, l := idlePair(ctx, t, c.dialer, c.listener, live)
 			for _, a := range []transport.Association{d, l, wrapped{d}} {
 				if q, s := transport.SilenceBounds(a); q != c.quiet || s != live {
 					t.Errorf("%T: bounds %v, %v; want %v, %v", a, q, s, c.quiet, live)

@@ -21,32 +21,9 @@ func TestIdleMixedPeers(t *testing.T) {
 	for _, f := range [][2]int{{0, -1}, {-1, 0}, {0, 0}} {
 		t.Run(fmt.Sprintf("dialer %d listener %d", f[0], f[1]), func(t *testing.T) {
 			t.Parallel()
-			secret := []byte("s")
-			ln, err := tcpn.New(tcpn.Config{IdleFactor: f[1]}).Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, Liveness: live})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			accepted := make(chan transport.Association, 1)
-			go func() {
-				l, err := ln.Accept(ctx)
-				if err != nil {
-					t.Error(err)
-				}
-				accepted <- l
-			}()
-			d, err := tcpn.New(tcpn.Config{IdleFactor: f[0]}).Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret, Liveness: live})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Abort(nil)
-			l := <-accepted
-			if l == nil {
-				t.FailNow()
-			}
-			defer l.Abort(nil)
+			d, l := idlePair(ctx, t, f[0], f[1], live)
 			time.Sleep(3 * live)
 			for _, p := range [][2]transport.Association{{d, l}, {l, d}} {
 				if err := p[0].Send(ctx, 0, []byte("still here")); err != nil {
@@ -58,4 +35,35 @@ func TestIdleMixedPeers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// idlePair is a dialed and an accepted tcpn association on loopback, the
+// dialer offering idle factor dialer and the listener listener, both
+// the liveness bound live; both are aborted when the test ends.
+func idlePair(ctx context.Context, t *testing.T, dialer, listener int, live time.Duration) (d, l transport.Association) {
+	t.Helper()
+	secret := []byte("s")
+	ln, err := tcpn.New(tcpn.Config{IdleFactor: listener}).Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, Liveness: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan transport.Association, 1)
+	go func() {
+		l, err := ln.Accept(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		accepted <- l
+	}()
+	d, err = tcpn.New(tcpn.Config{IdleFactor: dialer}).Dial(ctx, ln.Addr().String(), transport.DialConfig{Secret: secret, Liveness: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Abort(nil) })
+	if l = <-accepted; l == nil {
+		t.FailNow()
+	}
+	t.Cleanup(func() { l.Abort(nil) })
+	return d, l
 }
