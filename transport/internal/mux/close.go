@@ -106,6 +106,16 @@ func (a *Assoc) Abort(reason error) {
 	<-a.done
 }
 
+// failAndTell records err as the association's failure, tells the peer why
+// on every link whose writer is idle, and fails. The failure is recorded
+// before the abort frames go out: the peer closes its links on reading
+// one, and the EOF our readers then see must not be taken for the cause.
+func (a *Assoc) failAndTell(err error) {
+	a.setErr(err)
+	a.tryAbortFrames(err.Error())
+	a.fail(err)
+}
+
 // tryAbortFrames writes an abort frame on every link whose writer is idle,
 // with a short deadline; it never waits for a busy link.
 func (a *Assoc) tryAbortFrames(reason string) {

@@ -175,10 +175,8 @@ func (a *Assoc) keepAlive() {
 		now := a.lv.now()
 		i, silence, bound, left := a.overdue(now)
 		if left <= 0 && !a.closeStarted.Load() {
-			err := a.lost(i, silence, bound)
 			// The peer may still hear us on the other links: say why.
-			a.tryAbortFrames(err.Error())
-			a.fail(err)
+			a.failAndTell(a.lost(i, silence, bound))
 			return
 		}
 		t.Reset(a.pingIdle(now, left))

@@ -112,6 +112,7 @@ func (a *Assoc) readErr(err error) error {
 	default:
 	}
 	if errors.Is(err, transport.ErrProtocol) || errors.Is(err, transport.ErrMessageTooLarge) {
+		a.setErr(err) // before the abort frames: see failAndTell
 		a.tryAbortFrames(err.Error())
 		return err
 	}
