@@ -41,7 +41,13 @@ func (c *tapConn) Write(p []byte) (int, error) {
 }
 
 // idlePair is livePair with the test idle bound: two associations over
-// links memPair links, each link of each side tapped.
+// links memPair links, each link of each side tapped. b starts a
+// sixteenth of the liveness bound after a, so that the two sides'
+// keep-alive loops never look at the links at the same instant of the
+// bubble's clock: which of two goroutines woken at one instant runs first
+// is up to the scheduler, and a ping read just as the reader's own side
+// looks keeps that side's link from announcing idle (goIdle) until its
+// next ping.
 func idlePair(t *testing.T, streams, links int, striped bool) (a, b *Assoc, ta, tb []*tapConn) {
 	t.Helper()
 	var ca, cb []Conn
@@ -53,7 +59,9 @@ func idlePair(t *testing.T, streams, links int, striped bool) (a, b *Assoc, ta, 
 	}
 	cfg := idleConfig(streams)
 	cfg.Striped = striped
-	a, b = New(ca, cfg), New(cb, cfg)
+	a = New(ca, cfg)
+	time.Sleep(testLiveness / 16)
+	b = New(cb, cfg)
 	t.Cleanup(func() { a.Abort(nil); b.Abort(nil) })
 	return a, b, ta, tb
 }
@@ -284,7 +292,7 @@ func TestBusyPeerFrozenIsLostAtLiveness(t *testing.T) {
 				}
 				var lost *transport.PeerLostError
 				if err := a.Err(); !errors.As(err, &lost) {
-					t.Fatalf("Err() = %v after %v, want a PeerLostError", err, time.Since(frozen))
+					t.Fatalf("Err() = %v after %v, want a PeerLostError; b: %v", err, time.Since(frozen), b.Err())
 				}
 			})
 		})
