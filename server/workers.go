@@ -305,7 +305,7 @@ func (d *dispatcher) dialed(name string, gen int, tname string, a transport.Asso
 func (w *workerConn) answers(a transport.Association) error {
 	p := a.Peer()
 	switch {
-	case p.Name != w.info.Name:
+	case p.Name != transport.HandshakeName(w.info.Name):
 		return fmt.Errorf("server: the worker at %s is named %q, not %s", endpoints(w.info.Endpoints), p.Name, w.info.Name)
 	case p.Epoch != 0 && w.info.Epoch != 0 && p.Epoch != w.info.Epoch:
 		return fmt.Errorf("server: the worker %s at %s is another process (epoch %d) than the one registered (epoch %d)",

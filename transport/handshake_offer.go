@@ -67,9 +67,7 @@ func normOffer(rec, maxS int, name, id string, epoch uint64, liveness time.Durat
 	if maxS <= 0 || maxS > MaxStreams {
 		maxS = MaxStreams
 	}
-	if len(name) > maxNameLen {
-		name = name[:maxNameLen]
-	}
+	name = HandshakeName(name)
 	o.Rec, o.Max, o.Name = min(rec, maxS), maxS, name
 	o.ID, o.Epoch, o.Liveness, o.PingsEach = id, epoch, NormLiveness(liveness), true
 	o.IdleFactor = normIdleFactor(idle)

@@ -130,7 +130,8 @@ type Association interface {
 
 // PeerInfo is what each side tells the other in the handshake.
 type PeerInfo struct {
-	// Name is the peer's self-chosen name (a worker or server name).
+	// Name is the peer's self-chosen name (a worker or server name), in
+	// the form HandshakeName gives a long one.
 	Name string
 	// ID is a stable identity of the peer process's role, such as a
 	// server's persistent id (at most MaxIDLen bytes, possibly empty).

@@ -215,6 +215,38 @@ func TestNameChecked(t *testing.T) {
 	}
 }
 
+// The longest names a server takes, 128 characters, run units: in
+// ASCII (longer than a handshake ID) and in 4-byte characters (512 bytes,
+// longer than a handshake name). Before, the first failed the handshake
+// and the second was cut mid-character and refused as another worker.
+func TestLongestNamesRunUnits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := startServer(t, ctx)
+	names := []string{strings.Repeat("n", api.MaxWorkerName), strings.Repeat("\U0001D534", api.MaxWorkerName)}
+	for _, name := range names {
+		w, _ := newWorker(t, name, secret, slog.LevelInfo, c.URL())
+		run(t, ctx, w)
+		waitUpNamed(t, ctx, c, name)
+	}
+	obj, err := c.Put(ctx, bytes.NewReader(samples.GIF()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := c.Submit(ctx, api.JobSpec{Op: "grayscale", Input: obj.ID, Repeat: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err = c.Wait(ctx, j.ID, nil); err != nil || j.State != api.JobDone {
+		t.Fatalf("job: %v %+v", err, j)
+	}
+	for _, name := range names {
+		if w := workerOfName(ctx, c, name); w.State != api.WorkerUp || w.UnitsDone == 0 {
+			t.Errorf("worker of %d bytes: %s with %d units done; want up, with units done", len(name), w.State, w.UnitsDone)
+		}
+	}
+}
+
 // Operators get a warning per failed unit naming job, unit, op and reason;
 // at debug level a line per unit; a clean stop is logged at info level
 // only, on both sides; the server's keys are job= and worker=, not

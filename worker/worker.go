@@ -228,7 +228,7 @@ func New(cfg Config) (*Worker, error) {
 		w.announce[url] = make(chan struct{}, 1)
 	}
 	w.refusals = newPeerRefusals()
-	lc := transport.ListenConfig{Secret: cfg.Secret, Name: cfg.Name, ID: cfg.Name, Epoch: w.epoch,
+	lc := transport.ListenConfig{Secret: cfg.Secret, Name: cfg.Name, ID: transport.HandshakeID(cfg.Name), Epoch: w.epoch,
 		Liveness: cfg.Liveness, RecStreams: cfg.Threads,
 		MaxStreams: cfg.Threads, Admit: w.admit,
 		Logf:    func(format string, args ...any) { w.log.Warn(fmt.Sprintf(format, args...)) },
