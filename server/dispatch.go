@@ -31,6 +31,7 @@ type dispatcher struct {
 	downstream map[string][]*jobRun
 	inflight   map[uint64]flight
 	workers    map[string]*workerConn
+	addrs      addrOwners // who registered each worker endpoint last (addrs.go)
 	roster     *roster // the workers' signs of life, shared with the HTTP handlers
 	// views are what the read-only pages show, published by the loop
 	// (views.go); dirty are the workers whose records this step changed,
@@ -99,6 +100,7 @@ func newDispatcher(s *Server) *dispatcher {
 		downstream: map[string][]*jobRun{},
 		inflight:   map[uint64]flight{},
 		workers:    map[string]*workerConn{},
+		addrs:      addrOwners{},
 		roster:     newRoster(s.cfg.HeartbeatInterval, s.cfg.HeartbeatTimeout, s.cfg.HeartbeatRate),
 		views:      &views{},
 		nextID:     uint64(time.Now().UnixNano()),

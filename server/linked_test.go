@@ -155,6 +155,32 @@ func TestLinkedWorkerAddressTakenByAnother(t *testing.T) {
 	}
 }
 
+// A worker registered at an address another worker has registered since
+// is not dialed there: the stale registration would cost the new holder
+// its association at every redial until it timed out (a real worker takes
+// a new association from a server for a replacement of its own). The old
+// registration shows why, and goes down at its heartbeat timeout.
+func TestWorkerAddressRegisteredByAnother(t *testing.T) {
+	c, _ := startRegistry(t, linkedCfg)
+	old := startSilentWorker(t, c, "w1", 1, linkedCfg.Liveness)
+	waitState(t, c, "w1", api.WorkerUp)
+	addr := old.info.Endpoints[0].Addr
+	old.kill()
+	other := listenSilent(t, "w2", 7, addr, linkedCfg.Liveness)
+	if _, err := c.RegisterWorker(testCtx(t), other.info); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, "w2", api.WorkerUp)
+	base := other.admitted.Load() // w2's own, and the server's dials for w1 before w2 registered
+	waitState(t, c, "w1", api.WorkerDown)
+	if n := other.admitted.Load() - base; n > 1 { // one dial for w1 may have been under way
+		t.Errorf("the server dialed w1 %d times at the address w2 registered since; want none", n)
+	}
+	if w, _ := listed(t, c, "w1"); !strings.Contains(w.Error, "worker w2 registered its address") {
+		t.Errorf("w1's error %q does not say w2 took its address", w.Error)
+	}
+}
+
 // A worker whose association is up is told the linked interval, and is
 // not taken for dead for want of heartbeats while the association lives:
 // silent over HTTP for twice the heartbeat timeout, it stays up. Once the

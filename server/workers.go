@@ -76,6 +76,7 @@ func (d *dispatcher) register(info api.WorkerInfo) {
 	moved := !slices.EqualFunc(w.info.Endpoints, info.Endpoints, sameEndpoint) || !slices.Equal(w.info.Ops, info.Ops) || !slices.Equal(w.info.Runtimes, info.Runtimes)
 	restarted := w.otherProcess(info.Epoch)
 	rehold := w.assoc != nil && !moved && !restarted && info.HoldBytes != w.info.HoldBytes
+	d.addrs.moved(w.info, info)
 	w.info = info
 	if w.live == nil || w.live.epoch != info.Epoch { // heartbeats name the new epoch from now on
 		w.live = &liveness{epoch: info.Epoch}
@@ -192,6 +193,7 @@ func (d *dispatcher) forget(w *workerConn, reason error) {
 	d.workerDown(w, reason)
 	w.close(reason)
 	delete(d.workers, w.info.Name)
+	d.addrs.release(w.info)
 	d.unlist(w)
 	d.roster.remove(w.info.Name, w.live)
 	d.roster.pace(len(d.workers))
@@ -225,6 +227,12 @@ func (d *dispatcher) ensureAssoc(w *workerConn) {
 		return
 	}
 	ep, t, err := d.pickEndpoint(w.info)
+	if err == nil {
+		if other := d.addrs.takenBy(w.info.Name, ep); other != "" {
+			err = fmt.Errorf("worker %s registered its address (%s %s) since: not dialed; down at its heartbeat timeout unless it registers again",
+				other, ep.Transport, ep.Addr)
+		}
+	}
 	if err != nil {
 		w.errText = err.Error()
 		d.touch(w)
