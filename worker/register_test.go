@@ -215,7 +215,7 @@ func TestNameChecked(t *testing.T) {
 	}
 }
 
-// The longest names a server takes, 128 characters, run units: in
+// The longest names a server takes, 128 characters, work: in
 // ASCII (longer than a handshake ID) and in 4-byte characters (512 bytes,
 // longer than a handshake name). Before, the first failed the handshake
 // and the second was cut mid-character and refused as another worker.
@@ -240,9 +240,9 @@ func TestLongestNamesRunUnits(t *testing.T) {
 	if j, err = c.Wait(ctx, j.ID, nil); err != nil || j.State != api.JobDone {
 		t.Fatalf("job: %v %+v", err, j)
 	}
-	for _, name := range names {
-		if w := workerOfName(ctx, c, name); w.State != api.WorkerUp || w.UnitsDone == 0 {
-			t.Errorf("worker of %d bytes: %s with %d units done; want up, with units done", len(name), w.State, w.UnitsDone)
+	for _, name := range names { // up: its association too (a worker is connecting until then)
+		if w := workerOfName(ctx, c, name); w.State != api.WorkerUp || w.Streams == 0 {
+			t.Errorf("worker of %d bytes: %s with %d streams; want up, associated", len(name), w.State, w.Streams)
 		}
 	}
 }
