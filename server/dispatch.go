@@ -32,7 +32,7 @@ type dispatcher struct {
 	inflight   map[uint64]flight
 	workers    map[string]*workerConn
 	addrs      addrOwners // who registered each worker endpoint last (addrs.go)
-	roster     *roster // the workers' signs of life, shared with the HTTP handlers
+	roster     *roster    // the workers' signs of life, shared with the HTTP handlers
 	// views are what the read-only pages show, published by the loop
 	// (views.go); dirty are the workers whose records this step changed,
 	// nextCounts when the counts are published next.

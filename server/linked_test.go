@@ -12,6 +12,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/testlog"
 	"github.com/braidhq/braid/server"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/tcpn"
@@ -138,16 +139,22 @@ func TestLinkedWorkerRestartedOnItsPort(t *testing.T) {
 	}
 }
 
+// atDeadWorkersAddress starts a registry and a linked worker w1, kills w1,
+// and starts a process named w2 (not registered) listening where w1 did.
+func atDeadWorkersAddress(t *testing.T) (*client.Client, *testlog.Buffer, *silentWorker) {
+	t.Helper()
+	c, logs := startRegistry(t, linkedCfg)
+	old := startSilentWorker(t, c, "w1", 1, linkedCfg.Liveness)
+	waitState(t, c, "w1", api.WorkerUp)
+	old.kill()
+	return c, logs, listenSilent(t, "w2", 7, old.info.Endpoints[0].Addr, linkedCfg.Liveness)
+}
+
 // A process of another name that listens where a killed linked worker
 // did does not keep the dead worker's registration up: the worker is
 // taken for dead by its heartbeat timeout.
 func TestLinkedWorkerAddressTakenByAnother(t *testing.T) {
-	c, logs := startRegistry(t, linkedCfg)
-	old := startSilentWorker(t, c, "w1", 1, linkedCfg.Liveness)
-	waitState(t, c, "w1", api.WorkerUp)
-	addr := old.info.Endpoints[0].Addr
-	old.kill()
-	other := listenSilent(t, "w2", 7, addr, linkedCfg.Liveness)
+	c, logs, other := atDeadWorkersAddress(t)
 	other.waitAdmitted(t, 1)
 	waitState(t, c, "w1", api.WorkerDown)
 	if !strings.Contains(logs.String(), `msg="worker missed its heartbeats; taking its units back" component=dispatch worker=w1`) {
@@ -161,12 +168,7 @@ func TestLinkedWorkerAddressTakenByAnother(t *testing.T) {
 // a new association from a server for a replacement of its own). The old
 // registration shows why, and goes down at its heartbeat timeout.
 func TestWorkerAddressRegisteredByAnother(t *testing.T) {
-	c, _ := startRegistry(t, linkedCfg)
-	old := startSilentWorker(t, c, "w1", 1, linkedCfg.Liveness)
-	waitState(t, c, "w1", api.WorkerUp)
-	addr := old.info.Endpoints[0].Addr
-	old.kill()
-	other := listenSilent(t, "w2", 7, addr, linkedCfg.Liveness)
+	c, _, other := atDeadWorkersAddress(t)
 	if _, err := c.RegisterWorker(testCtx(t), other.info); err != nil {
 		t.Fatal(err)
 	}
