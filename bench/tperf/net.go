@@ -154,7 +154,7 @@ type Running struct {
 	lout, cout       string
 	samples          string
 	before           []netem.PathStats
-	cpu0             float64
+	user0, sys0      float64 // this process's (the emulator's) CPU times at the start
 }
 
 // Run runs one test: the listener in braid-a on the chosen path, the
@@ -222,7 +222,8 @@ func (nb *Net) Start(ctx context.Context, t Test) (*Running, error) {
 	case <-ctx.Done():
 		return fail(ctx.Err())
 	}
-	r.before, r.cpu0 = nb.bed.Stats(), CPUSeconds()
+	r.before = nb.bed.Stats()
+	r.user0, r.sys0 = cpuTimes()
 	cctx, ccancel := context.WithTimeout(ctx, nb.dur+2*time.Minute)
 	ccmd := netem.Command(cctx, netem.NSB, nb.exe, cargs...)
 	_, cerr, err := nb.start(ccmd, "connect")
@@ -258,10 +259,15 @@ func (r *Running) Wait() (Result, error) {
 	netem.WriteDelta(nb.log, r.before, nb.bed.Stats())
 	// The emulator runs in this process, and the kernel's receive work for
 	// the packets it writes into the namespaces (TCP's included, in
-	// softirq) is charged to it, not to the two ends.
-	fmt.Fprintf(nb.log, "  link: the emulator's process spent %.2f CPU s (the kernel's receive processing of what it forwards included)\n",
-		CPUSeconds()-r.cpu0)
-	return combine(r.cout, r.lout)
+	// softirq) is charged to it, not to the two ends: the result carries
+	// it beside theirs (Result.LinkSysSeconds).
+	user, sys := cpuTimes()
+	user, sys = user-r.user0, sys-r.sys0
+	fmt.Fprintf(nb.log, "  link: the emulator's process spent %.2f CPU s, %.2f of them in the kernel (its receive processing of what it forwards included)\n",
+		user+sys, sys)
+	res, err := combine(r.cout, r.lout)
+	res.LinkUserSeconds, res.LinkSysSeconds = user, sys
+	return res, err
 }
 
 // Samples reads what the listen side recorded of a test started with
