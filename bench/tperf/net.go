@@ -258,9 +258,9 @@ func (r *Running) Wait() (Result, error) {
 	nb := r.nb
 	netem.WriteDelta(nb.log, r.before, nb.bed.Stats())
 	// The emulator runs in this process, and the kernel's receive work for
-	// the packets it writes into the namespaces (TCP's included, in
-	// softirq) is charged to it, not to the two ends: the result carries
-	// it beside theirs (Result.LinkSysSeconds).
+	// the packets it writes into the namespaces (TCP's included) runs
+	// inline in its writes, charged to it, not to the two ends: the result
+	// carries its time beside theirs (Result.LinkSysSeconds).
 	user, sys := cpuTimes()
 	user, sys = user-r.user0, sys-r.sys0
 	fmt.Fprintf(nb.log, "  link: the emulator's process spent %.2f CPU s, %.2f of them in the kernel (its receive processing of what it forwards included)\n",

@@ -37,7 +37,7 @@ NET_SOFTIRQ = ("tcp_v4_rcv", "tcp_write_xmit", "tcp_tasklet_func", "tcp_pace_kic
 
 
 def events(path):
-    """Yields ('fork', child, parent, t) and ('sample', pid, t, period_ns, frames)."""
+    """Yields ('fork', child, parent, t), ('exec', pid, name) and ('sample', pid, t, period_ns, frames)."""
     out = subprocess.run(["perf", "script", "-i", path, "--show-task-events", "-F", "pid,time,period,ip,sym"],
                          capture_output=True, text=True, check=True).stdout
     for blk in out.split("\n\n"):
