@@ -216,23 +216,35 @@ func (c *pconn) checks() *checker {
 // WriteOwned is Write without the copy: p waits for Flush. pion's
 // writeLoop uses both (the fork's optional ownedWriter, third_party/pion-sctp).
 func (c *pconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
+	return c.hold(outPacket{b: p, release: release, to: c.raddr, owner: &c.serr, gso: c.sealed})
+}
+
+// writePooled is WriteOwned for a buffer of getRecordBuf's, which goes back
+// to its pool after the flush (no release func, no allocation).
+func (c *pconn) writePooled(b *[]byte) (int, error) {
+	return c.hold(outPacket{b: *b, pooled: b, to: c.raddr, owner: &c.serr, gso: c.sealed})
+}
+
+// hold adds pk to the round for Flush, or gives its buffer back.
+func (c *pconn) hold(pk outPacket) (int, error) {
 	select {
 	case <-c.closed:
-		release(p)
+		pk.done()
 		return 0, net.ErrClosed
 	default:
 	}
 	if err := c.serr.get(); err != nil {
-		release(p)
+		pk.done()
 		return 0, err
 	}
-	c.rtt.sent(p) // before p is handed over
-	if !c.tx.add(outPacket{b: p, release: release, to: c.raddr, owner: &c.serr, gso: c.sealed}) {
-		release(p)
+	n := len(pk.b)
+	c.rtt.sent(pk.b) // before pk is handed over
+	if !c.tx.add(pk) {
+		pk.done()
 		return 0, net.ErrClosed
 	}
 	c.life.Sent()
-	return len(p), nil
+	return n, nil
 }
 
 // Flush sends what WriteOwned holds.
@@ -371,17 +383,29 @@ func (c *dconn) RemoteAddr() net.Addr              { return c.sock.q.raddr }
 // WriteOwned is Write without the copy: p waits for Flush (see
 // pconn.WriteOwned).
 func (c *dconn) WriteOwned(p []byte, release func([]byte)) (int, error) {
+	return c.hold(outPacket{b: p, release: release, owner: &c.serr, gso: c.sealed})
+}
+
+// writePooled is WriteOwned for a buffer of getRecordBuf's (see
+// pconn.writePooled).
+func (c *dconn) writePooled(b *[]byte) (int, error) {
+	return c.hold(outPacket{b: *b, pooled: b, owner: &c.serr, gso: c.sealed})
+}
+
+// hold adds pk to the round for Flush, or gives its buffer back.
+func (c *dconn) hold(pk outPacket) (int, error) {
 	if err := c.serr.get(); err != nil {
-		release(p)
+		pk.done()
 		return 0, err
 	}
-	c.rtt.sent(p) // before p is handed over
-	if !c.tx.add(outPacket{b: p, release: release, owner: &c.serr, gso: c.sealed}) {
-		release(p)
+	n := len(pk.b)
+	c.rtt.sent(pk.b) // before pk is handed over
+	if !c.tx.add(pk) {
+		pk.done()
 		return 0, net.ErrClosed
 	}
 	c.life.Sent()
-	return len(p), nil
+	return n, nil
 }
 
 // Flush sends what WriteOwned holds.
@@ -479,13 +503,6 @@ func getRecordBuf(n int) *[]byte {
 		return recordPool.Get().(*[]byte)
 	}
 	return getBuf()
-}
-
-// putRecord gives back a buffer of getRecordBuf's, by any slice of it
-// from its start (a WriteOwned release).
-func putRecord(b []byte) {
-	b = b[:cap(b)]
-	putBuf(&b)
 }
 
 // putBuf gives b back to the pool it came from.

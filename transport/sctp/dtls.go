@@ -169,6 +169,9 @@ type roundConn interface {
 	assocConn
 	holdRound()
 	WriteOwned(p []byte, release func([]byte)) (int, error)
+	// writePooled is WriteOwned for *b, a buffer of getRecordBuf's: held
+	// until Flush, then given back to its pool (putBuf).
+	writePooled(b *[]byte) (int, error)
 	Flush() error
 	// next returns the next datagram; the caller releases its buffer
 	// (pk.rb). One goroutine at a time may call it, and none may call
@@ -413,7 +416,8 @@ func (c *sealedConn) WriteOwned(p []byte, release func([]byte)) (int, error) {
 		putBuf(b)
 		return 0, err
 	}
-	if _, err := c.raw.WriteOwned(rec, putRecord); err != nil {
+	*b = rec // sealed in place: rec starts at (*b)[0]
+	if _, err := c.raw.writePooled(b); err != nil {
 		return 0, err
 	}
 	return len(p), nil
