@@ -86,7 +86,7 @@ func benchBulk(b *testing.B, cfg sctp.Config, n int, fromDialer bool) {
 
 // pair returns a dialed association and its accepted peer with n streams
 // each way.
-func pair(b *testing.B, tr transport.Transport, n int) (d, l transport.Association) {
+func pair(b testing.TB, tr transport.Transport, n int) (d, l transport.Association) {
 	secret := []byte("s")
 	ln, err := tr.Listen("127.0.0.1:0", transport.ListenConfig{Secret: secret, RecStreams: n, MaxStreams: n})
 	if err != nil {
