@@ -10,6 +10,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/testport"
 	"github.com/braidhq/braid/ops/samples"
 )
 
@@ -27,7 +28,7 @@ func TestServerCrashRestart(t *testing.T) {
 }
 
 func serverCrashRestart(t *testing.T, tr string) {
-	addr, dir := freeAddr(t), t.TempDir()
+	addr, dir := testport.Addr(t), t.TempDir()
 	srv, c := startServerAt(t, addr, dir)
 	var workers []*proc
 	for i := range 2 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/braidhq/braid/api"
+	"github.com/braidhq/braid/internal/testport"
 	"github.com/braidhq/braid/ops"
 	"github.com/braidhq/braid/ops/samples"
 )
@@ -81,7 +82,7 @@ func TestAcceptedJobSurvivesKill(t *testing.T) {
 func TestResumeAfterKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	data, addr := t.TempDir(), freeAddr(t)
+	data, addr := t.TempDir(), testport.Addr(t)
 	srv, c := startServerAt(t, addr, data)
 	// tcpn: the worker sees the killed server's connections end at once
 	// (noticing a silent peer on the UDP-based sctp is liveness work).

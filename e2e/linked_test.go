@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/testport"
 )
 
 // TestLinkedWorkers runs linked workers as processes (docs/operations.md,
@@ -154,12 +154,7 @@ func TestLinkedWorkerRestartsOnItsPort(t *testing.T) {
 	const timeout = 10 * time.Second
 	srv := start(t, "server", "--listen", "127.0.0.1:0", "--data", dir, "--heartbeat-timeout", timeout.String(), "--liveness", "500ms")
 	c := connect(t, srv, dir)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testport.Addr(t) // both processes listen there
 	worker := func(server string) *proc {
 		return start(t, "worker", "--server", server, "--threads", "1", "--name", "w1", "--liveness", "500ms",
 			"--transport", "tcpn", "--listen", addr)

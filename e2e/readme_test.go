@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"image/png"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/braidhq/braid/internal/testport"
 )
 
 // readmeMarker stands before the README block that TestReadmeHandRun runs.
@@ -63,21 +64,10 @@ func shellErrors(stderr string) []string {
 	return errs
 }
 
-// freePort is a loopback TCP port nobody listened on a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // readmeEnv is the environment of a user who has just put braid on PATH:
 // no braid settings of the test's own, a home of its own (so no
-// configuration file), and BRAID_SERVER at the port the block was moved to.
-func readmeEnv(home, binDir string, port int) []string {
+// configuration file), and BRAID_SERVER at addr, where the block was moved.
+func readmeEnv(home, binDir, addr string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "BRAID_") && !strings.HasPrefix(kv, "HOME=") &&
@@ -86,7 +76,7 @@ func readmeEnv(home, binDir string, port int) []string {
 		}
 	}
 	return append(env, "HOME="+home, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"BRAID_SERVER=http://127.0.0.1:"+strconv.Itoa(port))
+		"BRAID_SERVER=http://"+addr)
 }
 
 // TestReadmeHandRun pastes README.md's hand-run block into bash, in a
@@ -101,8 +91,8 @@ func TestReadmeHandRun(t *testing.T) {
 	if !strings.Contains(block, "127.0.0.1:7070") {
 		t.Fatalf("the hand-run block no longer uses 127.0.0.1:7070; update this test:\n%s", block)
 	}
-	port := freePort(t)
-	script := strings.ReplaceAll(block, "127.0.0.1:7070", "127.0.0.1:"+strconv.Itoa(port))
+	addr := testport.Addr(t)
+	script := strings.ReplaceAll(block, "127.0.0.1:7070", addr)
 
 	dir, home := t.TempDir(), t.TempDir()
 	samples, err := filepath.Abs("../ops")
@@ -119,7 +109,7 @@ func TestReadmeHandRun(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash")
 	cmd.Dir = dir
-	cmd.Env = readmeEnv(home, filepath.Dir(braidBin), port)
+	cmd.Env = readmeEnv(home, filepath.Dir(braidBin), addr)
 	cmd.Stdin = strings.NewReader(script)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os/exec"
 	"strings"
 	"testing"
@@ -13,29 +12,9 @@ import (
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/testlog"
+	"github.com/braidhq/braid/internal/testport"
 	"github.com/braidhq/braid/ops/samples"
 )
-
-// freeAddr returns a loopback address whose port nobody listens on now,
-// over TCP or UDP.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	for range 20 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		pc, err := net.ListenPacket("udp", addr) // for the transports over UDP
-		ln.Close()
-		if err == nil {
-			pc.Close()
-			return addr
-		}
-	}
-	t.Fatal("no loopback port free for TCP and UDP")
-	return ""
-}
 
 // startServerAt starts a server on addr (port 0: any) with its state in
 // dir, waits until it listens, and returns it with a client for it.
@@ -90,7 +69,7 @@ func (b *background) exit(t *testing.T, d time.Duration) {
 // status` started while the server was down must answer once it is back.
 // The workers use tcpn, which reconnects to a restarted server.
 func TestWaitRidesThroughServerRestart(t *testing.T) {
-	addr, dir := freeAddr(t), t.TempDir()
+	addr, dir := testport.Addr(t), t.TempDir()
 	url := "http://" + addr
 	srv, c := startServerAt(t, addr, dir)
 	for _, name := range []string{"w1", "w2"} {

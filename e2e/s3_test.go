@@ -15,6 +15,7 @@ import (
 
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
+	"github.com/braidhq/braid/internal/testport"
 	"github.com/braidhq/braid/ops/samples"
 	"github.com/braidhq/braid/store/s3/s3test"
 )
@@ -37,7 +38,7 @@ func startS3Server(t *testing.T, addr, dir string, extra ...string) (*proc, *cli
 // with a data directory of its own, serves objects it never received.
 func TestS3Store(t *testing.T) {
 	gw := s3test.Start(t, "braidbkt", "otherbkt")
-	addr, dir := freeAddr(t), t.TempDir()
+	addr, dir := testport.Addr(t), t.TempDir()
 	srv, c := startS3Server(t, addr, dir)
 	start(t, "worker", "--server", c.URL(), "--threads", "2", "--name", "w1")
 	waitWorkersUp(t, c, 1)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/pki"
+	"github.com/braidhq/braid/internal/testport"
 	"github.com/braidhq/braid/netem/relay"
 	"github.com/braidhq/braid/ops/samples"
 )
@@ -196,7 +197,7 @@ func TestDataPlaneEncrypted(t *testing.T) {
 func startBehindRelay(t *testing.T, c *client.Client, tap func([]byte), args ...string) *proc {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		listen := freeAddr(t)
+		listen := testport.Addr(t)
 		r, err := relay.New(listen)
 		if err != nil {
 			t.Fatal(err)

@@ -86,7 +86,7 @@ var rules = []struct {
 }
 
 // support are test beds and test helpers: never imported by the product.
-var support = []string{"netem", "transport/transporttest", "internal/testlog", "userop/wasmtest", "scheduler/schedsim"}
+var support = []string{"netem", "transport/transporttest", "internal/testlog", "internal/testport", "store/s3/s3test", "userop/wasmtest", "scheduler/schedsim"}
 
 // TestFloors: no package imports one on a higher floor, every package is
 // on a floor, and every entry of the table names a package.

@@ -9,7 +9,6 @@ package s3test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/braidhq/braid/internal/testport"
 )
 
 // Version is the versitygw release the project builds (mk/versitygw.sh).
@@ -81,7 +82,7 @@ func Start(t testing.TB, buckets ...string) *Server {
 		}
 	}
 	s := &Server{Root: root, meta: filepath.Join(tmp, "meta"), bin: bin}
-	s.start(t, freeAddr(t))
+	s.start(t, testport.Addr(t)) // Restart starts it there again
 	t.Cleanup(s.Stop)
 	Env(t, s.Endpoint)
 	return s
@@ -97,15 +98,6 @@ func Env(t testing.TB, endpoint string) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
-}
-
-func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func (s *Server) start(t testing.TB, addr string) {
