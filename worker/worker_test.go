@@ -13,6 +13,7 @@ import (
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/testlog"
+	"github.com/braidhq/braid/internal/testport"
 	"github.com/braidhq/braid/ops/samples"
 	"github.com/braidhq/braid/server"
 	"github.com/braidhq/braid/transport"
@@ -274,8 +275,13 @@ func TestWorkerRegistersAgainAfterServerRestart(t *testing.T) {
 		go func() { done <- s.Run(sctx) }()
 		return s, scancel, done
 	}
-	s1, stop1, done1 := runServer("127.0.0.1:0")
-	addr := s1.Addr().String()
+	// A port outside the ephemeral range (testport.Addr): while the server
+	// is down, any process's outgoing connection may be handed a port of
+	// that range as its local one, the worker's own dials of it included
+	// (a dial given the very port connects to itself until Go's dialer
+	// notices and dials again), and the restart would find it taken.
+	addr := testport.Addr(t)
+	s1, stop1, done1 := runServer(addr)
 	c := client.New(s1.URL())
 	w, err := worker.New(worker.Config{Name: "phoenix", Servers: []string{c.URL()}, Threads: 1,
 		Transport: tcpn.New(tcpn.Config{}), Secret: secret})
