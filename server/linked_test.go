@@ -13,6 +13,7 @@ import (
 	"github.com/braidhq/braid/api"
 	"github.com/braidhq/braid/client"
 	"github.com/braidhq/braid/internal/testlog"
+	"github.com/braidhq/braid/internal/testport"
 	"github.com/braidhq/braid/server"
 	"github.com/braidhq/braid/transport"
 	"github.com/braidhq/braid/transport/tcpn"
@@ -140,11 +141,16 @@ func TestLinkedWorkerRestartedOnItsPort(t *testing.T) {
 }
 
 // atDeadWorkersAddress starts a registry and a linked worker w1, kills w1,
-// and starts a process named w2 (not registered) listening where w1 did.
+// and starts a process named w2 (not registered) listening where w1 did,
+// on a port outside the ephemeral range (testport), which nothing else
+// takes in between.
 func atDeadWorkersAddress(t *testing.T) (*client.Client, *testlog.Buffer, *silentWorker) {
 	t.Helper()
 	c, logs := startRegistry(t, linkedCfg)
-	old := startSilentWorker(t, c, "w1", 1, linkedCfg.Liveness)
+	old := listenSilent(t, "w1", 1, testport.Addr(t), linkedCfg.Liveness)
+	if _, err := c.RegisterWorker(testCtx(t), old.info); err != nil {
+		t.Fatal(err)
+	}
 	waitState(t, c, "w1", api.WorkerUp)
 	old.kill()
 	return c, logs, listenSilent(t, "w2", 7, old.info.Endpoints[0].Addr, linkedCfg.Liveness)
