@@ -2,17 +2,19 @@ package scale
 
 import (
 	"context"
-	"net/url"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/braidhq/braid/api"
 )
 
 // sampleEvery is how often the server's heap and /proc figures are read
-// while the job runs.
-const sampleEvery = 250 * time.Millisecond
+// while the job runs; its open files are counted every fdsEvery samples
+// (a second), since listing 10,000 of them cost this process, which
+// shares the server's cores, a tenth of its CPU at every sample.
+const (
+	sampleEvery = 250 * time.Millisecond
+	fdsEvery    = 4
+)
 
 // sampler keeps the peaks of the server's heap in use, resident memory and
 // open files while the job runs.
@@ -29,14 +31,14 @@ type sampler struct {
 func (s *sampler) run(ctx context.Context) {
 	t := time.NewTicker(sampleEvery)
 	defer t.Stop()
-	for {
+	for n := 0; ; n++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 		m, herr := s.sp.heap(ctx, false)
-		st, serr := s.sp.stats()
+		st, serr := s.sp.statsOf(n%fdsEvery == 0)
 		s.mu.Lock()
 		if herr == nil {
 			s.heap = max(s.heap, m.HeapInuse)
@@ -84,9 +86,8 @@ type liveProbe struct {
 func (p *liveProbe) run(ctx context.Context, job string) {
 	marks := []float64{0.25, 0.5, 0.75}
 	for len(marks) > 0 && ctx.Err() == nil {
-		var j api.Job
-		err := p.e.getJSON(ctx, p.e.base+"/v1/jobs/"+url.PathEscape(job)+"?units=0", &j)
-		if err == nil && j.Progress.Total > 0 && float64(j.Progress.Done) >= marks[0]*float64(j.Progress.Total) {
+		pr, err := p.e.progress(ctx, job)
+		if err == nil && pr.Total > 0 && float64(pr.Done) >= marks[0]*float64(pr.Total) {
 			marks = marks[1:]
 			if m, err := p.e.sp.heap(ctx, true); err == nil {
 				p.mu.Lock()
