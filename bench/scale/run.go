@@ -288,8 +288,8 @@ func (e *env) job(ctx context.Context, r *Result) error {
 	r.ServerCPUS = (cpu1.CPU - cpu0.CPU).Seconds()
 	r.HeapBeforeBytes, r.HeapPeakBytes = before.HeapInuse, max(smp.peakHeap(), before.HeapInuse)
 	r.HeapInusePerUnit = float64(r.HeapPeakBytes-before.HeapInuse) / float64(e.cfg.Units)
-	r.LiveBeforeBytes, r.LivePeakBytes = before.HeapAlloc, max(probe.peak(), before.HeapAlloc)
-	r.ServerBytesPerUnit = float64(r.LivePeakBytes-before.HeapAlloc) / float64(e.cfg.Units)
+	r.LiveBeforeBytes, r.LivePeakBytes = before.Live, max(probe.peak(), before.Live)
+	r.ServerBytesPerUnit = float64(r.LivePeakBytes-before.Live) / float64(e.cfg.Units)
 	r.RetainedBytesPerUnit = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / float64(e.cfg.Units)
 	r.ServerRSSPeak, r.ServerRSS, r.ServerFDs = max(cpu1.HWM, smp.peakRSS()), cpu1.RSS, max(cpu1.FDs, smp.peakFDs())
 	if fi, err := os.Stat(filepath.Join(e.sp.dir, "data", "state.db")); err == nil {

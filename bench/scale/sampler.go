@@ -71,11 +71,13 @@ func (s *sampler) peakFDs() int {
 
 func sortFloats(v []float64) { slices.Sort(v) }
 
-// liveProbe reads the server's live heap (collecting first) as the job
-// passes a quarter, a half and three quarters of its units, and keeps
-// the most: what the server holds for the running job, without the
-// garbage the collector has not reached yet. Each probe costs the server
-// one collection.
+// liveProbe reads the server's live heap, as its last collection found
+// it, as the job passes a quarter, a half and three quarters of its
+// units, and keeps the most: what the server holds for the running job,
+// without the garbage the collector has not reached yet. It forces no
+// collection: one forced on the server of 10,000 workers mid-job (as the
+// probe did before) stalled its API, and the slowest polls of the run
+// were those.
 type liveProbe struct {
 	e *env
 
@@ -89,9 +91,9 @@ func (p *liveProbe) run(ctx context.Context, job string) {
 		pr, err := p.e.progress(ctx, job)
 		if err == nil && pr.Total > 0 && float64(pr.Done) >= marks[0]*float64(pr.Total) {
 			marks = marks[1:]
-			if m, err := p.e.sp.heap(ctx, true); err == nil {
+			if m, err := p.e.sp.heap(ctx, false); err == nil {
 				p.mu.Lock()
-				p.most = max(p.most, m.HeapAlloc)
+				p.most = max(p.most, m.Live)
 				p.mu.Unlock()
 			}
 			continue

@@ -255,23 +255,28 @@ func memOf(pid string) (rss, hwm int64, err error) {
 	return rss, hwm, sc.Err()
 }
 
-// memStats are the server's Go heap figures (its /debug/vars).
+// memStats are the server's Go heap figures (its /debug/vars): Live is
+// what its last collection found live.
 type memStats struct {
 	HeapInuse, HeapAlloc uint64
 	NumGC                uint32
+	Live                 uint64 `json:"-"`
 }
 
 // heap reads the server's Go heap; gc forces a collection first, so that
-// HeapAlloc is what is live.
+// Live is what is live now, not at the last collection.
 func (p *serverProc) heap(ctx context.Context, gc bool) (memStats, error) {
-	var m memStats
 	if gc { // the heap profile's ?gc=1 collects before it answers
 		if err := get(ctx, "http://"+p.debug+"/debug/pprof/heap?gc=1", nil); err != nil {
-			return m, err
+			return memStats{}, err
 		}
 	}
-	var vars struct{ Memstats memStats }
+	var vars struct {
+		Memstats memStats
+		Live     uint64 `json:"heap_live_bytes"`
+	}
 	err := get(ctx, "http://"+p.debug+"/debug/vars", &vars)
+	vars.Memstats.Live = vars.Live
 	return vars.Memstats, err
 }
 
