@@ -231,7 +231,7 @@ func (e *env) job(ctx context.Context, r *Result) error {
 		return err
 	}
 	smp := &sampler{sp: e.sp}
-	probe := &liveProbe{e: e}
+	probe := &liveProbe{e: e, gc0: before.NumGC}
 	var wg sync.WaitGroup
 	wg.Go(func() { smp.run(jctx) })
 	start := time.Now()

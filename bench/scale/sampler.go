@@ -77,9 +77,11 @@ func sortFloats(v []float64) { slices.Sort(v) }
 // without the garbage the collector has not reached yet. It forces no
 // collection: one forced on the server of 10,000 workers mid-job (as the
 // probe did before) stalled its API, and the slowest polls of the run
-// were those.
+// were those. Only if none has run since the one before the job (gc0: a
+// small job) does it force one, or it would read the heap of before.
 type liveProbe struct {
-	e *env
+	e   *env
+	gc0 uint32 // the server's count of collections before the job
 
 	mu   sync.Mutex // guards most
 	most uint64
@@ -91,7 +93,11 @@ func (p *liveProbe) run(ctx context.Context, job string) {
 		pr, err := p.e.progress(ctx, job)
 		if err == nil && pr.Total > 0 && float64(pr.Done) >= marks[0]*float64(pr.Total) {
 			marks = marks[1:]
-			if m, err := p.e.sp.heap(ctx, false); err == nil {
+			m, err := p.e.sp.heap(ctx, false)
+			if err == nil && m.NumGC == p.gc0 {
+				m, err = p.e.sp.heap(ctx, true)
+			}
+			if err == nil {
 				p.mu.Lock()
 				p.most = max(p.most, m.Live)
 				p.mu.Unlock()
