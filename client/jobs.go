@@ -38,7 +38,8 @@ func (c *Client) jobWithUnits(ctx context.Context, path string) (api.Job, error)
 	return j, err
 }
 
-// Jobs lists jobs, oldest first.
+// Jobs lists jobs, oldest first, without per-unit stats nor
+// UnitsPerWorker (Job has them).
 func (c *Client) Jobs(ctx context.Context) ([]api.Job, error) {
 	return list[api.Job](ctx, c, "/v1/jobs")
 }

@@ -101,6 +101,15 @@ func (j *jobRun) summary() api.Job {
 	return j.snapshot()
 }
 
+// listed is j's status as a page of GET /v1/jobs shows it: without units
+// nor its count of units by worker, which a job's own status has. A page
+// of 100 jobs on 10,000 workers would otherwise be some 23 MB of JSON,
+// and a dashboard polling the first page would cost the server a
+// 10,000-entry map to copy and encode each time.
+func (j *jobRun) listed() api.Job {
+	return j.status(false)
+}
+
 // handleListJobs serves GET /v1/jobs in the order the jobs were
 // received, a page at a time (paging.go; after names a job).
 func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
@@ -137,7 +146,7 @@ func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
 	out := make([]api.Job, hi-lo)
 	ptrs := make([]*api.Job, len(out))
 	for i, j := range all[lo:hi] {
-		out[i] = j.summary()
+		out[i] = j.listed()
 		ptrs[i] = &out[i]
 	}
 	s.withRunning(ptrs...)

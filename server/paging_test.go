@@ -106,6 +106,14 @@ func TestJobsObjectsAndUnitsPaged(t *testing.T) {
 	if err != nil || !slices.Equal(got, ids) || len(jobs) != 5 {
 		t.Errorf("pages of jobs %v, client %d jobs (%v); want %v in the order submitted", got, len(jobs), err, ids)
 	}
+	for _, j := range jobs {
+		if j.UnitsPerWorker != nil {
+			t.Errorf("job %s in the list has units by worker %v: a page leaves them to the job's status", j.ID, j.UnitsPerWorker)
+		}
+	}
+	if own, err := c.Job(testCtx(t), ids[0], false); err != nil || own.UnitsPerWorker["w1"] != 7 {
+		t.Errorf("job %s's own status: units by worker %v (%v), want w1: 7", ids[0], own.UnitsPerWorker, err)
+	}
 	if code := status(t, c.URL()+"/v1/jobs?after=j-000000000000"); code != 404 {
 		t.Errorf("jobs after an unknown job: %d, want 404", code)
 	}

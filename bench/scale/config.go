@@ -55,6 +55,10 @@ type Config struct {
 	Timeout time.Duration
 	// Log gets progress lines (default: discarded).
 	Log io.Writer
+	// CPUProfile, if set, is where the bench writes CPU profiles taken
+	// while the job runs (profile.go): this process's (the simulated
+	// fleet's) to CPUProfile, the server's to CPUProfile.server.
+	CPUProfile string
 }
 
 func (c *Config) defaults() {

@@ -231,7 +231,7 @@ func (e *env) job(ctx context.Context, r *Result) error {
 		return err
 	}
 	smp := &sampler{sp: e.sp}
-	probe := &liveProbe{e: e}
+	probe := &liveProbe{e: e, gc0: before.NumGC}
 	var wg sync.WaitGroup
 	wg.Go(func() { smp.run(jctx) })
 	start := time.Now()
@@ -243,6 +243,12 @@ func (e *env) job(ctx context.Context, r *Result) error {
 		return fmt.Errorf("scale: submit: %w", err)
 	}
 	fmt.Fprintf(e.cfg.Log, "scale: job %s of %d units submitted in %v\n", j.ID, e.cfg.Units, time.Since(start).Round(time.Millisecond))
+	var prof *profiles
+	if e.cfg.CPUProfile != "" {
+		if prof, err = startProfiles(jctx, e.cfg.CPUProfile, e.sp.debug); err != nil {
+			fmt.Fprintf(e.cfg.Log, "%v\n", err)
+		}
+	}
 	if e.cfg.Restart > 0 {
 		wg.Go(func() { e.restartAt(jctx, j.ID, r) })
 	}
@@ -250,6 +256,11 @@ func (e *env) job(ctx context.Context, r *Result) error {
 	final, err := e.wait(ctx, j.ID, start)
 	makespan := time.Since(start)
 	cpu1, serr := e.sp.stats()
+	if prof != nil {
+		if perr := prof.stop(); perr != nil {
+			fmt.Fprintf(e.cfg.Log, "%v\n", perr)
+		}
+	}
 	stop()
 	wg.Wait()
 	rep, perr := polls.finish()
@@ -277,8 +288,8 @@ func (e *env) job(ctx context.Context, r *Result) error {
 	r.ServerCPUS = (cpu1.CPU - cpu0.CPU).Seconds()
 	r.HeapBeforeBytes, r.HeapPeakBytes = before.HeapInuse, max(smp.peakHeap(), before.HeapInuse)
 	r.HeapInusePerUnit = float64(r.HeapPeakBytes-before.HeapInuse) / float64(e.cfg.Units)
-	r.LiveBeforeBytes, r.LivePeakBytes = before.HeapAlloc, max(probe.peak(), before.HeapAlloc)
-	r.ServerBytesPerUnit = float64(r.LivePeakBytes-before.HeapAlloc) / float64(e.cfg.Units)
+	r.LiveBeforeBytes, r.LivePeakBytes = before.Live, max(probe.peak(), before.Live)
+	r.ServerBytesPerUnit = float64(r.LivePeakBytes-before.Live) / float64(e.cfg.Units)
 	r.RetainedBytesPerUnit = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / float64(e.cfg.Units)
 	r.ServerRSSPeak, r.ServerRSS, r.ServerFDs = max(cpu1.HWM, smp.peakRSS()), cpu1.RSS, max(cpu1.FDs, smp.peakFDs())
 	if fi, err := os.Stat(filepath.Join(e.sp.dir, "data", "state.db")); err == nil {
@@ -344,9 +355,8 @@ func (e *env) wait(ctx context.Context, id string, start time.Time) (api.Job, er
 func (e *env) restartAt(ctx context.Context, id string, r *Result) {
 	target := int(e.cfg.Restart * float64(e.cfg.Units))
 	for ctx.Err() == nil {
-		var j api.Job
-		if err := e.getJSON(ctx, e.base+"/v1/jobs/"+url.PathEscape(id)+"?units=0", &j); err == nil && j.Progress.Done >= target {
-			fmt.Fprintf(e.cfg.Log, "scale: %d units done: killing the server (SIGKILL) and starting it again\n", j.Progress.Done)
+		if p, err := e.progress(ctx, id); err == nil && p.Done >= target {
+			fmt.Fprintf(e.cfg.Log, "scale: %d units done: killing the server (SIGKILL) and starting it again\n", p.Done)
 			e.sp.kill()
 			r.Restarted = true
 			if err := e.sp.start(ctx); err != nil {
@@ -356,6 +366,25 @@ func (e *env) restartAt(ctx context.Context, id string, r *Result) {
 		}
 		_ = sleep(ctx, 100*time.Millisecond)
 	}
+}
+
+// progress is job id's progress, as the first page of the jobs list shows
+// it: a job's own status also counts its units by worker, a map as large
+// as the fleet that would cost the server and this process, which shares
+// its cores, more than the progress is worth at every look.
+func (e *env) progress(ctx context.Context, id string) (api.Progress, error) {
+	var page []api.Job
+	if err := e.getJSON(ctx, e.base+"/v1/jobs?limit=1000", &page); err != nil {
+		return api.Progress{}, err
+	}
+	for _, j := range page {
+		if j.ID == id {
+			return j.Progress, nil
+		}
+	}
+	var j api.Job // not on the first page: a data directory with many jobs
+	err := e.getJSON(ctx, e.base+"/v1/jobs/"+url.PathEscape(id)+"?units=0", &j)
+	return j.Progress, err
 }
 
 // getJSON GETs base-relative url with the admin token and decodes it.

@@ -197,7 +197,13 @@ type procStats struct {
 // on every Linux architecture braid runs on.
 const clockTicks = 100
 
-func (p *serverProc) stats() (procStats, error) {
+// stats reads the server's CPU time, memory and open files from /proc.
+func (p *serverProc) stats() (procStats, error) { return p.statsOf(true) }
+
+// statsOf is stats, with the open files only if fds (FDs is 0 otherwise):
+// listing /proc/PID/fd takes a system call per few hundred descriptors,
+// a sizeable cost at 10,000 connections if taken often.
+func (p *serverProc) statsOf(fds bool) (procStats, error) {
 	var st procStats
 	cmd, _ := p.running()
 	pid := strconv.Itoa(cmd.Process.Pid)
@@ -216,8 +222,11 @@ func (p *serverProc) stats() (procStats, error) {
 	if st.RSS, st.HWM, err = memOf(pid); err != nil {
 		return st, err
 	}
-	fds, err := os.ReadDir("/proc/" + pid + "/fd")
-	st.FDs = len(fds)
+	if !fds {
+		return st, nil
+	}
+	list, err := os.ReadDir("/proc/" + pid + "/fd")
+	st.FDs = len(list)
 	return st, err
 }
 
@@ -246,23 +255,28 @@ func memOf(pid string) (rss, hwm int64, err error) {
 	return rss, hwm, sc.Err()
 }
 
-// memStats are the server's Go heap figures (its /debug/vars).
+// memStats are the server's Go heap figures (its /debug/vars): Live is
+// what its last collection found live.
 type memStats struct {
 	HeapInuse, HeapAlloc uint64
 	NumGC                uint32
+	Live                 uint64 `json:"-"`
 }
 
 // heap reads the server's Go heap; gc forces a collection first, so that
-// HeapAlloc is what is live.
+// Live is what is live now, not at the last collection.
 func (p *serverProc) heap(ctx context.Context, gc bool) (memStats, error) {
-	var m memStats
 	if gc { // the heap profile's ?gc=1 collects before it answers
 		if err := get(ctx, "http://"+p.debug+"/debug/pprof/heap?gc=1", nil); err != nil {
-			return m, err
+			return memStats{}, err
 		}
 	}
-	var vars struct{ Memstats memStats }
+	var vars struct {
+		Memstats memStats
+		Live     uint64 `json:"heap_live_bytes"`
+	}
 	err := get(ctx, "http://"+p.debug+"/debug/vars", &vars)
+	vars.Memstats.Live = vars.Live
 	return vars.Memstats, err
 }
 

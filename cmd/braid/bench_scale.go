@@ -32,6 +32,7 @@ func runBenchScale(ctx context.Context, args []string, e *env) error {
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Minute, "give up on a job not finished after this long")
 	jsonOut := fs.String("json-out", "", "write the results, with their provenance, to FILE as JSON")
 	plotDir := fs.String("plot", "", "draw the sweep's figures as SVG into DIR")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write CPU profiles taken while the job runs, for 'go tool pprof': this process's (the simulated workers') to FILE,\nthe server's (10 s from 2 s after the submission) to FILE.server")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -11,9 +11,23 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime/metrics"
 	rpprof "runtime/pprof"
+	"sync"
 	"time"
 )
+
+// heapLive publishes in /debug/vars the heap the last collection found
+// live (runtime/metrics /gc/heap/live:bytes): braid bench scale reads it
+// as a job runs, where forcing a collection to learn it would stall the
+// server it measures.
+var heapLive = sync.OnceFunc(func() {
+	expvar.Publish("heap_live_bytes", expvar.Func(func() any {
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}))
+})
 
 // pprofFlag serves Go's runtime profiles (net/http/pprof) for a long-running
 // role, on an address of its own so the profiles never share the API's port.
@@ -38,7 +52,8 @@ func (p *pprofFlag) start(ctx context.Context, log *slog.Logger) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.Handle("/debug/vars", expvar.Handler()) // runtime.MemStats as JSON: braid bench scale reads the heap here
+	heapLive()
+	mux.Handle("/debug/vars", expvar.Handler()) // runtime.MemStats and heap_live_bytes as JSON: braid bench scale reads the heap here
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()

@@ -288,7 +288,7 @@ class Client:
         return first
 
     def jobs(self, page_size: Optional[int] = None) -> List[Job]:
-        """Every job the server knows, oldest first, without per-unit statistics; the server sends long lists in pages (of page_size, if given), which this follows."""
+        """Every job the server knows, oldest first, without per-unit statistics nor units_per_worker (:meth:`job` has them); the server sends long lists in pages (of page_size, if given), which this follows."""
         return [self._decode(Job, j) for j in self._list("GET", _paged("/v1/jobs", page_size))]
 
     def cancel(self, job: JobRef) -> Job:
