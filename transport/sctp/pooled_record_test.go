@@ -21,13 +21,8 @@ func TestSealedRoundKeepsRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := newDconn(uc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
 	sealer, opener := recordPair(t)
-	c := &sealedConn{raw: raw, mux: newRecordMux(raw), rec: sealer, fwd: make(chan struct{})}
+	c := sealedOverUDP(t, uc, sealer)
 	var want [][]byte
 	for i := range 16 {
 		p := bytes.Repeat([]byte{byte(i)}, 1000+i)

@@ -110,17 +110,12 @@ func TestSealedReadDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := newDconn(uc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	c := &sealedConn{raw: raw, mux: newRecordMux(raw), rec: sc.rec, fwd: make(chan struct{})}
+	c := sealedOverUDP(t, uc, sc.rec)
 	c.mux.fast.Store(true)
-	if err := c.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+	start := time.Now() // before the deadline is set: it is 50 ms from no later than this
+	if err := c.SetReadDeadline(start.Add(50 * time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	if _, err := c.ReadPacket(); err == nil {
 		t.Fatal("ReadPacket returned a packet from a silent socket")
 	} else if !isTimeout(err) {
@@ -153,4 +148,17 @@ func TestSealedReadDeadline(t *testing.T) {
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
+}
+
+// sealedOverUDP is a sealedConn that seals and opens records with rec over
+// a conn of its own on uc, none of pion's, closed when the test ends: a
+// test's own reader or writer of what an end seals.
+func sealedOverUDP(t *testing.T, uc *net.UDPConn, rec *recordCrypt) *sealedConn {
+	t.Helper()
+	raw, err := newDconn(uc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return &sealedConn{raw: raw, mux: newRecordMux(raw), rec: rec, fwd: make(chan struct{})}
 }
