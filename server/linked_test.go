@@ -121,9 +121,12 @@ func (sw *silentWorker) kill() {
 func TestLinkedWorkerRestartedOnItsPort(t *testing.T) {
 	c, logs := startRegistry(t, linkedCfg)
 	ctx := testCtx(t)
-	old := startSilentWorker(t, c, "w1", 1, linkedCfg.Liveness)
+	addr := testport.Addr(t) // outside the ephemeral range: nothing takes it between the kill and the restart
+	old := listenSilent(t, "w1", 1, addr, linkedCfg.Liveness)
+	if _, err := c.RegisterWorker(ctx, old.info); err != nil {
+		t.Fatal(err)
+	}
 	waitState(t, c, "w1", api.WorkerUp)
-	addr := old.info.Endpoints[0].Addr
 	old.kill()
 	restarted := listenSilent(t, "w1", 2, addr, linkedCfg.Liveness)
 	restarted.waitAdmitted(t, 1) // the redial for the old registration reached it
